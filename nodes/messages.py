@@ -1,0 +1,143 @@
+"""Messages: frozen, slotted dataclasses, declared with `@message`.
+
+`@message` is `dataclass(frozen=True, slots=True)` with a faster `__init__`: the generated
+frozen `__init__` assigns every field through `object.__setattr__` (≈110 ns a field on
+CPython 3.11); ours assigns through the slots' own descriptors, which skips the frozen
+`__setattr__` guard (measured: 593 → 343 ns for five fields). Instances stay immutable,
+hashable and comparable exactly as dataclasses make them. Field defaults are supported;
+`default_factory` is not (messages carry tuples, not mutable containers).
+
+Every message class declares its wire payload for the network's cost model (thesis eq.
+4.3–4.6) as `WIRE = (numbers, addresses)`, or `WIRE = None` plus a `wire()` method when the
+size depends on the content.
+
+The handshake of thesis Algorithm 3 (SPEC §3), used by every protocol:
+
+    user ──ServerRequest──▶ gateway ──ServerReply──▶ user
+    user ──TaskRequest──▶ allocator (central scheduler or resource node)
+    allocator ──Proposal──▶ user ──Accept / Decline──▶ allocator
+    (central only) scheduler ──Launch──▶ resource node
+    resource node ──TaskStarted──▶ user
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, TypeVar
+
+__all__ = [
+    "Accept",
+    "Decline",
+    "Launch",
+    "Proposal",
+    "ServerReply",
+    "ServerRequest",
+    "TaskRequest",
+    "TaskStarted",
+    "message",
+]
+
+C = TypeVar("C", bound=type)
+
+
+def message(cls: C) -> C:
+    """Make `cls` a frozen, slotted dataclass whose constructor is cheap."""
+    klass: Any = dataclasses.dataclass(frozen=True, slots=True)(cls)
+    fields = dataclasses.fields(klass)
+    if any(f.default_factory is not dataclasses.MISSING for f in fields):  # type: ignore[misc]
+        raise TypeError(f"{cls.__name__}: message fields cannot use default_factory")
+    namespace: dict[str, Any] = {}
+    params, body = [], []
+    for index, field in enumerate(fields):
+        namespace[f"_set{index}"] = getattr(klass, field.name).__set__
+        if field.default is dataclasses.MISSING:
+            params.append(field.name)
+        else:
+            namespace[f"_default{index}"] = field.default
+            params.append(f"{field.name}=_default{index}")
+        body.append(f"    _set{index}(self, {field.name})")
+    source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
+    exec(source, namespace)  # the same technique dataclasses uses to build __init__
+    init = namespace["__init__"]
+    init.__qualname__ = f"{klass.__qualname__}.__init__"
+    klass.__init__ = init
+    return klass  # type: ignore[no-any-return]
+
+
+@message
+class ServerRequest:
+    """A user asks the gateway which server to send its next task to."""
+
+    user: int
+    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+
+
+@message
+class ServerReply:
+    """The gateway names the allocator for the user's next task."""
+
+    server: int
+    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+
+
+@message
+class TaskRequest:
+    """A user's task: who, which task, its demand vector and the user's current G_i."""
+
+    user: int
+    task: int
+    demand: tuple[float, ...]
+    share: float
+    WIRE: ClassVar[None] = None
+
+    def wire(self) -> tuple[int, int]:
+        return len(self.demand) + 2, 1
+
+
+@message
+class Proposal:
+    """An allocator offers to run task `task` of the receiving user on `server`."""
+
+    task: int
+    server: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class Accept:
+    """The user takes the first proposal for its current task."""
+
+    user: int
+    task: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class Decline:
+    """The user refuses a later proposal for a task already placed; the proposer drops it."""
+
+    user: int
+    task: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class Launch:
+    """The central scheduler tells a resource node to start a task it reserved there."""
+
+    user: int
+    task: int
+    demand: tuple[float, ...]
+    WIRE: ClassVar[None] = None
+
+    def wire(self) -> tuple[int, int]:
+        return len(self.demand) + 1, 1
+
+
+@message
+class TaskStarted:
+    """The resource node tells the user its task runs; the user adds D_i to its allocation."""
+
+    task: int
+    server: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)

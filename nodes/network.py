@@ -1,0 +1,255 @@
+"""The emulated network: latency models, message loss, and traffic accounting.
+
+Virtual time inside the runtime is an integer number of microseconds, so latency models
+return whole microseconds and delivery instants compare exactly.
+
+Byte sizes follow the thesis's cost model (eq. 4.3–4.6): a message costs
+`numbers × number_bytes + addresses × address_bytes + overhead_bytes`. Every message class
+declares its payload as a class attribute `WIRE = (numbers, addresses)`, or sets `WIRE = None`
+and implements `wire() -> (numbers, addresses)` when its size depends on its content.
+Decision (the thesis leaves `adr` and `overhead` symbolic): 8-byte numbers, 6-byte addresses
+(IPv4 address + port) and 28 bytes of overhead (IPv4 + UDP headers), all configurable.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import _count_elements  # type: ignore[attr-defined]
+from operator import itemgetter
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = [
+    "ConstantLatency",
+    "CostModel",
+    "LatencyModel",
+    "Network",
+    "PairLatency",
+    "TrafficTally",
+    "UniformLatency",
+    "parse_duration",
+    "parse_latency",
+]
+
+US_PER_S = 1_000_000
+_message_of = itemgetter(1)
+
+
+def to_us(seconds: float) -> int:
+    """Seconds to whole microseconds (rounded)."""
+    return int(round(seconds * US_PER_S))
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs)?\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """Parse '1ms', '0.5 s', '250us' or a bare number of seconds into seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 100ms, 0.1s, 250us)")
+    value = float(match.group(1))
+    unit = match.group(2) or "s"
+    return value * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}[unit]
+
+
+class LatencyModel(Protocol):
+    """Gives the one-way latency, in microseconds, of a message from `src` to `dst`."""
+
+    def latency_us(self, src: int, dst: int) -> int: ...
+
+    def describe(self) -> str: ...
+
+
+class ConstantLatency:
+    """Every message takes the same time (default 1 ms)."""
+
+    __slots__ = ("us",)
+
+    def __init__(self, seconds: float = 0.001) -> None:
+        if seconds < 0:
+            raise ValueError("latency must be non-negative")
+        self.us = to_us(seconds)
+
+    def latency_us(self, src: int, dst: int) -> int:
+        return self.us
+
+    def describe(self) -> str:
+        return f"constant {self.us / 1000:g}ms"
+
+
+class UniformLatency:
+    """Each message independently takes a latency uniform in [low, high] (jitter)."""
+
+    __slots__ = ("low_us", "span", "_random")
+
+    def __init__(self, low: float, high: float, rng: random.Random) -> None:
+        if not 0 <= low <= high:
+            raise ValueError("uniform latency needs 0 <= low <= high")
+        self.low_us = to_us(low)
+        self.span = to_us(high) - self.low_us + 1
+        self._random = rng.random
+
+    def latency_us(self, src: int, dst: int) -> int:
+        return self.low_us + int(self._random() * self.span)
+
+    def describe(self) -> str:
+        return f"uniform {self.low_us / 1000:g}..{(self.low_us + self.span - 1) / 1000:g}ms"
+
+
+def _mix64(x: int) -> int:
+    """splitmix64 finaliser: a fixed, well-spread hash of a 64-bit integer."""
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return x ^ (x >> 31)
+
+
+class PairLatency:
+    """A fixed base latency per unordered pair, uniform in [low, high], plus optional jitter.
+
+    The base of a pair is a hash of (salt, pair), so it needs no memory at any scale and is
+    the same in both directions; `jitter` adds an independent uniform [0, jitter] per message.
+    """
+
+    __slots__ = ("low_us", "span", "jitter_span", "salt", "_random")
+
+    def __init__(self, low: float, high: float, rng: random.Random, jitter: float = 0.0) -> None:
+        if not 0 <= low <= high or jitter < 0:
+            raise ValueError("pair latency needs 0 <= low <= high and jitter >= 0")
+        self.low_us = to_us(low)
+        self.span = to_us(high) - self.low_us + 1
+        self.jitter_span = to_us(jitter) + 1 if jitter > 0 else 0
+        self.salt = rng.getrandbits(62)
+        self._random = rng.random
+
+    def latency_us(self, src: int, dst: int) -> int:
+        a, b = (src, dst) if src <= dst else (dst, src)
+        base = self.low_us + _mix64(self.salt ^ (a << 32) ^ b) % self.span
+        if self.jitter_span:
+            base += int(self._random() * self.jitter_span)
+        return base
+
+    def describe(self) -> str:
+        text = f"per-pair {self.low_us / 1000:g}..{(self.low_us + self.span - 1) / 1000:g}ms"
+        return text + (f" + jitter {(self.jitter_span - 1) / 1000:g}ms" if self.jitter_span else "")
+
+
+def parse_latency(text: str, rng: random.Random) -> LatencyModel:
+    """Parse a latency spec: '1ms' | 'uniform:LOW:HIGH' | 'pair:LOW:HIGH[:JITTER]'."""
+    parts = [p.strip() for p in text.split(":")]
+    try:
+        if len(parts) == 1:
+            return ConstantLatency(parse_duration(parts[0]))
+        kind, args = parts[0].lower(), [parse_duration(p) for p in parts[1:]]
+        if kind == "uniform" and len(args) == 2:
+            return UniformLatency(args[0], args[1], rng)
+        if kind == "pair" and len(args) in (2, 3):
+            return PairLatency(args[0], args[1], rng, *args[2:])
+    except ValueError as error:
+        raise ValueError(f"bad latency {text!r}: {error}") from None
+    raise ValueError(f"bad latency {text!r}: use 1ms, uniform:LOW:HIGH or pair:LOW:HIGH[:JITTER]")
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    """Bytes of one message = numbers·number_bytes + addresses·address_bytes + overhead."""
+
+    number_bytes: int = 8
+    address_bytes: int = 6
+    overhead_bytes: int = 28
+
+    def bytes_of(self, count: int, numbers: int, addresses: int) -> int:
+        return numbers * self.number_bytes + addresses * self.address_bytes + count * self.overhead_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficTally:
+    """Traffic of one message type over a run."""
+
+    sent: int
+    dropped: int
+    bytes: int
+
+
+class Network:
+    """Decides when (and whether) a message arrives, and counts what was sent.
+
+    `count(out)` tallies a batch of `(dst, msg)` sends by message type. When every message
+    takes the same time and none is lost, `fixed_us` is that latency (µs) and the runtime
+    delivers a whole batch at one instant; otherwise it is -1 and the runtime asks
+    `due(src, dst, msg, now_us)` per message, which returns the delivery instant in µs or
+    -1 when the message is lost. Loss draws come from their own random stream.
+    """
+
+    __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_units", "_variable")
+
+    def __init__(
+        self,
+        latency: LatencyModel | None = None,
+        loss: float = 0.0,
+        loss_rng: random.Random | None = None,
+        cost: CostModel | None = None,
+    ) -> None:
+        if not 0.0 <= loss < 1.0:
+            raise ValueError(f"loss probability must be in [0, 1), got {loss}")
+        if loss > 0 and loss_rng is None:
+            raise ValueError("a lossy network needs its own random stream")
+        self.latency: LatencyModel = latency if latency is not None else ConstantLatency()
+        self.loss = loss
+        self.cost = cost if cost is not None else CostModel()
+        constant = isinstance(self.latency, ConstantLatency) and loss == 0.0
+        self.fixed_us = self.latency.us if constant else -1  # type: ignore[attr-defined]
+        self._lose = loss_rng.random if loss > 0 and loss_rng is not None else None
+        self._sent: dict[type, int] = {}
+        self._dropped: dict[type, int] = {}
+        self._units: dict[type, list[int]] = {}
+        self._variable: frozenset[type] = frozenset()
+
+    def count(self, out: list[tuple[int, Any]]) -> None:
+        """Tally a batch of sends by message type (and payload size for variable types)."""
+        sent = self._sent
+        known = len(sent)
+        _count_elements(sent, map(type, map(_message_of, out)))
+        if len(sent) != known:
+            self._variable = frozenset(cls for cls in sent if cls.WIRE is None)
+        variable = self._variable
+        if variable:
+            units = self._units
+            for _, msg in out:
+                cls = msg.__class__
+                if cls in variable:
+                    numbers, addresses = msg.wire()
+                    tally = units.get(cls)
+                    if tally is None:
+                        tally = units[cls] = [0, 0]
+                    tally[0] += numbers
+                    tally[1] += addresses
+
+    def due(self, src: int, dst: int, msg: Any, now_us: int) -> int:
+        """Delivery instant of one message in µs, or -1 when the network loses it."""
+        if self._lose is not None and self._lose() < self.loss:
+            cls = msg.__class__
+            self._dropped[cls] = self._dropped.get(cls, 0) + 1
+            return -1
+        return now_us + self.latency.latency_us(src, dst)
+
+    @property
+    def messages_sent(self) -> int:
+        return sum(self._sent.values())
+
+    @property
+    def messages_dropped(self) -> int:
+        return sum(self._dropped.values())
+
+    def tally(self) -> dict[str, TrafficTally]:
+        """Messages and bytes per message type name, sorted by name."""
+        out: dict[str, TrafficTally] = {}
+        for cls, count in self._sent.items():
+            if cls.WIRE is None:
+                numbers, addresses = self._units.get(cls, (0, 0))
+            else:
+                numbers, addresses = cls.WIRE[0] * count, cls.WIRE[1] * count
+            out[cls.__name__] = TrafficTally(count, self._dropped.get(cls, 0), self.cost.bytes_of(count, numbers, addresses))
+        return dict(sorted(out.items()))
