@@ -96,10 +96,10 @@ class TaskRequest:
 
 @message
 class Proposal:
-    """An allocator offers to run task `task` of the receiving user on `server`."""
+    """An allocator offers to place task `task` of the receiving user; replies go to `proposer`."""
 
     task: int
-    server: int
+    proposer: int
     WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 

@@ -1,0 +1,264 @@
+"""The `drfemu` command line.
+
+Every error — a bad option, a malformed workload, an unknown protocol — is printed as one
+line `drfemu: error: …` on stderr with exit status 2; a capacity violation (a protocol bug)
+exits with status 3. Tracebacks are never shown for user errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import structlog
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from experiments.bench import run_bench
+from experiments.google import google_case
+from experiments.runner import RunConfig, RunResult, run_emulation
+from experiments.synthetic import synthetic_case
+from experiments.workload import Workload, WorkloadError, load_workload
+from nodes.network import parse_duration
+from protocols.registry import PROTOCOLS, UnknownProtocol
+from protocols.resources import CapacityViolation
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="drfemu",
+    help="Emulate distributed, gossip-overlay cluster schedulers that allocate multi-resource tasks fairly.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+workload_app = typer.Typer(help="Build workload files.", no_args_is_help=True)
+app.add_typer(workload_app, name="workload")
+
+out = Console()
+err = Console(stderr=True)
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def _duration(text: str, name: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise CliError(f"--{name}: {error}") from None
+    if seconds <= 0:
+        raise CliError(f"--{name} must be positive")
+    return seconds
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    try:
+        path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"cannot write {path}: {error.strerror}") from None
+
+
+@contextmanager
+def _allocation_log(path: Path | None, workload: Workload) -> Iterator[Callable[..., Any] | None]:
+    """A structlog JSON-lines logger for allocations, with workload labels, or None."""
+    if path is None:
+        yield None
+        return
+    try:
+        handle = path.open("w", encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"cannot write {path}: {error.strerror}") from None
+    logger = structlog.wrap_logger(
+        structlog.WriteLogger(handle),
+        processors=[structlog.processors.JSONRenderer()],
+    )
+    servers = [s.id for s in workload.servers]
+    users = [u.id for u in workload.users]
+
+    def log(event: str, **fields: Any) -> None:
+        fields["user"] = users[fields["user"]]
+        fields["server"] = servers[fields["server"]]
+        logger.info(event, **fields)
+
+    try:
+        yield log
+    finally:
+        handle.close()
+
+
+def _summary(result: RunResult) -> Table:
+    r = result.to_dict()
+    table = Table(title=f"drfemu run — {r['protocol']} on {r['machines']} machines × {r['users']} users (seed {r['seed']})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    ratio = r["ratio_20_20"]
+    rows = [
+        ("outcome", f"{r['status']}: {r['end_reason']}"),
+        ("allocations", f"{r['allocations']:,}"),
+        ("run-time (virtual)", f"{r['run_time_s']:.1f} s"),
+        ("minimum dominant share", f"{r['min_dominant_share']:.4f}"),
+        ("Gini", f"{r['gini']:.4f}"),
+        ("std of dominant shares", f"{r['std_dominant_share']:.6f}"),
+        ("20:20 ratio", "∞" if ratio is None else f"{ratio:.3f}"),
+        ("Jain's index", f"{r['jain']:.4f}"),
+        ("utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r["utilization"].items())),
+        ("error ratio (τ=0)", f"{r['error_ratio']:.2%}"),
+        ("error ratio τ=1/5/10/15%", " / ".join(f"{r['error_ratio_by_tolerance'][k]:.2%}" for k in ("0.01", "0.05", "0.1", "0.15"))),
+        ("messages", f"{r['messages_total']:,} ({r['bytes_total']:,} bytes)"),
+        ("wall time", f"{r['wall_time_s']:.2f} s ({r['events_per_s']:,.0f} events/s)"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+@app.command()
+def run(
+    protocol: Annotated[str, typer.Option(help=f"Allocation protocol: {', '.join(PROTOCOLS)}.")] = "drf",
+    machines: Annotated[int, typer.Option(help="Machines drawn from the Google 2011 trace.")] = 100,
+    users: Annotated[int, typer.Option(help="Users drawn from the Google 2011 trace.")] = 20,
+    seed: Annotated[int, typer.Option(help="Root seed of every random stream.")] = 1,
+    workload: Annotated[Path | None, typer.Option(help="Workload JSON file (instead of a Google case).")] = None,
+    tick: Annotated[str, typer.Option(help="Allocation tick, e.g. 100ms.")] = "100ms",
+    latency: Annotated[str, typer.Option(help="Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER].")] = "1ms",
+    stall_ticks: Annotated[int, typer.Option(help="End as stalled after this many ticks without an allocation.")] = 1000,
+    max_time: Annotated[str, typer.Option(help="Hard cap on virtual time, e.g. 20000s.")] = "20000s",
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    log: Annotated[Path | None, typer.Option(help="Write one JSON line per allocation.")] = None,
+) -> None:
+    """Run one emulation and print its summary."""
+    if workload is not None:
+        case = load_workload(workload)
+    else:
+        case = google_case(machines, users, seed)
+    config = RunConfig(
+        workload=case,
+        protocol=protocol,
+        seed=seed,
+        tick=_duration(tick, "tick"),
+        latency=latency,
+        stall_ticks=stall_ticks,
+        max_time=_duration(max_time, "max-time"),
+    )
+    config.validate()
+    for user in case.unplaceable_users():
+        print(f"drfemu: warning: user {user.id!r} demands {list(user.demand)}, which fits on no server; "
+              "it is reported and left out of the metrics", file=sys.stderr)
+    with _allocation_log(log, case) as logger, Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task(f"{protocol}: starting", total=None)
+
+        def progress(now: float, allocations: int) -> None:
+            bar.update(task, description=f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
+
+        result = run_emulation(config, log=logger, progress=progress)
+    out.print(_summary(result))
+    if json_path is not None:
+        _write_json(json_path, result.to_dict())
+
+
+@workload_app.command("google")
+def workload_google(
+    machines: Annotated[int, typer.Option(help="Machines to draw.")] = 100,
+    users: Annotated[int, typer.Option(help="Users to draw.")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON.")] = Path("case.json"),
+) -> None:
+    """Write a Google 2011 test case (thesis §5.1) as a workload file."""
+    case = google_case(machines, users, seed)
+    _write_json(output, case.to_dict())
+    out.print(f"wrote {output}: {machines} machines, {users} users (seed {seed})")
+
+
+@workload_app.command("synthetic")
+def workload_synthetic(
+    servers: Annotated[int, typer.Option(help="Servers to generate.")] = 100,
+    users: Annotated[int, typer.Option(help="Users to generate.")] = 20,
+    resources: Annotated[str, typer.Option(help="Comma-separated resource names.")] = "cpu,mem",
+    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON.")] = Path("case.json"),
+) -> None:
+    """Write a synthetic workload with any number of resources."""
+    names = tuple(name.strip() for name in resources.split(",") if name.strip())
+    case = synthetic_case(servers, users, names, seed)
+    _write_json(output, case.to_dict())
+    out.print(f"wrote {output}: {servers} servers, {users} users, resources {', '.join(names)} (seed {seed})")
+
+
+@app.command()
+def protocols() -> None:
+    """List the allocation protocols."""
+    table = Table(title="protocols")
+    table.add_column("name")
+    table.add_column("gateway")
+    table.add_column("what it does")
+    for spec in PROTOCOLS.values():
+        table.add_row(spec.name, spec.gateway, spec.summary)
+    out.print(table)
+
+
+@app.command()
+def bench(
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")] = None,
+    actors: Annotated[int, typer.Option(help="Actors exchanging messages.")] = 1000,
+    in_flight: Annotated[int, typer.Option(help="Messages in flight per actor.")] = 10,
+    repeats: Annotated[int, typer.Option(help="Timed samples per design (best is kept).")] = 3,
+) -> None:
+    """Measure the runtime's message rate against a naive one-task-per-actor design."""
+    result = run_bench(actors=actors, in_flight=in_flight, repeats=repeats)
+    table = Table(title=f"engine benchmark: {actors} actors, {in_flight} messages in flight each, 1 ms latency")
+    table.add_column("design")
+    table.add_column("messages/s (best)", justify="right")
+    table.add_column("samples", justify="right")
+    table.add_row("drfemu runtime", f"{result.messages_per_s:,.0f}", ", ".join(f"{x:,.0f}" for x in result.samples))
+    table.add_row("naive (task + queue per actor)", f"{result.naive_messages_per_s:,.0f}",
+                  ", ".join(f"{x:,.0f}" for x in result.naive_samples))
+    out.print(table)
+    out.print(f"speedup: {result.speedup:.2f}×")
+    if json_path is not None:
+        _write_json(json_path, result.to_dict())
+
+
+def _fail(message: str, status: int) -> int:
+    # Plain write, never wrapped: an error is exactly one line.
+    print(f"drfemu: {message}", file=sys.stderr)
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `drfemu` script; returns the exit status."""
+    try:
+        status = app(args=argv, prog_name="drfemu", standalone_mode=False)
+    except typer.Exit as done:
+        return int(done.exit_code)
+    except typer.Abort:
+        return _fail("aborted", 130)
+    except typer.TyperException as error:  # usage errors: unknown option, bad value, ...
+        if type(error).__name__ == "NoArgsIsHelpError":  # `drfemu` or a group given no command
+            print(error.format_message())  # type: ignore[attr-defined]
+            return 0
+        return _fail(f"error: {error.format_message()}", 2)  # type: ignore[attr-defined]
+    except (CliError, WorkloadError, UnknownProtocol, ValueError) as error:
+        return _fail(f"error: {error}", 2)
+    except CapacityViolation as error:
+        return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)
+    return status if isinstance(status, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

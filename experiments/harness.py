@@ -1,0 +1,184 @@
+"""The run harness: an observer with global knowledge that protocols never consult (SPEC §5).
+
+On every allocation it
+- checks the capacity invariant on its own accounting of every server (a violation raises
+  `CapacityViolation` and aborts the run);
+- judges the allocation with the error oracle: allocating for user i is an error at tolerance
+  τ when another user j whose next task fits somewhere has `G_i > (1+τ)·G_j` (τ = 0: any
+  such j with a lower share). Shares are compared with a relative margin of 1e-9 so that two
+  users whose shares are equal on paper but differ in the last float bit do not count;
+- updates `G_i`, and ends the run as *saturated* once no user's next task fits on any server.
+
+On every tick it ends the run as *stalled* when nothing was allocated for `stall_ticks` ticks,
+and as *time cap* when virtual time reaches `max_time`. Users whose single task fits on no
+empty server are *unplaceable*: reported, left out of saturation and error judgements and of
+the fairness metrics, while the run goes on for the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, fits
+
+__all__ = ["TOLERANCES", "Harness", "RunOutcome"]
+
+TOLERANCES: tuple[float, ...] = (0.0, 0.01, 0.05, 0.1, 0.15)
+SHARE_MARGIN = 1e-9
+
+SATURATED, STALLED, TIME_CAP = "saturated", "stalled", "time-cap"
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    status: str
+    reason: str
+    end_time: float
+
+
+class Harness:
+    """Observes one run. Servers are actors 0..S-1; `user_actors[k]` is user k's actor id."""
+
+    def __init__(
+        self,
+        capacities: Sequence[Vector],
+        demands: Sequence[Vector],
+        user_actors: Sequence[int],
+        tick: float,
+        stall_ticks: int,
+        max_time: float,
+        on_finish: Callable[[RunOutcome], None],
+        log: Callable[..., Any] | None = None,
+        progress: Callable[[float, int], None] | None = None,
+        tolerances: Sequence[float] = TOLERANCES,
+    ) -> None:
+        self.capacity = [tuple(c) for c in capacities]
+        self.free = [list(c) for c in capacities]
+        self.demands = [tuple(d) for d in demands]
+        self.total = tuple(sum(col) for col in zip(*self.capacity))
+        self.task_share = [dominant_share(d, self.total) for d in self.demands]
+        self.user_index = {actor: k for k, actor in enumerate(user_actors)}
+        self.tasks = [0] * len(demands)
+        self.shares = [0.0] * len(demands)
+        self.fit_count = [sum(1 for c in self.capacity if fits(d, c, c)) for d in self.demands]
+        self.unplaceable = [k for k, n in enumerate(self.fit_count) if n == 0]
+        self.tolerances = tuple(tolerances)
+        self.errors = [0] * len(self.tolerances)
+        self.error_history: list[tuple[int, ...]] = []
+        self.allocations = 0
+        self.last_allocation = 0.0
+        self.tick = tick
+        self.stall_ticks = stall_ticks
+        self.max_time = max_time
+        self.outcome: RunOutcome | None = None
+        self._on_finish = on_finish
+        self._log = log
+        self._progress = progress
+        self._last_progress_tick = 0
+
+    # -- allocation events ----------------------------------------------------------------
+    def on_allocation(self, now: float, server: int, user: int, task: int, demand: Vector) -> None:
+        k = self.user_index[user]
+        free = self.free[server]
+        capacity = self.capacity[server]
+        if not fits(demand, free, capacity):
+            raise CapacityViolation(
+                f"capacity invariant broken at t={now:.6f}s: server {server} holds {tuple(free)} free "
+                f"and was given task {task} of user {k} needing {demand}"
+            )
+        before = self.shares[k]
+        error_flags = self._judge(k, before)
+        before_free = tuple(free)
+        for r, d in enumerate(demand):
+            free[r] -= d
+        self.tasks[k] += 1
+        self.shares[k] = self.tasks[k] * self.task_share[k]
+        self.allocations += 1
+        self.last_allocation = now
+        self._update_fit_counts(server, before_free)
+        if self._log is not None:
+            self._log(
+                "allocation",
+                time=now,
+                user=k,
+                server=server,
+                task=task,
+                share_before=before,
+                share_after=self.shares[k],
+                error=error_flags[0],
+            )
+        if not any(self.fit_count):
+            self.finish(SATURATED, "no user's next task fits on any server", self.last_allocation)
+
+    def _judge(self, k: int, share: float) -> tuple[bool, ...]:
+        lowest = min(
+            (s for j, (s, n) in enumerate(zip(self.shares, self.fit_count)) if j != k and n > 0),
+            default=None,
+        )
+        if lowest is None:
+            flags = tuple(False for _ in self.tolerances)
+        else:
+            flags = tuple(share > (1.0 + tau) * lowest * (1.0 + SHARE_MARGIN) for tau in self.tolerances)
+        for i, flag in enumerate(flags):
+            if flag:
+                self.errors[i] += 1
+        self.error_history.append(tuple(self.errors))
+        return flags
+
+    def _update_fit_counts(self, server: int, before: Sequence[float]) -> None:
+        after, capacity = self.free[server], self.capacity[server]
+        for j, n in enumerate(self.fit_count):
+            if n > 0:
+                d = self.demands[j]
+                if fits(d, before, capacity) and not fits(d, after, capacity):
+                    self.fit_count[j] = n - 1
+
+    # -- ticks ----------------------------------------------------------------------------
+    def on_tick(self, now: float, tick: int) -> None:
+        if self.outcome is not None:
+            return
+        if now >= self.max_time - REL_TOL:
+            self.finish(TIME_CAP, f"virtual time reached the cap of {self.max_time:g}s", now)
+        elif now - self.last_allocation >= self.stall_ticks * self.tick - REL_TOL:
+            waiting = sum(1 for n in self.fit_count if n > 0)
+            self.finish(
+                STALLED,
+                f"no allocation for {self.stall_ticks} ticks while {waiting} user(s) could still place a task",
+                now,
+            )
+        elif self._progress is not None and tick - self._last_progress_tick >= 50:
+            self._last_progress_tick = tick
+            self._progress(now, self.allocations)
+
+    def finish(self, status: str, reason: str, end_time: float) -> None:
+        if self.outcome is None:
+            self.outcome = RunOutcome(status, reason, end_time)
+            self._on_finish(self.outcome)
+
+    # -- results --------------------------------------------------------------------------
+    def placeable_shares(self) -> list[float]:
+        skip = set(self.unplaceable)
+        return [s for k, s in enumerate(self.shares) if k not in skip]
+
+    def utilization(self) -> list[float]:
+        used = [sum(c[r] - f[r] for c, f in zip(self.capacity, self.free)) for r in range(len(self.total))]
+        return [u / t for u, t in zip(used, self.total)]
+
+    def error_ratios(self) -> list[float]:
+        return [e / self.allocations if self.allocations else 0.0 for e in self.errors]
+
+    def error_series(self, points: int = 100) -> dict[str, list[float]]:
+        """Cumulative error ratio per tolerance, sampled at ≤ `points` allocation counts."""
+        n = len(self.error_history)
+        if n == 0:
+            return {"allocations": []}
+        step = max(1, -(-n // points))
+        marks = list(range(step, n + 1, step))
+        if marks[-1] != n:
+            marks.append(n)
+        series: dict[str, list[float]] = {"allocations": [float(m) for m in marks]}
+        for i, tau in enumerate(self.tolerances):
+            series[f"{tau:g}"] = [self.error_history[m - 1][i] / m for m in marks]
+        return series

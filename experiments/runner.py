@@ -1,0 +1,195 @@
+"""One emulation run: workload + protocol + seed → `RunResult` (SPEC §2–5).
+
+Actor addresses: servers are 0..S−1 in workload order, users S..S+U−1 in workload order,
+then the gateway, then (central protocols) the scheduler. All users start at time 0; the
+allocation tick fires every `tick` seconds from time `tick` on.
+
+Random streams used: `network/latency`, `network/loss`, `gateway` (home draws and random
+server choices). Same `RunConfig` ⇒ the same events in the same order ⇒ the same result,
+apart from the wall-clock fields.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from experiments.harness import SATURATED, STALLED, TOLERANCES, Harness, RunOutcome
+from experiments.workload import Workload
+from nodes.actor import Actor
+from nodes.clock import VirtualClockLoop
+from nodes.gateway import Gateway
+from nodes.gc_tuning import tuned_gc
+from nodes.network import CostModel, Network, parse_latency
+from nodes.resource_node import ResourceNode
+from nodes.runtime import Runtime
+from nodes.scheduler import CentralScheduler
+from nodes.streams import RandomStreams
+from nodes.user import UserNode
+from protocols.fairness import gini, jain, ratio_20_20, sample_std
+from protocols.registry import get_protocol
+
+__all__ = ["RunConfig", "RunResult", "run_emulation"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a run. Times are in seconds of virtual time."""
+
+    workload: Workload
+    protocol: str = "drf"
+    seed: int = 1
+    tick: float = 0.1
+    latency: str = "1ms"
+    loss: float = 0.0
+    stall_ticks: int = 1000
+    max_time: float = 20_000.0
+    cost: CostModel = field(default_factory=CostModel)
+
+    def validate(self) -> None:
+        get_protocol(self.protocol)
+        if not self.tick > 0:
+            raise ValueError("tick must be positive")
+        if self.stall_ticks < 1:
+            raise ValueError("stall-ticks must be at least 1")
+        if not self.max_time > 0:
+            raise ValueError("max-time must be positive")
+        if self.seed < 0:
+            raise ValueError("seed must be non-negative")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome and metrics of one run; `to_dict()` is the `--json` document."""
+
+    values: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def _finite(x: float) -> float | None:
+    """JSON has no infinity: non-finite metrics are written as null (see docs/metrics.md)."""
+    return x if math.isfinite(x) else None
+
+
+def run_emulation(
+    config: RunConfig,
+    log: Callable[..., Any] | None = None,
+    progress: Callable[[float, int], None] | None = None,
+) -> RunResult:
+    """Run one emulation to saturation, stall or the time cap."""
+    config.validate()
+    spec = get_protocol(config.protocol)
+    workload = config.workload
+    streams = RandomStreams(config.seed)
+    n_servers, n_users = len(workload.servers), len(workload.users)
+    server_ids = list(range(n_servers))
+    user_ids = list(range(n_servers, n_servers + n_users))
+    gateway_id = n_servers + n_users
+    scheduler_id = gateway_id + 1
+    total = workload.total
+
+    loop = VirtualClockLoop()
+    try:
+        done = loop.create_future()
+        runtime_box: list[Runtime] = []
+
+        def on_finish(outcome: RunOutcome) -> None:
+            runtime_box[0].stop()
+            if not done.done():
+                done.set_result(outcome)
+
+        harness = Harness(
+            capacities=[s.capacity for s in workload.servers],
+            demands=[u.demand for u in workload.users],
+            user_actors=user_ids,
+            tick=config.tick,
+            stall_ticks=config.stall_ticks,
+            max_time=config.max_time,
+            on_finish=on_finish,
+            log=log,
+            progress=progress,
+        )
+        actors: list[Actor] = [ResourceNode(i, s.capacity, harness) for i, s in zip(server_ids, workload.servers)]
+        users = [UserNode(a, gateway_id, u.demand, total) for a, u in zip(user_ids, workload.users)]
+        actors.extend(users)
+        actors.append(Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id))
+        tickers: list[Actor] = []
+        if spec.central_rule is not None:
+            scheduler = CentralScheduler(scheduler_id, spec.central_rule(), server_ids, [s.capacity for s in workload.servers])
+            actors.append(scheduler)
+            tickers.append(scheduler)
+        network = Network(
+            parse_latency(config.latency, streams.python("network/latency")),
+            loss=config.loss,
+            loss_rng=streams.python("network/loss"),
+            cost=config.cost,
+        )
+        runtime = Runtime(loop, network, actors)
+        runtime_box.append(runtime)
+        for user in users:
+            runtime.call_at(0.0, user.start, actor=user)
+        runtime.start_ticks(config.tick, tickers)
+        runtime.add_tick_hook(harness.on_tick)
+        if not harness.placeable_shares():
+            harness.finish(SATURATED, "no user's task fits on any server", 0.0)
+
+        with tuned_gc():
+            started = time.perf_counter()
+            outcome: RunOutcome = loop.run_until_complete(done)
+            wall = time.perf_counter() - started
+    finally:
+        loop.close()
+
+    shares = harness.placeable_shares()
+    labels = [u.id for u in workload.users]
+    unplaceable = set(harness.unplaceable)
+    events = runtime.delivered + runtime.timer_events
+    traffic = network.tally()
+    error_ratios = harness.error_ratios()
+    series = harness.error_series()
+    values: dict[str, Any] = {
+        "protocol": config.protocol,
+        "machines": n_servers,
+        "users": n_users,
+        "seed": config.seed,
+        "resources": list(workload.resources),
+        "tick_s": config.tick,
+        "latency": network.latency.describe(),
+        "saturated": outcome.status == SATURATED,
+        "stalled": outcome.status == STALLED,
+        "status": outcome.status,
+        "end_reason": outcome.reason,
+        "run_time_s": harness.last_allocation,
+        "virtual_time_s": runtime.now,
+        "allocations": harness.allocations,
+        "min_dominant_share": min(shares) if shares else 0.0,
+        "gini": gini(shares) if shares else 0.0,
+        "std_dominant_share": sample_std(shares) if shares else 0.0,
+        "ratio_20_20": _finite(ratio_20_20(shares)) if shares else None,
+        "jain": jain(shares) if shares else 1.0,
+        "utilization": dict(zip(workload.resources, harness.utilization())),
+        "error_ratio": error_ratios[0],
+        "error_ratio_by_tolerance": {f"{tau:g}": r for tau, r in zip(TOLERANCES, error_ratios)},
+        "error_series": {k: [int(x) for x in v] if k == "allocations" else v for k, v in series.items()},
+        "messages": {name: t.sent for name, t in traffic.items()},
+        "messages_dropped": {name: t.dropped for name, t in traffic.items() if t.dropped},
+        "bytes": {name: t.bytes for name, t in traffic.items()},
+        "messages_total": sum(t.sent for t in traffic.values()),
+        "bytes_total": sum(t.bytes for t in traffic.values()),
+        "wall_time_s": wall,
+        "events": events,
+        "events_per_s": events / wall if wall > 0 else 0.0,
+        "dominant_shares": {labels[k]: s for k, s in enumerate(harness.shares) if k not in unplaceable},
+        "tasks": {labels[k]: n for k, n in enumerate(harness.tasks) if k not in unplaceable},
+        "unplaceable_users": [labels[k] for k in sorted(unplaceable)],
+        "workload": dict(workload.source),
+    }
+    return RunResult(values)

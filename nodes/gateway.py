@@ -1,0 +1,57 @@
+"""The gateway: tells a user where to send its next task (SPEC §3).
+
+Modes: `central` — always the central scheduler; `random` — a uniformly random server per
+request (probes); `home` — the user's home server, drawn uniformly at random once at start
+(DDRF, DGDRF, PDGDRF; several users may share a home).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from nodes.actor import Actor, handles
+from nodes.messages import ServerReply, ServerRequest
+
+__all__ = ["GATEWAY_MODES", "Gateway"]
+
+GATEWAY_MODES = ("central", "random", "home")
+
+
+class Gateway(Actor):
+    __slots__ = ("mode", "central", "servers", "homes", "_random")
+
+    def __init__(
+        self,
+        actor_id: int,
+        mode: str,
+        servers: Sequence[int],
+        users: Sequence[int],
+        rng: random.Random,
+        central: int = -1,
+    ) -> None:
+        super().__init__(actor_id)
+        if mode not in GATEWAY_MODES:
+            raise ValueError(f"unknown gateway mode {mode!r}")
+        if mode == "central" and central < 0:
+            raise ValueError("a central gateway needs the scheduler's address")
+        self.mode = mode
+        self.central = central
+        self.servers = list(servers)
+        self._random = rng.random
+        self.homes: dict[int, int] = {}
+        if mode == "home":
+            self.homes = {user: self._pick() for user in users}
+
+    def _pick(self) -> int:
+        return self.servers[int(self._random() * len(self.servers))]
+
+    @handles(ServerRequest)
+    def on_server_request(self, msg: ServerRequest, now: float) -> None:
+        if self.mode == "central":
+            server = self.central
+        elif self.mode == "random":
+            server = self._pick()
+        else:
+            server = self.homes[msg.user]
+        self.send(msg.user, ServerReply(server))
