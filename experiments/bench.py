@@ -101,11 +101,10 @@ def _bench_runtime(actors: int, in_flight: int, latency: float, messages: int, s
                 node.send(int(rng.random() * actors), Ping(0))
             runtime.inject(node)
         rounds = -(-messages // (actors * in_flight))
-        done = loop.create_future()
-        runtime.call_at(rounds * latency + latency / 2, lambda now: done.set_result(None))
+        runtime.call_at(rounds * latency + latency / 2, runtime.stop)
         with tuned_gc():
             started = time.perf_counter()
-            loop.run_until_complete(done)
+            loop.run_until_complete(runtime.finished)
             wall = time.perf_counter() - started
         return runtime.delivered, wall
     finally:

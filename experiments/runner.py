@@ -98,13 +98,10 @@ def run_emulation(
 
     loop = VirtualClockLoop()
     try:
-        done = loop.create_future()
         runtime_box: list[Runtime] = []
 
         def on_finish(outcome: RunOutcome) -> None:
-            runtime_box[0].stop()
-            if not done.done():
-                done.set_result(outcome)
+            runtime_box[0].stop(outcome)
 
         harness = Harness(
             capacities=[s.capacity for s in workload.servers],
@@ -143,7 +140,7 @@ def run_emulation(
 
         with tuned_gc():
             started = time.perf_counter()
-            outcome: RunOutcome = loop.run_until_complete(done)
+            outcome: RunOutcome = loop.run_until_complete(runtime.finished)
             wall = time.perf_counter() - started
     finally:
         loop.close()

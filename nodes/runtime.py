@@ -10,6 +10,10 @@ Design (SPEC §2, "Speed"):
 - The periodic tick of all ticking actors is one timer that re-arms itself at `k · period`
   (never by accumulating floats) and calls `on_tick` on every ticker in registration order.
 
+A run ends when something calls `stop(result)`: `finished` (an asyncio future) then holds
+`result`. An exception raised by any handler, tick or timer stops the runtime and is set on
+`finished`, so it surfaces where the run is awaited instead of being logged by the loop.
+
 Same actors, same seed ⇒ the same events in the same order, on any machine.
 """
 
@@ -49,6 +53,7 @@ class Runtime:
         self.delivered = 0
         self.timer_events = 0
         self.stopped = False
+        self.finished: asyncio.Future[Any] = loop.create_future()
         self._instants: dict[int, _Instant] = {}
         self._tickers: list[Actor] = []
         self._tick_hooks: list[Callable[[float, int], None]] = []
@@ -104,9 +109,16 @@ class Runtime:
         if not self.stopped:
             self._arm_next_tick()
 
-    def stop(self) -> None:
-        """Stop processing: nothing more is delivered or fired after the current instant."""
+    def stop(self, result: Any = None) -> None:
+        """Stop processing (nothing more is delivered or fired) and resolve `finished`."""
         self.stopped = True
+        if not self.finished.done():
+            self.finished.set_result(result)
+
+    def _fail(self, error: BaseException) -> None:
+        self.stopped = True
+        if not self.finished.done():
+            self.finished.set_exception(error)
 
     # -- delivery -------------------------------------------------------------------------
     def _flush(self, actor: Actor) -> None:
@@ -144,6 +156,12 @@ class Runtime:
         instant = self._instants.pop(at_us)
         if self.stopped:
             return
+        try:
+            self._process(instant, at_us)
+        except Exception as error:  # noqa: BLE001 - handed to whoever awaits `finished`
+            self._fail(error)
+
+    def _process(self, instant: _Instant, at_us: int) -> None:
         self.now_us = at_us
         now = at_us / US_PER_S
         deliveries = instant.deliveries

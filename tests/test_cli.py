@@ -1,0 +1,120 @@
+"""The `drfemu` command line, end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.bench import run_bench
+from experiments.cli import main
+
+RESULT_KEYS = {
+    "protocol", "machines", "users", "seed", "saturated", "stalled", "run_time_s", "allocations",
+    "min_dominant_share", "gini", "std_dominant_share", "ratio_20_20", "jain", "utilization",
+    "error_ratio", "error_ratio_by_tolerance", "messages", "bytes", "wall_time_s", "events_per_s",
+    "dominant_shares",
+}
+
+
+def test_default_run_writes_json_and_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, log = tmp_path / "r.json", tmp_path / "alloc.jsonl"
+    assert main(["run", "--json", str(out), "--log", str(log)]) == 0
+    assert "minimum dominant share" in capsys.readouterr().out
+    r = json.loads(out.read_text())
+    assert RESULT_KEYS <= set(r)
+    assert (r["protocol"], r["machines"], r["users"], r["seed"]) == ("drf", 100, 20, 1)
+    assert r["saturated"] and r["error_ratio"] == 0
+    assert set(r["error_ratio_by_tolerance"]) == {"0", "0.01", "0.05", "0.1", "0.15"}
+    assert set(r["utilization"]) == {"cpu", "mem"} and len(r["dominant_shares"]) == 20
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(lines) == r["allocations"]
+    first = lines[0]
+    assert {"event", "time", "user", "server", "share_before", "share_after", "error"} <= set(first)
+    assert first["event"] == "allocation" and first["user"] in r["dominant_shares"]
+
+
+def test_run_with_a_workload_file(tmp_path: Path) -> None:
+    case = tmp_path / "case.json"
+    case.write_text(json.dumps({
+        "resources": ["cpu", "mem"],
+        "servers": [{"id": "s0", "capacity": [9, 18]}],
+        "users": [{"id": "A", "demand": [1, 4]}, {"id": "B", "demand": [3, 1]}],
+    }))
+    out = tmp_path / "r.json"
+    assert main(["run", "--workload", str(case), "--protocol", "fifo", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["machines"] == 1
+
+
+def test_workload_google_then_run(tmp_path: Path) -> None:
+    case = tmp_path / "case.json"
+    assert main(["workload", "google", "--machines", "50", "--users", "8", "--seed", "3", "-o", str(case)]) == 0
+    data = json.loads(case.read_text())
+    assert len(data["servers"]) == 50 and len(data["users"]) == 8
+    assert main(["run", "--workload", str(case), "--tick", "50ms", "--latency", "uniform:1ms:2ms"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "--protocol", "nope"], "unknown protocol 'nope'"),
+        (["run", "--workload", "/nonexistent/case.json"], "not found"),
+        (["run", "--machines", "20000"], "12551"),
+        (["run", "--machines", "x"], "--machines"),
+        (["run", "--tick", "soon"], "--tick"),
+        (["run", "--latency", "pair:1ms"], "bad latency"),
+        (["run", "--bogus"], "No such option"),
+        (["workload", "google", "--users", "0"], "at least 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_nonzero(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("drfemu: error:") and needle in err
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"resources": ["cpu", "mem"], "servers": [{"capacity": [9, 18]}], "users": [{"demand": [1]}]}', "1 entries"),
+        ('{"resources": ["cpu", "mem"], "servers": [{"capacity": [0, -1]}], "users": [{"demand": [1, 1]}]}', "negative"),
+        ('{"resources": ["cpu", "mem"], "servers": [{"capacity": [0, 0]}], "users": [{"demand": [1, 1]}]}', "zero capacity"),
+    ],
+)
+def test_bad_workload_files(tmp_path: Path, content: str, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    case = tmp_path / "case.json"
+    case.write_text(content)
+    assert main(["run", "--workload", str(case)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err
+
+
+def test_unplaceable_user_is_warned_and_the_run_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = tmp_path / "case.json"
+    case.write_text(json.dumps({
+        "resources": ["cpu", "mem"],
+        "servers": [{"capacity": [9, 18]}],
+        "users": [{"id": "ok", "demand": [1, 4]}, {"id": "huge", "demand": [10, 1]}],
+    }))
+    out = tmp_path / "r.json"
+    assert main(["run", "--workload", str(case), "--json", str(out)]) == 0
+    assert "'huge'" in capsys.readouterr().err
+    r = json.loads(out.read_text())
+    assert r["unplaceable_users"] == ["huge"] and r["tasks"] == {"ok": 4}
+
+
+def test_installed_script_runs_and_fails_cleanly() -> None:
+    ok = subprocess.run([sys.executable, "-m", "experiments.cli", "protocols"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "drf-bestfit" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "experiments.cli", "run", "--protocol", "x"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_bench_reports_both_designs() -> None:
+    result = run_bench(actors=50, in_flight=2, messages=5_000, naive_messages=2_000, repeats=1).to_dict()
+    assert {"messages_per_s", "naive_messages_per_s", "speedup"} <= set(result)
+    assert result["messages_per_s"] > 0 and result["naive_messages_per_s"] > 0

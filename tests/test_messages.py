@@ -1,0 +1,46 @@
+"""`@message` makes frozen, slotted dataclasses with a fast constructor."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import pytest
+
+from nodes.messages import TaskRequest, message
+
+
+@message
+class Sample:
+    a: int
+    b: tuple[float, ...]
+    c: float = 0.5
+    WIRE: ClassVar[tuple[int, int]] = (2, 0)
+
+
+def test_behaves_as_a_frozen_slotted_dataclass() -> None:
+    m = Sample(1, (2.0,))
+    assert dataclasses.is_dataclass(m) and m.c == 0.5
+    assert m == Sample(1, (2.0,), 0.5) and hash(m) == hash(Sample(1, (2.0,)))
+    assert not hasattr(m, "__dict__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.a = 2  # type: ignore[misc]
+    assert Sample(a=3, b=(), c=1.0).a == 3
+    assert repr(Sample(1, ())) == "Sample(a=1, b=(), c=0.5)"
+
+
+def test_constructor_checks_arguments() -> None:
+    with pytest.raises(TypeError):
+        Sample(1)  # type: ignore[call-arg]
+
+
+def test_default_factory_is_refused() -> None:
+    with pytest.raises(TypeError):
+
+        @message
+        class Bad:
+            xs: list[int] = dataclasses.field(default_factory=list)
+
+
+def test_variable_wire_size() -> None:
+    assert TaskRequest(1, 0, (1.0, 2.0, 3.0), 0.0).wire() == (5, 1)

@@ -1,0 +1,213 @@
+"""The runtime: batched delivery, mailbox draining, ordering, ticks, network accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any, ClassVar
+
+import pytest
+
+from nodes.actor import Actor, UnhandledMessage, handles
+from nodes.clock import VirtualClockLoop
+from nodes.messages import message
+from nodes.network import ConstantLatency, CostModel, Network, PairLatency, UniformLatency, parse_duration, parse_latency
+from nodes.runtime import Runtime
+from nodes.streams import RandomStreams
+
+
+@message
+class Note:
+    text: str
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class Bulk:
+    items: tuple[int, ...]
+    WIRE: ClassVar[None] = None
+
+    def wire(self) -> tuple[int, int]:
+        return len(self.items), 0
+
+
+class Recorder(Actor):
+    __slots__ = ("seen", "wakeups", "ticks")
+
+    def __init__(self, actor_id: int) -> None:
+        super().__init__(actor_id)
+        self.seen: list[tuple[float, str]] = []
+        self.wakeups: list[int] = []
+        self.ticks: list[float] = []
+
+    def drain(self, messages: list[Any], now: float) -> None:
+        self.wakeups.append(len(messages))
+        super().drain(messages, now)
+
+    @handles(Note)
+    def on_note(self, msg: Note, now: float) -> None:
+        self.seen.append((now, msg.text))
+        if msg.text.startswith("echo:"):
+            self.send(0, Note("re:" + msg.text))
+
+    @handles(Bulk)
+    def on_bulk(self, msg: Bulk, now: float) -> None:
+        self.seen.append((now, f"bulk{len(msg.items)}"))
+
+    def on_tick(self, now: float) -> None:
+        self.ticks.append(now)
+
+
+def run(actors: list[Actor], until: float, network: Network | None = None, setup: Any = None) -> Runtime:
+    loop = VirtualClockLoop()
+    try:
+        runtime = Runtime(loop, network or Network(), actors)
+        if setup:
+            setup(runtime)
+        runtime.call_at(until, runtime.stop)
+        loop.run_until_complete(runtime.finished)
+        return runtime
+    finally:
+        loop.close()
+
+
+def test_messages_arrive_after_latency_in_send_order_and_one_wakeup() -> None:
+    a, b = Recorder(0), Recorder(1)
+
+    def setup(rt: Runtime) -> None:
+        for text in ("x", "y", "z"):
+            a.send(1, Note(text))
+        rt.inject(a)
+
+    run([a, b], 1.0, Network(ConstantLatency(0.005)), setup)
+    assert b.seen == [(0.005, "x"), (0.005, "y"), (0.005, "z")]
+    assert b.wakeups == [3]
+
+
+def test_replies_are_routed_and_counted_with_the_cost_model() -> None:
+    a, b = Recorder(0), Recorder(1)
+    network = Network(ConstantLatency(0.001), cost=CostModel(number_bytes=8, address_bytes=4, overhead_bytes=20))
+
+    def setup(rt: Runtime) -> None:
+        a.send(1, Note("echo:1"))
+        a.send(1, Bulk((1, 2, 3)))
+        rt.inject(a)
+
+    run([a, b], 1.0, network, setup)
+    assert a.seen == [(0.002, "re:echo:1")]
+    tally = network.tally()
+    assert tally["Note"].sent == 2 and tally["Note"].bytes == 2 * (8 + 4 + 20)
+    assert tally["Bulk"].sent == 1 and tally["Bulk"].bytes == 3 * 8 + 20
+
+
+def test_ticks_fire_at_exact_multiples_and_timers_after_deliveries() -> None:
+    a, b = Recorder(0), Recorder(1)
+    order: list[str] = []
+
+    def setup(rt: Runtime) -> None:
+        rt.start_ticks(0.1, [b])
+        rt.call_at(0.05, lambda now: order.append("timer"))
+        a.send(1, Note("at-0.05"))
+        rt.call_at(0.049, lambda now: rt.inject(a))  # delivered at 0.050, before the timer
+
+    b_seen = b.seen
+    run([a, b], 0.35, Network(ConstantLatency(0.001)), setup)
+    assert b.ticks == [0.1, 0.2, 0.3]
+    assert b_seen == [(0.05, "at-0.05")]
+    assert order == ["timer"]
+
+
+def test_lossy_network_drops_deterministically() -> None:
+    def lossy_run() -> tuple[int, int]:
+        actors = [Recorder(0), Recorder(1)]
+        network = Network(ConstantLatency(0.001), loss=0.3, loss_rng=RandomStreams(7).python("network/loss"))
+
+        def setup(rt: Runtime) -> None:
+            for i in range(1000):
+                actors[0].send(1, Note(str(i)))
+            rt.inject(actors[0])
+
+        rt = run(actors, 1.0, network, setup)
+        return rt.delivered, network.messages_dropped
+
+    first = lossy_run()
+    assert first == lossy_run()
+    assert first[0] + first[1] == 1000 and 200 < first[1] < 400
+
+
+def test_jittered_latency_delivers_within_bounds() -> None:
+    a, b = Recorder(0), Recorder(1)
+    network = Network(UniformLatency(0.001, 0.003, random.Random(3)))
+
+    def setup(rt: Runtime) -> None:
+        for i in range(200):
+            a.send(1, Note(str(i)))
+        rt.inject(a)
+
+    run([a, b], 1.0, network, setup)
+    times = [t for t, _ in b.seen]
+    assert len(times) == 200 and min(times) >= 0.001 and max(times) <= 0.003
+    assert times == sorted(times)
+
+
+def test_pair_latency_is_symmetric_and_bounded() -> None:
+    model = PairLatency(0.001, 0.020, random.Random(1))
+    for src, dst in [(0, 1), (5, 9), (100, 3)]:
+        assert model.latency_us(src, dst) == model.latency_us(dst, src)
+        assert 1000 <= model.latency_us(src, dst) <= 20000
+
+
+def test_latency_and_duration_parsing() -> None:
+    rng = random.Random(0)
+    assert parse_duration("100ms") == pytest.approx(0.1)
+    assert parse_duration("250us") == pytest.approx(0.00025)
+    assert parse_duration("2") == 2.0
+    assert isinstance(parse_latency("1ms", rng), ConstantLatency)
+    assert isinstance(parse_latency("uniform:1ms:2ms", rng), UniformLatency)
+    assert isinstance(parse_latency("pair:1ms:9ms:1ms", rng), PairLatency)
+    for bad in ("fast", "uniform:2ms", "uniform:3ms:1ms", "pair:1ms"):
+        with pytest.raises(ValueError):
+            parse_latency(bad, rng)
+
+
+def test_unhandled_message_is_an_error() -> None:
+    class Mute(Actor):
+        __slots__ = ()
+
+    with pytest.raises(UnhandledMessage):
+        Mute(0).receive(Note("?"), 0.0)
+    a, mute = Recorder(0), Mute(1)
+
+    def setup(rt: Runtime) -> None:
+        a.send(1, Note("?"))
+        rt.inject(a)
+
+    with pytest.raises(UnhandledMessage):
+        run([a, mute], 1.0, None, setup)
+
+
+def test_actor_ids_must_match_positions() -> None:
+    with pytest.raises(ValueError):
+        Runtime(VirtualClockLoop(), Network(), [Recorder(1)])
+
+
+def test_named_streams_are_independent_and_reproducible() -> None:
+    s = RandomStreams(42)
+    assert s.python("a").random() == RandomStreams(42).python("a").random()
+    assert s.python("a").random() != s.python("b").random()
+    assert RandomStreams(43).python("a").random() != s.python("a").random()
+    with pytest.raises(ValueError):
+        RandomStreams(-1)
+
+
+@pytest.mark.asyncio
+async def test_runtime_runs_unchanged_on_a_real_clock_loop() -> None:
+    """The same actors and runtime on asyncio's ordinary loop (the live-mode seam)."""
+    a, b = Recorder(0), Recorder(1)
+    loop = asyncio.get_running_loop()
+    runtime = Runtime(loop, Network(ConstantLatency(0.002)), [a, b])
+    a.send(1, Note("echo:live"))
+    runtime.inject(a)
+    await asyncio.sleep(0.05)
+    assert [text for _, text in b.seen] == ["echo:live"]
+    assert [text for _, text in a.seen] == ["re:echo:live"]

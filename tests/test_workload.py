@@ -1,0 +1,119 @@
+"""Workload file format, validation, Google 2011 cases and the packaged extract."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments.google import google_case, load_google_trace
+from experiments.synthetic import synthetic_case
+from experiments.trace_extract import MACHINE_EVENTS, TASK_EVENTS, build_extract
+from experiments.workload import WorkloadError, load_workload, parse_workload
+from tests.conftest import SHARED_TRACE
+
+ISSUE_EXAMPLE = {
+    "resources": ["cpu", "mem"],
+    "servers": [{"id": "s0", "capacity": [9, 18]}],
+    "users": [{"id": "A", "demand": [1, 4]}, {"id": "B", "demand": [3, 1]}],
+}
+
+
+def test_accepts_the_documented_shape_and_round_trips(tmp_path: Path) -> None:
+    w = parse_workload(ISSUE_EXAMPLE)
+    assert w.resources == ("cpu", "mem") and w.total == (9.0, 18.0)
+    assert [u.id for u in w.users] == ["A", "B"]
+    path = tmp_path / "w.json"
+    w.save(path)
+    assert load_workload(path) == w
+
+
+def test_three_resources_and_optional_fields() -> None:
+    w = parse_workload(
+        {
+            "resources": ["cpu", "mem", "gpu"],
+            "servers": [{"capacity": [8, 32, 0]}, {"capacity": [8, 32, 4]}],
+            "users": [{"demand": [1, 2, 1], "arrival": 5, "duration": 60}],
+        }
+    )
+    assert [s.id for s in w.servers] == ["s0", "s1"] and w.users[0].duration == 60.0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["users"][0].update(demand=[1, 4, 2]), "has 3 entries but there are 2 resources"),
+        (lambda d: d["servers"][0].update(capacity=[9]), "has 1 entries"),
+        (lambda d: d["servers"][0].update(capacity=[-9, 18]), "negative"),
+        (lambda d: d["servers"][0].update(capacity=[0, 0]), "zero capacity in every resource"),
+        (lambda d: d["servers"][0].update(capacity=[0, 18]), "no server has any 'cpu' capacity"),
+        (lambda d: d["users"][0].update(demand=[0, 0]), "demands nothing"),
+        (lambda d: d["users"][0].update(demand=["1", 4]), "finite numbers"),
+        (lambda d: d["users"].append({"id": "A", "demand": [1, 1]}), "duplicate user id 'A'"),
+        (lambda d: d.pop("servers"), "non-empty list 'servers'"),
+        (lambda d: d.update(resources=[]), "resources"),
+        (lambda d: d["users"][0].update(duration=0), "positive"),
+    ],
+)
+def test_bad_workloads_name_the_problem(change, message: str) -> None:  # type: ignore[no-untyped-def]
+    data = json.loads(json.dumps(ISSUE_EXAMPLE))
+    change(data)
+    with pytest.raises(WorkloadError, match=message):
+        parse_workload(data)
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="not found"):
+        load_workload(tmp_path / "missing.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"resources": ["cpu",')
+    with pytest.raises(WorkloadError, match="not valid JSON"):
+        load_workload(broken)
+
+
+def test_google_case_is_reproducible_and_shaped() -> None:
+    a, b = google_case(100, 20, 1), google_case(100, 20, 1)
+    assert a == b
+    assert len(a.servers) == 100 and len(a.users) == 20
+    assert len({s.id for s in a.servers}) == 100 and len({u.id for u in a.users}) == 20
+    assert all(0 < d <= 1 for u in a.users for d in u.demand)
+    assert all(0 < c <= 1 for s in a.servers for c in s.capacity)
+    assert google_case(100, 20, 2) != a
+    assert a.source["attribution"].startswith("Google cluster-usage trace")
+
+
+def test_google_case_limits() -> None:
+    trace = load_google_trace()
+    assert len(trace.machines) == 12551 and len(trace.users) == 505
+    with pytest.raises(WorkloadError, match="12551"):
+        google_case(12552, 10, 1)
+    with pytest.raises(WorkloadError, match="505"):
+        google_case(10, 506, 1)
+    assert len(google_case(12551, 505, 3).users) == 505
+
+
+def test_user_demand_draw_follows_task_counts() -> None:
+    # Users with several request vectors: over many seeds the drawn vector's frequency
+    # follows how many tasks asked for it.
+    trace = load_google_trace()
+    user = max(trace.users, key=lambda u: len(u.requests))
+    counts = [user.cumulative[0]] + [b - a for a, b in zip(user.cumulative, user.cumulative[1:])]
+    assert sum(counts) == user.cumulative[-1] and all(n > 0 for n in counts)
+
+
+def test_synthetic_case_any_resources() -> None:
+    w = synthetic_case(20, 5, ("cpu", "mem", "gpu"), seed=4)
+    assert w.resources == ("cpu", "mem", "gpu") and w == synthetic_case(20, 5, ("cpu", "mem", "gpu"), seed=4)
+    assert all(len(u.demand) == 3 for u in w.users)
+
+
+@pytest.mark.skipif(not (SHARED_TRACE / MACHINE_EVENTS).exists(), reason="raw trace not available")
+def test_packaged_extract_is_exactly_what_the_raw_trace_gives(tmp_path: Path) -> None:
+    assert (SHARED_TRACE / TASK_EVENTS).exists()
+    build_extract(SHARED_TRACE, tmp_path)
+    packaged = Path(__file__).resolve().parents[1] / "experiments" / "data" / "google2011"
+    for name in ("machines.csv.gz", "user_requests.csv.gz"):
+        with gzip.open(tmp_path / name) as fresh, gzip.open(packaged / name) as shipped:
+            assert fresh.read() == shipped.read(), name
