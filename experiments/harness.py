@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, fits
 
 __all__ = ["TOLERANCES", "Harness", "RunOutcome"]
@@ -62,8 +64,13 @@ class Harness:
         self.user_index = {actor: k for k, actor in enumerate(user_actors)}
         self.tasks = [0] * len(demands)
         self.shares = [0.0] * len(demands)
-        self.fit_count = [sum(1 for c in self.capacity if fits(d, c, c)) for d in self.demands]
-        self.unplaceable = [k for k, n in enumerate(self.fit_count) if n == 0]
+        # Vectorised views for the per-allocation checks; same tolerance rule as `fits`.
+        self._demand_matrix = np.array(self.demands, dtype=float).reshape(len(demands), len(self.total))
+        self._share_array = np.zeros(len(demands))
+        self.fit_count = np.array(
+            [sum(1 for c in self.capacity if fits(d, c, c)) for d in self.demands], dtype=np.int64
+        )
+        self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
         self.tolerances = tuple(tolerances)
         self.errors = [0] * len(self.tolerances)
         self.error_history: list[tuple[int, ...]] = []
@@ -95,6 +102,7 @@ class Harness:
             free[r] -= d
         self.tasks[k] += 1
         self.shares[k] = self.tasks[k] * self.task_share[k]
+        self._share_array[k] = self.shares[k]
         self.allocations += 1
         self.last_allocation = now
         self._update_fit_counts(server, before_free)
@@ -109,31 +117,32 @@ class Harness:
                 share_after=self.shares[k],
                 error=error_flags[0],
             )
-        if not any(self.fit_count):
+        if not self.fit_count.any():
             self.finish(SATURATED, "no user's next task fits on any server", self.last_allocation)
 
     def _judge(self, k: int, share: float) -> tuple[bool, ...]:
-        lowest = min(
-            (s for j, (s, n) in enumerate(zip(self.shares, self.fit_count)) if j != k and n > 0),
-            default=None,
-        )
-        if lowest is None:
-            flags = tuple(False for _ in self.tolerances)
-        else:
+        others = self.fit_count > 0
+        others[k] = False
+        if others.any():
+            lowest = float(self._share_array[others].min())
             flags = tuple(share > (1.0 + tau) * lowest * (1.0 + SHARE_MARGIN) for tau in self.tolerances)
+        else:
+            flags = tuple(False for _ in self.tolerances)
         for i, flag in enumerate(flags):
             if flag:
                 self.errors[i] += 1
         self.error_history.append(tuple(self.errors))
         return flags
 
+    def _fitting(self, free: Sequence[float], capacity: Sequence[float]) -> np.ndarray:
+        """Which users' tasks fit in `free` (the `fits` rule, for all users at once)."""
+        limit = np.asarray(free) + REL_TOL * np.asarray(capacity)
+        return np.all(self._demand_matrix <= limit, axis=1)
+
     def _update_fit_counts(self, server: int, before: Sequence[float]) -> None:
-        after, capacity = self.free[server], self.capacity[server]
-        for j, n in enumerate(self.fit_count):
-            if n > 0:
-                d = self.demands[j]
-                if fits(d, before, capacity) and not fits(d, after, capacity):
-                    self.fit_count[j] = n - 1
+        capacity = self.capacity[server]
+        lost = self._fitting(before, capacity) & ~self._fitting(self.free[server], capacity)
+        self.fit_count -= lost  # a user that fitted on this server before has a positive count
 
     # -- ticks ----------------------------------------------------------------------------
     def on_tick(self, now: float, tick: int) -> None:
@@ -142,7 +151,7 @@ class Harness:
         if now >= self.max_time - REL_TOL:
             self.finish(TIME_CAP, f"virtual time reached the cap of {self.max_time:g}s", now)
         elif now - self.last_allocation >= self.stall_ticks * self.tick - REL_TOL:
-            waiting = sum(1 for n in self.fit_count if n > 0)
+            waiting = int((self.fit_count > 0).sum())
             self.finish(
                 STALLED,
                 f"no allocation for {self.stall_ticks} ticks while {waiting} user(s) could still place a task",
