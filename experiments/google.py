@@ -24,10 +24,12 @@ from functools import lru_cache
 from importlib import resources
 from itertools import accumulate
 
+import numpy as np
+
 from experiments.workload import Server, User, Workload, WorkloadError
 from nodes.streams import RandomStreams
 
-__all__ = ["GoogleTrace", "google_case", "load_google_trace"]
+__all__ = ["GoogleTrace", "draw_request", "google_case", "load_google_trace"]
 
 RESOURCES = ("cpu", "mem")
 ATTRIBUTION = "Google cluster-usage trace clusterdata-2011-2, CC-BY 4.0 (John Wilkes, Charles Reiss, Google)"
@@ -66,6 +68,12 @@ def load_google_trace() -> GoogleTrace:
     return GoogleTrace(machines, users)
 
 
+def draw_request(entry: _UserRequests, rng: np.random.Generator) -> tuple[float, float]:
+    """The request of one of the user's submitted tasks, drawn uniformly over its tasks."""
+    task = int(rng.integers(entry.cumulative[-1]))
+    return entry.requests[bisect_right(entry.cumulative, task)]
+
+
 def google_case(machines: int = 100, users: int = 20, seed: int = 1) -> Workload:
     """Build the (machines × users) test case for `seed`."""
     trace = load_google_trace()
@@ -83,8 +91,6 @@ def google_case(machines: int = 100, users: int = 20, seed: int = 1) -> Workload
     chosen = []
     for index in user_rng.choice(len(trace.users), size=users, replace=False).tolist():
         entry = trace.users[index]
-        task = int(user_rng.integers(entry.cumulative[-1]))
-        request = entry.requests[bisect_right(entry.cumulative, task)]
-        chosen.append(User(entry.user[:12], request))
+        chosen.append(User(entry.user[:12], draw_request(entry, user_rng)))
     source = {"kind": "google-2011", "machines": machines, "users": users, "seed": seed, "attribution": ATTRIBUTION}
     return Workload(RESOURCES, servers, tuple(chosen), source)

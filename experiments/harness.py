@@ -72,8 +72,10 @@ class Harness:
         )
         self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
         self.tolerances = tuple(tolerances)
+        if len(self.tolerances) > 8:
+            raise ValueError("at most 8 tolerances (their error flags share one byte per allocation)")
         self.errors = [0] * len(self.tolerances)
-        self.error_history: list[tuple[int, ...]] = []
+        self._error_flags = bytearray()  # bit i of byte n: allocation n was an error at tolerance i
         self.allocations = 0
         self.last_allocation = 0.0
         self.tick = tick
@@ -128,10 +130,12 @@ class Harness:
             flags = tuple(share > (1.0 + tau) * lowest * (1.0 + SHARE_MARGIN) for tau in self.tolerances)
         else:
             flags = tuple(False for _ in self.tolerances)
+        bits = 0
         for i, flag in enumerate(flags):
             if flag:
                 self.errors[i] += 1
-        self.error_history.append(tuple(self.errors))
+                bits |= 1 << i
+        self._error_flags.append(bits)
         return flags
 
     def _fitting(self, free: Sequence[float], capacity: Sequence[float]) -> np.ndarray:
@@ -178,16 +182,18 @@ class Harness:
     def error_ratios(self) -> list[float]:
         return [e / self.allocations if self.allocations else 0.0 for e in self.errors]
 
-    def error_series(self, points: int = 100) -> dict[str, list[float]]:
-        """Cumulative error ratio per tolerance, sampled at ≤ `points` allocation counts."""
-        n = len(self.error_history)
+    def error_series(self, points: int = 100) -> dict[str, list[float] | list[int]]:
+        """Cumulative error ratio per tolerance, sampled at ≤ `points` + 1 allocation counts."""
+        n = len(self._error_flags)
         if n == 0:
             return {"allocations": []}
         step = max(1, -(-n // points))
-        marks = list(range(step, n + 1, step))
+        marks = np.arange(step, n + 1, step)
         if marks[-1] != n:
-            marks.append(n)
-        series: dict[str, list[float]] = {"allocations": [float(m) for m in marks]}
+            marks = np.append(marks, n)
+        flags = np.frombuffer(bytes(self._error_flags), dtype=np.uint8)
+        series: dict[str, list[float] | list[int]] = {"allocations": marks.tolist()}
         for i, tau in enumerate(self.tolerances):
-            series[f"{tau:g}"] = [self.error_history[m - 1][i] / m for m in marks]
+            cumulative = np.cumsum((flags >> i) & 1)
+            series[f"{tau:g}"] = (cumulative[marks - 1] / marks).tolist()
         return series

@@ -175,7 +175,7 @@ def run_emulation(
         "utilization": dict(zip(workload.resources, harness.utilization())),
         "error_ratio": error_ratios[0],
         "error_ratio_by_tolerance": {f"{tau:g}": r for tau, r in zip(TOLERANCES, error_ratios)},
-        "error_series": {k: [int(x) for x in v] if k == "allocations" else v for k, v in series.items()},
+        "error_series": series,
         "messages": {name: t.sent for name, t in traffic.items()},
         "messages_dropped": {name: t.dropped for name, t in traffic.items() if t.dropped},
         "bytes": {name: t.bytes for name, t in traffic.items()},

@@ -30,6 +30,7 @@ __all__ = [
     "UniformLatency",
     "parse_duration",
     "parse_latency",
+    "to_us",
 ]
 
 US_PER_S = 1_000_000

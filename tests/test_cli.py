@@ -37,6 +37,16 @@ def test_default_run_writes_json_and_log(tmp_path: Path, capsys: pytest.CaptureF
     assert first["event"] == "allocation" and first["user"] in r["dominant_shares"]
 
 
+def test_same_command_twice_writes_the_same_json(tmp_path: Path) -> None:
+    outs = [tmp_path / "a.json", tmp_path / "b.json"]
+    for out in outs:
+        assert main(["run", "--protocol", "fifo", "--seed", "4", "--latency", "pair:1ms:5ms:1ms", "--json", str(out)]) == 0
+    a, b = (json.loads(p.read_text()) for p in outs)
+    for doc in (a, b):
+        del doc["wall_time_s"], doc["events_per_s"]
+    assert a == b
+
+
 def test_run_with_a_workload_file(tmp_path: Path) -> None:
     case = tmp_path / "case.json"
     case.write_text(json.dumps({

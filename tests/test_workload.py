@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from experiments.google import google_case, load_google_trace
+from experiments.google import draw_request, google_case, load_google_trace
 from experiments.synthetic import synthetic_case
 from experiments.trace_extract import MACHINE_EVENTS, TASK_EVENTS, build_extract
 from experiments.workload import WorkloadError, load_workload, parse_workload
@@ -94,13 +96,16 @@ def test_google_case_limits() -> None:
     assert len(google_case(12551, 505, 3).users) == 505
 
 
-def test_user_demand_draw_follows_task_counts() -> None:
-    # Users with several request vectors: over many seeds the drawn vector's frequency
-    # follows how many tasks asked for it.
+def test_user_demand_draw_is_uniform_over_tasks() -> None:
+    """A user's demand is one of its tasks drawn uniformly: request frequencies follow task counts."""
     trace = load_google_trace()
     user = max(trace.users, key=lambda u: len(u.requests))
     counts = [user.cumulative[0]] + [b - a for a, b in zip(user.cumulative, user.cumulative[1:])]
-    assert sum(counts) == user.cumulative[-1] and all(n > 0 for n in counts)
+    rng = np.random.default_rng(11)
+    draws = 40_000
+    seen = Counter(draw_request(user, rng) for _ in range(draws))
+    for request, count in zip(user.requests, counts):
+        assert seen[request] / draws == pytest.approx(count / user.cumulative[-1], abs=0.01), request
 
 
 def test_synthetic_case_any_resources() -> None:
