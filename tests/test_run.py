@@ -112,3 +112,34 @@ def test_any_workload_saturates_without_overcommit(w: Workload, protocol: str) -
         assert used <= 1 + 1e-9, resource
     if protocol == "drf":
         assert r["error_ratio"] == 0.0
+
+
+class _IgnoresCapacity:
+    """A broken central rule: always server 0, fit or not."""
+
+    def choose(self, pending, cluster):  # type: ignore[no-untyped-def]
+        return (min(pending, key=lambda t: t.arrival), 0) if pending else None
+
+
+def test_an_overcommitting_protocol_aborts_the_run_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from protocols import registry
+    from protocols.resources import CapacityViolation
+
+    monkeypatch.setitem(registry.PROTOCOLS, "broken", registry.ProtocolSpec("broken", "test only", "central", _IgnoresCapacity))
+    w = workload([[2, 2], [2, 2]], [[1, 1]])  # server 1 keeps the run unsaturated
+    with pytest.raises(CapacityViolation, match="task 2"):
+        run(w, "broken")
+
+
+def test_capacity_violation_exit_status(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from experiments.cli import main
+    from protocols import registry
+
+    monkeypatch.setitem(registry.PROTOCOLS, "broken", registry.ProtocolSpec("broken", "test only", "central", _IgnoresCapacity))
+    case = tmp_path / "case.json"
+    case.write_text(json.dumps({"resources": ["cpu"], "servers": [{"capacity": [2]}, {"capacity": [2]}], "users": [{"demand": [1]}]}))
+    assert main(["run", "--workload", str(case), "--protocol", "broken"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("drfemu: capacity violation") and err.count("\n") == 1
