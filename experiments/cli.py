@@ -150,9 +150,6 @@ def run(
         max_time=_duration(max_time, "max-time"),
     )
     config.validate()
-    for user in case.unplaceable_users():
-        print(f"drfemu: warning: user {user.id!r} demands {list(user.demand)}, which fits on no server; "
-              "it is reported and left out of the metrics", file=sys.stderr)
     with _allocation_log(log, case) as logger, Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -167,6 +164,10 @@ def run(
             bar.update(task, description=f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
 
         result = run_emulation(config, log=logger, progress=progress)
+    demands = {u.id: list(u.demand) for u in case.users}
+    for user in result["unplaceable_users"]:
+        print(f"drfemu: warning: user {user!r} demands {demands[user]}, which fits on no server; "
+              "it is reported and left out of the metrics", file=sys.stderr)
     out.print(_summary(result))
     if json_path is not None:
         _write_json(json_path, result.to_dict())

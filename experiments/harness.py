@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, fits
+from protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, fits, take, total_capacity
 
 __all__ = ["TOLERANCES", "Harness", "RunOutcome"]
 
@@ -59,7 +59,7 @@ class Harness:
         self.capacity = [tuple(c) for c in capacities]
         self.free = [list(c) for c in capacities]
         self.demands = [tuple(d) for d in demands]
-        self.total = tuple(sum(col) for col in zip(*self.capacity))
+        self.total = total_capacity(self.capacity)
         self.task_share = [dominant_share(d, self.total) for d in self.demands]
         self.user_index = {actor: k for k, actor in enumerate(user_actors)}
         self.tasks = [0] * len(demands)
@@ -67,9 +67,9 @@ class Harness:
         # Vectorised views for the per-allocation checks; same tolerance rule as `fits`.
         self._demand_matrix = np.array(self.demands, dtype=float).reshape(len(demands), len(self.total))
         self._share_array = np.zeros(len(demands))
-        self.fit_count = np.array(
-            [sum(1 for c in self.capacity if fits(d, c, c)) for d in self.demands], dtype=np.int64
-        )
+        self.fit_count = np.zeros(len(demands), dtype=np.int64)
+        for c in self.capacity:
+            self.fit_count += self._fitting(c, c)
         self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
         self.tolerances = tuple(tolerances)
         if len(self.tolerances) > 8:
@@ -100,8 +100,7 @@ class Harness:
         before = self.shares[k]
         error_flags = self._judge(k, before)
         before_free = tuple(free)
-        for r, d in enumerate(demand):
-            free[r] -= d
+        take(free, demand)
         self.tasks[k] += 1
         self.shares[k] = self.tasks[k] * self.task_share[k]
         self._share_array[k] = self.shares[k]

@@ -12,6 +12,7 @@ apart from the wall-clock fields.
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ class RunConfig:
             raise ValueError("stall-ticks must be at least 1")
         if not self.max_time > 0:
             raise ValueError("max-time must be positive")
+        parse_latency(self.latency, random.Random(0))  # reject a bad spec before any side effect
         if self.seed < 0:
             raise ValueError("seed must be non-negative")
 
@@ -98,10 +100,8 @@ def run_emulation(
 
     loop = VirtualClockLoop()
     try:
-        runtime_box: list[Runtime] = []
-
         def on_finish(outcome: RunOutcome) -> None:
-            runtime_box[0].stop(outcome)
+            runtime.stop(outcome)  # bound below, before the loop runs
 
         harness = Harness(
             capacities=[s.capacity for s in workload.servers],
@@ -130,7 +130,6 @@ def run_emulation(
             cost=config.cost,
         )
         runtime = Runtime(loop, network, actors)
-        runtime_box.append(runtime)
         for user in users:
             runtime.call_at(0.0, user.start, actor=user)
         runtime.start_ticks(config.tick, tickers)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols.resources import Vector, fits, total_capacity
+from protocols.resources import Vector, total_capacity
 
 __all__ = ["Server", "User", "Workload", "WorkloadError", "load_workload", "parse_workload"]
 
@@ -62,10 +62,6 @@ class Workload:
     def total(self) -> Vector:
         """Cluster capacity C (eq. 3.1)."""
         return total_capacity([s.capacity for s in self.servers])
-
-    def unplaceable_users(self) -> list[User]:
-        """Users whose single task fits on no server even when the cluster is empty."""
-        return [u for u in self.users if not any(fits(u.demand, s.capacity, s.capacity) for s in self.servers)]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

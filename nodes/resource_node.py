@@ -10,20 +10,19 @@ from __future__ import annotations
 from nodes.actor import Actor, handles
 from nodes.messages import Launch, TaskStarted
 from nodes.monitor import AllocationMonitor
-from protocols.resources import CapacityViolation, Vector, fits
+from protocols.resources import CapacityViolation, Vector, fits, take
 
 __all__ = ["ResourceNode"]
 
 
 class ResourceNode(Actor):
-    __slots__ = ("capacity", "free", "monitor", "tasks")
+    __slots__ = ("capacity", "free", "monitor")
 
     def __init__(self, actor_id: int, capacity: Vector, monitor: AllocationMonitor) -> None:
         super().__init__(actor_id)
         self.capacity = capacity
         self.free = list(capacity)
         self.monitor = monitor
-        self.tasks = 0
 
     def start_task(self, user: int, task: int, demand: Vector, now: float) -> None:
         """Run `task` of `user` here; report it and tell the user."""
@@ -31,10 +30,7 @@ class ResourceNode(Actor):
             raise CapacityViolation(
                 f"server {self.id}: task {task} of user {user} needs {demand} but only {tuple(self.free)} is free"
             )
-        free = self.free
-        for r, d in enumerate(demand):
-            free[r] -= d
-        self.tasks += 1
+        take(self.free, demand)
         self.monitor.on_allocation(now, self.id, user, task, demand)
         self.send(user, TaskStarted(task, self.id))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from protocols.resources import REL_TOL, Vector, fits
+from protocols.resources import REL_TOL, Vector, fits, give, take
 
 __all__ = ["ClusterView"]
 
@@ -71,13 +71,9 @@ class ClusterView:
 
     def reserve(self, server: int, demand: Sequence[float]) -> None:
         """Take `demand` from `server` (the caller has checked that it fits)."""
-        free = self.free[server]
-        for r, d in enumerate(demand):
-            free[r] -= d
+        take(self.free[server], demand)
 
     def release(self, server: int, demand: Sequence[float]) -> None:
         """Give `demand` back to `server`; forgets first-fit hints."""
-        free = self.free[server]
-        for r, d in enumerate(demand):
-            free[r] += d
+        give(self.free[server], demand)
         self._hint.clear()

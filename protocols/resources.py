@@ -20,7 +20,9 @@ __all__ = [
     "add",
     "dominant_share",
     "fits",
+    "give",
     "subtract",
+    "take",
     "total_capacity",
 ]
 
@@ -44,6 +46,18 @@ def fits(demand: Sequence[float], free: Sequence[float], capacity: Sequence[floa
 def dominant_share(demand: Sequence[float], total: Sequence[float]) -> float:
     """s_i = max_r D_ir / C_r: the share of the cluster one task of this demand takes."""
     return max(d / c for d, c in zip(demand, total))
+
+
+def take(free: list[float], demand: Sequence[float]) -> None:
+    """Subtract `demand` from the mutable free-capacity vector `free`, in place."""
+    for r, d in enumerate(demand):
+        free[r] -= d
+
+
+def give(free: list[float], demand: Sequence[float]) -> None:
+    """Add `demand` back to the mutable free-capacity vector `free`, in place."""
+    for r, d in enumerate(demand):
+        free[r] += d
 
 
 def add(a: Sequence[float], b: Sequence[float]) -> Vector:
