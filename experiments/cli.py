@@ -22,6 +22,7 @@ from rich.table import Table
 
 from experiments.bench import run_bench
 from experiments.google import google_case
+from experiments.overlay_run import OverlayConfig, run_overlay
 from experiments.runner import RunConfig, RunResult, run_emulation
 from experiments.synthetic import synthetic_case
 from experiments.workload import Workload, WorkloadError, load_workload
@@ -199,6 +200,87 @@ def workload_synthetic(
     case = synthetic_case(servers, users, names, seed)
     _write_json(output, case.to_dict())
     out.print(f"wrote {output}: {servers} servers, {users} users, resources {', '.join(names)} (seed {seed})")
+
+
+def _overlay_rounds_table(result: dict[str, Any]) -> Table:
+    table = Table(title=f"drfemu overlay — {result['nodes']} nodes, P = {result['view']}, Cyclon c = "
+                        f"{result['cyclon_size']}, ℓ = {result['shuffle_length']} (seed {result['seed']})")
+    for name in ("round", "centre ok", "false centres", "centre view exact", "validated", "ideal views",
+                 "Cyclon connected", "in-degree std", "hops to centre"):
+        table.add_column(name, justify="right")
+    yes = {True: "yes", False: "no"}
+    for r in result["rounds"]:
+        hops = r["mean_hops_to_centre"]
+        table.add_row(str(r["round"]), yes[r["centre_believes"]], str(r["false_centres"]), yes[r["centre_view_exact"]],
+                      yes[r["centre_validated"]], f"{r['ideal_view_fraction']:.3f}", yes[r["cyclon_connected"]],
+                      f"{r['indegree_std']:.2f}", "-" if hops is None else f"{hops:.1f}")
+    return table
+
+
+@app.command()
+def overlay(
+    nodes: Annotated[int | None, typer.Option(help="Nodes (default 1000; with a workload file, its server count).")] = None,
+    view: Annotated[int, typer.Option(help="Gradient view size P.")] = 10,
+    rounds: Annotated[int, typer.Option(help="Rounds (allocation ticks) with static utilities.")] = 50,
+    seed: Annotated[int, typer.Option(help="Root seed of every random stream.")] = 1,
+    utilities: Annotated[str, typer.Option(help="random | google | a workload JSON file (utility of eq. 4.2).")] = "random",
+    users: Annotated[int, typer.Option(help="Users of the Google case (with --utilities google).")] = 20,
+    cyclon_view: Annotated[int, typer.Option(help="Cyclon view size c.")] = 10,
+    shuffle_length: Annotated[int, typer.Option(help="Cyclon shuffle length ℓ.")] = 5,
+    shuffles_per_tick: Annotated[float, typer.Option(help="Gradient exchanges per node per tick (may be below 1).")] = 1.0,
+    tick: Annotated[str, typer.Option(help="Allocation tick (one round), e.g. 100ms.")] = "100ms",
+    latency: Annotated[str, typer.Option(help="Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER].")] = "1ms",
+    perturbations: Annotated[int, typer.Option(help="Centre perturbations after the static rounds.")] = 0,
+    drop_rank: Annotated[int, typer.Option(help="Random utilities: the centre drops below up to this many nodes (0: P).")] = 0,
+    recovery_cap: Annotated[int, typer.Option(help="Give up on a perturbation's recovery after this many rounds.")] = 200,
+    observe_every: Annotated[int, typer.Option(help="Measure every this many rounds (the last is always measured).")] = 1,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a PNG of convergence (and recovery).")] = None,
+) -> None:
+    """Run Cyclon and the gradient overlay alone and print their convergence per round."""
+    if utilities not in ("random", "google"):
+        if not Path(utilities).is_file():
+            raise CliError(f"--utilities: {utilities!r} is neither random, google nor a workload file")
+        if nodes is not None:
+            raise CliError("--nodes cannot be combined with a workload file (its servers are the nodes)")
+    config = OverlayConfig(
+        nodes=1000 if nodes is None else nodes, view=view, rounds=rounds, seed=seed, utilities=utilities,
+        users=users, cyclon_size=cyclon_view, shuffle_length=shuffle_length, shuffles_per_tick=shuffles_per_tick,
+        tick=_duration(tick, "tick"), latency=latency, perturbations=perturbations, drop_rank=drop_rank,
+        recovery_cap=recovery_cap, observe_every=observe_every,
+    )
+    config.validate()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("overlay: starting", total=None)
+
+        def progress(round_number: int, _: object) -> None:
+            bar.update(task, description=f"overlay: round {round_number:,}")
+
+        result = run_overlay(config, progress=progress)
+    out.print(_overlay_rounds_table(result))
+    converged = result["rounds_to_converge"]
+    out.print(f"rounds to converge (centre recognised, no false centre, centre view exact): "
+              f"{'not within the observed rounds' if converged is None else converged}")
+    recovery = result["recovery"]
+    if result["perturbations"]:
+        out.print(f"recovery after {recovery['perturbations']} perturbations: {recovery['recovered']} recovered within "
+                  f"{recovery['cap_rounds']} rounds; rounds min {recovery['min']}, median {recovery['median']}, "
+                  f"mean {recovery['mean'] if recovery['mean'] is None else round(recovery['mean'], 2)}, "
+                  f"p90 {recovery['p90']}, max {recovery['max']}")
+    out.print(f"emulation: {result['virtual_time_s']:.1f} s virtual in {result['emulation_wall_s']:.2f} s wall "
+              f"({result['events_per_s']:,.0f} events/s, {result['exchanges_per_s']:,.0f} exchanges/s); "
+              f"observers {result['observer_wall_s']:.2f} s; {result['messages_total']:,} messages, "
+              f"{result['bytes_total']:,} bytes")
+    if json_path is not None:
+        _write_json(json_path, result)
+    if plot is not None:
+        from experiments.overlay_plot import plot_overlay
+
+        try:
+            plot_overlay(result, plot)
+        except OSError as error:
+            raise CliError(f"cannot write {plot}: {error.strerror}") from None
 
 
 @app.command()

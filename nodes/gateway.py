@@ -13,9 +13,15 @@ from collections.abc import Sequence
 from nodes.actor import Actor, handles
 from nodes.messages import ServerReply, ServerRequest
 
-__all__ = ["GATEWAY_MODES", "Gateway"]
+__all__ = ["GATEWAY_MODES", "Gateway", "draw_homes"]
 
 GATEWAY_MODES = ("central", "random", "home")
+
+
+def draw_homes(servers: Sequence[int], users: Sequence[int], rng: random.Random) -> dict[int, int]:
+    """Each user's home: a uniformly random server, drawn in user order from `rng`."""
+    uniform = rng.random
+    return {user: servers[int(uniform() * len(servers))] for user in users}
 
 
 class Gateway(Actor):
@@ -41,7 +47,7 @@ class Gateway(Actor):
         self._random = rng.random
         self.homes: dict[int, int] = {}
         if mode == "home":
-            self.homes = {user: self._pick() for user in users}
+            self.homes = draw_homes(self.servers, users, rng)
 
     def _pick(self) -> int:
         return self.servers[int(self._random() * len(self.servers))]

@@ -5,10 +5,13 @@ Design (SPEC §2, "Speed"):
   deliveries, timers, the allocation tick — shares one `_Instant` and one asyncio handle.
 - At an instant, deliveries go first, in the order they were sent: each message is put in
   its destination's mailbox, then every actor that received something is woken once and
-  drains its whole mailbox; then timers run in the order they were set. After each wake-up
-  the runtime moves what the actor put in its outbox through the `Network`.
-- The periodic tick of all ticking actors is one timer that re-arms itself at `k · period`
-  (never by accumulating floats) and calls `on_tick` on every ticker in registration order.
+  drains its whole mailbox; then periodic drivers fire in the order they were created;
+  then one-off timers run in the order they were set. After each wake-up the runtime
+  moves what the actor put in its outbox through the `Network` (with a fixed latency, the
+  sends of all actors woken at one instant travel as one batch).
+- Periodic work — the allocation tick, overlay rounds — is one timer per driver that
+  re-arms itself at `k · period` (never by accumulating floats) and calls its action on
+  every actor of the driver in registration order (`every`, `start_ticks`).
 
 A run ends when something calls `stop(result)`: `finished` (an asyncio future) then holds
 `result`. An exception raised by any handler, tick or timer stops the runtime and is set on
@@ -26,15 +29,77 @@ from typing import Any
 from nodes.actor import Actor
 from nodes.network import US_PER_S, Network, to_us
 
-__all__ = ["Runtime"]
+__all__ = ["Periodic", "Runtime"]
 
 
 class _Instant:
-    __slots__ = ("deliveries", "timers")
+    __slots__ = ("deliveries", "periodic", "timers")
 
     def __init__(self) -> None:
         self.deliveries: list[tuple[int, Any]] = []
+        self.periodic: list[Periodic] = []
         self.timers: list[tuple[Actor | None, Callable[[float], None]]] = []
+
+
+def _call_on_tick(actor: Actor, now: float) -> None:
+    actor.on_tick(now)
+
+
+def _creation_order(driver: Periodic) -> int:
+    return driver.index
+
+
+class Periodic:
+    """One periodic driver of a runtime (see `Runtime.every`)."""
+
+    __slots__ = ("runtime", "index", "period_us", "actors", "action", "hooks", "count", "fired")
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        index: int,
+        period_us: int,
+        actors: list[Actor],
+        action: Callable[[Any, float], None],
+        hooks: list[Callable[[float, int], None]],
+    ) -> None:
+        self.runtime = runtime
+        self.index = index
+        self.period_us = period_us
+        self.actors = actors
+        self.action = action
+        self.hooks = hooks
+        self.count = 0  # the number of the next (or current) firing
+        self.fired = 0
+
+    def arm(self) -> None:
+        self.count += 1
+        self.runtime._instant(self.count * self.period_us).periodic.append(self)
+
+    def fire(self, now: float) -> None:
+        self.fired += 1
+        runtime = self.runtime
+        action = self.action
+        if runtime.network.fixed_us >= 0:
+            batch: list[tuple[int, Any]] = []
+            for actor in self.actors:
+                action(actor, now)
+                if actor.outbox:
+                    batch += actor.outbox
+                    actor.outbox = []
+            if batch:
+                runtime._post(batch)
+        else:
+            flush = runtime._flush
+            for actor in self.actors:
+                action(actor, now)
+                if actor.outbox:
+                    flush(actor)
+        runtime.timer_events += len(self.actors)
+        for hook in self.hooks:
+            hook(now, self.count)
+        if not runtime.stopped:
+            self.arm()
 
 
 class Runtime:
@@ -55,10 +120,9 @@ class Runtime:
         self.stopped = False
         self.finished: asyncio.Future[Any] = loop.create_future()
         self._instants: dict[int, _Instant] = {}
-        self._tickers: list[Actor] = []
         self._tick_hooks: list[Callable[[float, int], None]] = []
-        self._tick_period_us = 0
-        self._tick_count = 0
+        self._ticks: Periodic | None = None
+        self._drivers = 0
 
     # -- time -----------------------------------------------------------------------------
     @property
@@ -79,35 +143,37 @@ class Runtime:
         at_us = max(to_us(at), self.now_us)
         self._instant(at_us).timers.append((actor, callback))
 
-    def start_ticks(self, period: float, tickers: Iterable[Actor]) -> None:
-        """Tick `tickers` every `period` seconds, the first time one period after time 0."""
+    def every(
+        self,
+        period: float,
+        actors: Iterable[Actor],
+        action: Callable[[Any, float], None],
+        hooks: Sequence[Callable[[float, int], None]] = (),
+    ) -> Periodic:
+        """Call `action(actor, now)` for each of `actors`, in order, every `period` seconds.
+
+        The k-th firing is at exactly k · period (integer µs, never accumulated floats),
+        the first one period after time 0; each actor's outbox is flushed right after its
+        call, then `hooks(now, k)` run. Drivers due at the same instant fire after that
+        instant's deliveries and before its one-off timers, in the order they were
+        created, whatever their periods. Returns the driver (`fired` counts its firings).
+        """
         period_us = to_us(period)
         if period_us <= 0:
-            raise ValueError("tick period must be at least 1 µs")
-        self._tick_period_us = period_us
-        self._tickers = list(tickers)
-        self._tick_count = 0
-        self._arm_next_tick()
+            raise ValueError("a period must be at least 1 µs")
+        self._drivers += 1
+        driver = Periodic(self, self._drivers, period_us, list(actors), action, list(hooks))
+        driver.arm()
+        return driver
+
+    def start_ticks(self, period: float, tickers: Iterable[Actor]) -> None:
+        """Call `on_tick(now)` on `tickers` every `period` seconds (the allocation tick)."""
+        self._ticks = self.every(period, tickers, _call_on_tick)
+        self._ticks.hooks = self._tick_hooks  # shared, so hooks added later are seen
 
     def add_tick_hook(self, hook: Callable[[float, int], None]) -> None:
         """Call `hook(now, tick_number)` after every tick (observers: stall checks, progress)."""
         self._tick_hooks.append(hook)
-
-    def _arm_next_tick(self) -> None:
-        self._tick_count += 1
-        self._instant(self._tick_count * self._tick_period_us).timers.append((None, self._tick))
-
-    def _tick(self, now: float) -> None:
-        flush = self._flush
-        for actor in self._tickers:
-            actor.on_tick(now)
-            if actor.outbox:
-                flush(actor)
-        self.timer_events += len(self._tickers)
-        for hook in self._tick_hooks:
-            hook(now, self._tick_count)
-        if not self.stopped:
-            self._arm_next_tick()
 
     def stop(self, result: Any = None) -> None:
         """Stop processing (nothing more is delivered or fired) and resolve `finished`."""
@@ -121,20 +187,24 @@ class Runtime:
             self.finished.set_exception(error)
 
     # -- delivery -------------------------------------------------------------------------
+    def _post(self, out: list[tuple[int, Any]]) -> None:
+        """Send a batch, from any actors, over a network whose latency is fixed."""
+        self.network.count(out)
+        due = self.now_us + self.network.fixed_us
+        instant = self._instants.get(due)
+        if instant is None:
+            instant = self._instant(due)
+        instant.deliveries += out
+
     def _flush(self, actor: Actor) -> None:
         out = actor.outbox
         actor.outbox = []
         network = self.network
+        if network.fixed_us >= 0:
+            self._post(out)
+            return
         network.count(out)
         now_us = self.now_us
-        fixed_us = network.fixed_us
-        if fixed_us >= 0:
-            due = now_us + fixed_us
-            instant = self._instants.get(due)
-            if instant is None:
-                instant = self._instant(due)
-            instant.deliveries += out
-            return
         src = actor.id
         due_of = network.due
         instants = self._instants
@@ -177,6 +247,9 @@ class Runtime:
             actors = self.actors
             inline_drain = self._inline_drain
             flush = self._flush
+            # With a fixed latency every send of this instant is due at the same instant:
+            # collect them in one batch (same order as flushing actor by actor).
+            batch: list[tuple[int, Any]] | None = [] if self.network.fixed_us >= 0 else None
             for dst in ready:
                 actor = actors[dst]
                 messages = mailboxes[dst]
@@ -193,7 +266,21 @@ class Runtime:
                 else:
                     actor.drain(messages, now)
                 if actor.outbox:
-                    flush(actor)
+                    if batch is None:
+                        flush(actor)
+                    else:
+                        batch += actor.outbox
+                        actor.outbox = []
+            if batch:
+                self._post(batch)
+        periodic = instant.periodic
+        if periodic:
+            if len(periodic) > 1:
+                periodic.sort(key=_creation_order)
+            for driver in periodic:
+                if self.stopped:
+                    return
+                driver.fire(now)
         for owner, callback in instant.timers:
             if self.stopped:
                 return

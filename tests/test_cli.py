@@ -78,6 +78,11 @@ def test_workload_google_then_run(tmp_path: Path) -> None:
         (["run", "--latency", "pair:1ms"], "bad latency"),
         (["run", "--bogus"], "No such option"),
         (["workload", "google", "--users", "0"], "at least 1"),
+        (["overlay", "--nodes", "5", "--view", "5"], "needs more than 5 nodes"),
+        (["overlay", "--utilities", "nowhere.json"], "neither random, google nor a workload file"),
+        (["overlay", "--shuffles-per-tick", "-1"], "--shuffles-per-tick"),
+        (["overlay", "--nodes", "20", "--cyclon-view", "4", "--shuffle-length", "9"], "--shuffle-length"),
+        (["overlay", "--utilities", "google", "--nodes", "50", "--users", "600"], "505"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -128,3 +133,29 @@ def test_bench_reports_both_designs() -> None:
     result = run_bench(actors=50, in_flight=2, messages=5_000, naive_messages=2_000, repeats=1).to_dict()
     assert {"messages_per_s", "naive_messages_per_s", "speedup"} <= set(result)
     assert result["messages_per_s"] > 0 and result["naive_messages_per_s"] > 0
+
+
+OVERLAY_ROUND_KEYS = {"round", "centre_correct", "centre_view_exact", "ideal_view_fraction", "cyclon_connected",
+                      "indegree_std"}
+
+
+def test_overlay_prints_rounds_and_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, png = tmp_path / "overlay.json", tmp_path / "overlay.png"
+    args = ["overlay", "--nodes", "150", "--view", "4", "--rounds", "15", "--perturbations", "3",
+            "--json", str(out), "--plot", str(png)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "rounds to converge" in printed and "recovery after 3 perturbations" in printed
+    result = json.loads(out.read_text())
+    assert [row["round"] for row in result["rounds"]] == list(range(16))
+    assert all(OVERLAY_ROUND_KEYS <= set(row) for row in result["rounds"])
+    assert "rounds_to_converge" in result and len(result["perturbations"]) == 3
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_overlay_with_a_workload_file_refuses_a_node_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = tmp_path / "case.json"
+    assert main(["workload", "google", "--machines", "30", "--users", "6", "-o", str(case)]) == 0
+    assert main(["overlay", "--utilities", str(case), "--view", "3", "--rounds", "5"]) == 0
+    assert main(["overlay", "--utilities", str(case), "--nodes", "40"]) == 2
+    assert "cannot be combined" in capsys.readouterr().err

@@ -117,6 +117,21 @@ def test_ticks_fire_at_exact_multiples_and_timers_after_deliveries() -> None:
     assert order == ["timer"]
 
 
+def test_periodic_drivers_fire_in_creation_order_whatever_their_periods() -> None:
+    a, b = Recorder(0), Recorder(1)
+    order: list[tuple[float, str]] = []
+
+    def setup(rt: Runtime) -> None:
+        rt.every(0.1, (), lambda actor, now: None, hooks=[lambda now, k: order.append((now, f"observer{k}"))])
+        rt.every(0.2, [a], lambda actor, now: order.append((now, "slow")))  # armed before the observer re-arms
+        rt.every(0.1, [b], lambda actor, now: order.append((now, "fast")))
+        rt.call_at(0.2, lambda now: order.append((now, "one-off")))
+
+    run([a, b], 0.25, Network(), setup)
+    assert order == [(0.1, "observer1"), (0.1, "fast"),
+                     (0.2, "observer2"), (0.2, "slow"), (0.2, "fast"), (0.2, "one-off")]
+
+
 def test_lossy_network_drops_deterministically() -> None:
     def lossy_run() -> tuple[int, int]:
         actors = [Recorder(0), Recorder(1)]

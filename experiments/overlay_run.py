@@ -1,0 +1,307 @@
+"""Overlay-only emulation: Cyclon and the gradient on N nodes, observed round by round.
+
+A **round** is one allocation tick (default 100 ms). Every node starts one Cyclon shuffle
+per round and `shuffles_per_tick` gradient exchanges per round (an exchange every
+`tick / shuffles_per_tick` seconds, so below 1 means one every few rounds). Round `k`
+spans `[k·tick, (k+1)·tick)`; the observer runs at the start of each tick, before that
+tick's exchanges, so "round k" is the state after `k` rounds (round 0 is the bootstrap).
+
+**Bootstrap.** Like the thesis's bootstrap server, every node starts with a Cyclon view of
+`cyclon_size` distinct random other nodes, with their descriptors as of time 0, and offers
+them to its gradient, which thus starts from `cyclon_size` random candidates.
+
+**Utilities** are static, set by the emulator in the role of an allocation protocol:
+- `random`: uniform in (−1, 0] (like `−G`), from stream `overlay/utilities`;
+- `google` or a workload file: users are homed on servers as the `home` gateway does
+  (stream `gateway`); a server's utility is eq. 4.2 — `−min G_i` over its users (0 at the
+  start) and `−∞` without users.
+
+**Perturbations** (after the static rounds): the centre's utility drops "as an allocation
+would", and the emulation runs until the overlay has *recovered* — the new true centre
+believes it is the centre, no other node does, its view is the true top-`P`, and the
+validation of thesis §3.3.1 succeeds — or until `recovery_cap` rounds pass. With a
+workload, the drop is one more task for the centre's lowest user (`G_i += s_i`). With random
+utilities, the centre lands between the `j`-th and `(j+1)`-th best other nodes, `j` uniform
+in `1..drop_rank` (default `P`), from stream `overlay/perturbations`. Perturbations run one
+after another, each from the state the previous one left.
+
+Node choices (partners, samples) come from the stream `overlay` shared by all nodes:
+deterministic because the event order is, and a per-node generator would cost 2.5 KB a node.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.google import google_case
+from experiments.workload import Workload, load_workload
+from nodes.clock import VirtualClockLoop
+from nodes.gateway import draw_homes
+from nodes.gc_tuning import tuned_gc
+from nodes.network import Network, parse_latency
+from nodes.runtime import Runtime
+from nodes.streams import RandomStreams
+from overlay.gradient import NEG_INF
+from overlay.observe import OverlayMetrics, measure, snapshot, total_order
+from overlay.peer import OverlayPeer
+from protocols.resources import dominant_share
+
+__all__ = ["OverlayConfig", "run_overlay"]
+
+
+@dataclass(frozen=True)
+class OverlayConfig:
+    """Everything that determines an overlay run. Times are seconds of virtual time."""
+
+    nodes: int = 1000
+    view: int = 10
+    rounds: int = 50
+    seed: int = 1
+    utilities: str = "random"
+    users: int = 20
+    cyclon_size: int = 10
+    shuffle_length: int = 5
+    shuffles_per_tick: float = 1.0
+    tick: float = 0.1
+    latency: str = "1ms"
+    perturbations: int = 0
+    drop_rank: int = 0
+    recovery_cap: int = 200
+    observe_every: int = 1
+
+    def validate(self) -> None:
+        if self.nodes < 2:
+            raise ValueError("an overlay needs at least 2 nodes")
+        if self.view < 1:
+            raise ValueError("--view must be at least 1")
+        if self.view >= self.nodes:
+            raise ValueError(f"--view {self.view} needs more than {self.view} nodes (got {self.nodes})")
+        if self.rounds < 0:
+            raise ValueError("--rounds must be non-negative")
+        if self.seed < 0:
+            raise ValueError("--seed must be non-negative")
+        if self.cyclon_size < 1 or self.cyclon_size >= self.nodes:
+            raise ValueError(f"--cyclon-view must be between 1 and {self.nodes - 1}")
+        if not 1 <= self.shuffle_length <= self.cyclon_size:
+            raise ValueError("--shuffle-length must be between 1 and --cyclon-view")
+        if not self.shuffles_per_tick > 0:
+            raise ValueError("--shuffles-per-tick must be positive")
+        if not self.tick > 0:
+            raise ValueError("--tick must be positive")
+        if round(self.tick / self.shuffles_per_tick * 1e6) < 1:
+            raise ValueError("--shuffles-per-tick is too high for the tick (period below 1 µs)")
+        if self.perturbations < 0:
+            raise ValueError("--perturbations must be non-negative")
+        if self.drop_rank < 0:
+            raise ValueError("--drop-rank must be non-negative")
+        if self.recovery_cap < 1:
+            raise ValueError("--recovery-cap must be at least 1")
+        if self.observe_every < 1:
+            raise ValueError("--observe-every must be at least 1")
+        parse_latency(self.latency, random.Random(0))
+
+
+class _Utilities:
+    """The emulator's stand-in for an allocation protocol: who has which utility."""
+
+    def __init__(self, config: OverlayConfig, streams: RandomStreams, workload: Workload | None) -> None:
+        self.workload = workload
+        self.homes: dict[int, list[int]] = {}
+        if workload is None:
+            draw = streams.numpy("overlay/utilities").random(config.nodes)
+            self.values = [-float(x) for x in draw]
+            self.shares: list[float] = []
+            self.unit: list[float] = []
+        else:
+            servers = list(range(len(workload.servers)))
+            users = list(range(len(workload.users)))
+            for user, home in draw_homes(servers, users, streams.python("gateway")).items():
+                self.homes.setdefault(home, []).append(user)
+            total = workload.total
+            self.unit = [dominant_share(u.demand, total) for u in workload.users]
+            self.shares = [0.0] * len(users)
+            self.values = [self._of(server) for server in servers]
+        self._perturb = streams.python("overlay/perturbations")
+
+    def _of(self, server: int) -> float:
+        users = self.homes.get(server)
+        return -min(self.shares[u] for u in users) if users else NEG_INF
+
+    def perturb(self, centre: int, drop_rank: int) -> float:
+        """Lower the centre's utility as an allocation would; returns the new utility."""
+        if self.workload is not None:
+            users = self.homes[centre]
+            lowest = min(users, key=lambda u: (self.shares[u], u))
+            self.shares[lowest] += self.unit[lowest]
+            self.values[centre] = self._of(centre)
+            return self.values[centre]
+        others = [node for node in reversed(total_order(self.values)) if node != centre]
+        j = 1 + int(self._perturb.random() * min(drop_rank, len(others)))
+        upper = self.values[others[j - 1]]
+        lower = self.values[others[j]] if j < len(others) else upper - 1.0
+        self.values[centre] = (upper + lower) / 2
+        return self.values[centre]
+
+
+def _workload(config: OverlayConfig) -> Workload | None:
+    if config.utilities == "random":
+        return None
+    if config.utilities == "google":
+        return google_case(config.nodes, config.users, config.seed)
+    return load_workload(Path(config.utilities))
+
+
+def _round_row(round_number: int, now: float, metrics: OverlayMetrics) -> dict[str, Any]:
+    row: dict[str, Any] = {"round": round_number, "time_s": now}
+    row.update(metrics.to_dict())
+    return row
+
+
+def _summary(values: list[int]) -> dict[str, float | int | None]:
+    if not values:
+        return {"min": None, "median": None, "mean": None, "p90": None, "max": None}
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return {"min": ordered[0], "median": statistics.median(ordered), "mean": statistics.fmean(ordered),
+            "p90": p90, "max": ordered[-1]}
+
+
+def run_overlay(
+    config: OverlayConfig,
+    progress: Callable[[int, OverlayMetrics | None], None] | None = None,
+) -> dict[str, Any]:
+    """Run the overlays alone and return the result document (see `docs/overlay.md`)."""
+    config.validate()
+    workload = _workload(config)
+    n = config.nodes if workload is None else len(workload.servers)
+    if n <= config.view or n <= config.cyclon_size:
+        raise ValueError(f"the workload has {n} servers: too few for a view of {config.view} "
+                         f"and a Cyclon view of {config.cyclon_size}")
+    streams = RandomStreams(config.seed)
+    utilities = _Utilities(config, streams, workload)
+    choices = streams.python("overlay")
+    peers = [OverlayPeer(i, config.view, config.cyclon_size, config.shuffle_length, choices, utilities.values[i])
+             for i in range(n)]
+    bootstrap = streams.python("overlay/bootstrap")
+    for peer in peers:
+        picks = bootstrap.sample(range(n - 1), config.cyclon_size)
+        peer.cyclon.bootstrap([(p + (p >= peer.id), 0.0, utilities.values[p + (p >= peer.id)]) for p in picks])
+        peer.gradient.offer(peer.cyclon.samples())
+
+    rounds: list[dict[str, Any]] = []
+    perturbations: list[dict[str, Any]] = []
+    state: dict[str, Any] = {"rounds_to_converge": None, "phase": "static", "since": 0, "old": -1, "rank": 0,
+                             "observer_s": 0.0}
+    drop_rank = config.drop_rank or config.view
+
+    loop = VirtualClockLoop()
+    try:
+        network = Network(parse_latency(config.latency, streams.python("network/latency")))
+        runtime = Runtime(loop, network, peers)
+
+        def start_perturbation(round_number: int) -> None:
+            centre = total_order(utilities.values)[-1]
+            peers[centre].gradient.set_utility(utilities.perturb(centre, drop_rank))
+            state.update(phase="perturb", since=round_number, old=centre)
+
+        def observe(now: float, tick: int) -> None:
+            started = time.perf_counter()
+            round_number = tick - 1
+            if state["phase"] == "static":
+                last = round_number >= config.rounds
+                if round_number % config.observe_every == 0 or last:
+                    metrics = measure(snapshot(peers))
+                    rounds.append(_round_row(round_number, now, metrics))
+                    if metrics.converged and state["rounds_to_converge"] is None:
+                        state["rounds_to_converge"] = round_number
+                    if progress is not None:
+                        progress(round_number, metrics)
+                if last:
+                    if config.perturbations == 0:
+                        runtime.stop()
+                    else:
+                        start_perturbation(round_number)
+            else:
+                metrics = measure(snapshot(peers))
+                elapsed = round_number - state["since"]
+                recovered = metrics.converged and metrics.centre_validated
+                if recovered or elapsed >= config.recovery_cap:
+                    perturbations.append({
+                        "perturbation": len(perturbations) + 1,
+                        "round": state["since"],
+                        "old_centre": state["old"],
+                        "new_centre": metrics.centre,
+                        "recovery_rounds": elapsed if recovered else None,
+                    })
+                    if progress is not None:
+                        progress(round_number, metrics)
+                    if len(perturbations) == config.perturbations:
+                        runtime.stop()
+                    else:
+                        start_perturbation(round_number)
+            state["observer_s"] += time.perf_counter() - started
+
+        runtime.every(config.tick, (), _noop, hooks=[observe])  # created first: observes before the round
+        cyclon = runtime.every(config.tick, peers, OverlayPeer.cyclon_round)
+        gradient = runtime.every(config.tick / config.shuffles_per_tick, peers, OverlayPeer.gradient_round)
+        with tuned_gc():
+            started = time.perf_counter()
+            loop.run_until_complete(runtime.finished)
+            wall = time.perf_counter() - started
+    finally:
+        loop.close()
+
+    emulation_wall = max(wall - state["observer_s"], 1e-9)
+    events = runtime.delivered + runtime.timer_events
+    exchanges = sum(p.cyclon_exchanges + p.gradient_exchanges for p in peers)
+    traffic = network.tally()
+    recoveries = [p["recovery_rounds"] for p in perturbations if p["recovery_rounds"] is not None]
+    return {
+        "nodes": n,
+        "view": config.view,
+        "cyclon_size": config.cyclon_size,
+        "shuffle_length": config.shuffle_length,
+        "shuffles_per_tick": config.shuffles_per_tick,
+        "tick_s": config.tick,
+        "latency": network.latency.describe(),
+        "seed": config.seed,
+        "utilities": config.utilities,
+        "users": len(workload.users) if workload is not None else None,
+        "static_rounds": config.rounds,
+        "observe_every": config.observe_every,
+        "rounds": rounds,
+        "rounds_to_converge": state["rounds_to_converge"],
+        "perturbations": perturbations,
+        "recovery": {
+            "perturbations": len(perturbations),
+            "recovered": len(recoveries),
+            "cap_rounds": config.recovery_cap,
+            "drop_rank": drop_rank if workload is None else None,
+            **_summary(recoveries),
+        },
+        "cyclon_rounds": cyclon.fired,
+        "gradient_rounds": gradient.fired,
+        "cyclon_exchanges": sum(p.cyclon_exchanges for p in peers),
+        "gradient_exchanges": sum(p.gradient_exchanges for p in peers),
+        "messages": {name: t.sent for name, t in traffic.items()},
+        "bytes": {name: t.bytes for name, t in traffic.items()},
+        "messages_total": sum(t.sent for t in traffic.values()),
+        "bytes_total": sum(t.bytes for t in traffic.values()),
+        "virtual_time_s": runtime.now,
+        "wall_time_s": wall,
+        "observer_wall_s": state["observer_s"],
+        "emulation_wall_s": emulation_wall,
+        "events": events,
+        "events_per_s": events / emulation_wall,
+        "exchanges_per_s": exchanges / emulation_wall,
+    }
+
+
+def _noop(actor: Any, now: float) -> None:
+    """The observer driver has no actors; its hook does the work."""

@@ -1,0 +1,180 @@
+"""The gradient overlay (T-Man style; thesis eq. 3.9–3.11, SPEC §4.1), as pure state.
+
+**Total order.** Utilities are made a total order by the node id: node `a` is *above* node
+`b` when `(U(a), a) > (U(b), b)` — among equal utilities the higher id is above. Exactly
+one node is the centre. (SPEC §4 asks for ties broken by id without fixing a direction; this
+one lets the ranking below run as C-level sorts.)
+
+**Preference** (eq. 3.9 over that total order) of node `l` between candidates: one above
+`l` beats one below; on the same side the one closer to `l` in the order wins. So the ideal
+view is the `P` nodes just above `l`, topped up with the nodes just below it when fewer
+than `P` are above; it works unchanged for `−∞` utilities (eq. 4.2). `select_best` is the
+definition; `Gradient` computes the same thing with sorts.
+
+**Exchange.** Each round a node picks a partner from its view uniformly at random (the
+choice the thesis describes for its Kompics runs; Kompics' softmax over preference rank
+favours the closest neighbours and concentrates a region's exchanges on the same few nodes,
+while uniform choice spreads them and refreshes every neighbour's descriptor about once per
+`P` rounds — it meets the convergence bars, see `docs/overlay.md`). It sends its whole view
+plus its own fresh descriptor (`P + 1` descriptors, eq. 4.5); the partner answers the same
+way. Both keep the `P` most preferred of everything they know.
+
+**Merging is lazy.** Received descriptors — exchanges, and the Cyclon samples the host
+offers — are queued and merged when the view is next read by the node itself (its own
+exchange, or its host asking whether it is the centre), so a node that hears several
+messages between two reads ranks once. What it reads is always the best `P` of everything
+it has heard; of two descriptors of one node the fresher (larger stamp) wins. A reply to
+a partner carries the view as last merged, as T-Man's passive thread answers before it
+merges.
+"""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
+
+from overlay.messages import Descriptor, GradientReply, GradientShuffle
+
+__all__ = [
+    "NEG_INF",
+    "Gradient",
+    "acknowledges",
+    "is_above",
+    "lowest_neighbour",
+    "select_best",
+    "validation_set",
+]
+
+NEG_INF = float("-inf")
+NODE, STAMP, UTILITY = itemgetter(0), itemgetter(1), itemgetter(2)
+ORDER = itemgetter(2, 0)  # a descriptor's position in the total order: (utility, node)
+
+
+def is_above(utility: float, node: int, my_utility: float, me: int) -> bool:
+    """True if `(utility, node)` is above `(my_utility, me)` in the total order."""
+    return (utility, node) > (my_utility, me)
+
+
+def select_best(me: int, my_utility: float, candidates: Mapping[int, float], size: int) -> list[int]:
+    """The `size` candidates `me` prefers, most preferred first (eq. 3.9; `me` excluded).
+
+    The reference definition: rank by (side, distance in the total order).
+    """
+    ordered = sorted((u, node) for node, u in candidates.items() if node != me)
+    cut = bisect_right(ordered, (my_utility, me))
+    above, below = ordered[cut:], ordered[:cut][::-1]
+    return [node for _, node in (above + below)[:size]]
+
+
+def rank(me: int, my_utility: float, candidates: list[Descriptor], size: int) -> list[Descriptor]:
+    """The `size` most preferred of `candidates` (each node's freshest descriptor; `me` excluded).
+
+    Of two descriptors of one node the larger stamp wins, at equal stamps the later in
+    `candidates`. `candidates` is reordered. Every step is a C-level sort or constructor.
+    """
+    candidates.sort(key=STAMP)
+    latest = dict(zip(map(NODE, candidates), candidates))  # the last, i.e. freshest, wins
+    latest.pop(me, None)
+    ranked = sorted(latest.values(), key=NODE)
+    ranked.sort(key=UTILITY)  # stable: the total order (utility, node)
+    cut = bisect_right(ranked, (my_utility, me), key=ORDER)
+    view = ranked[cut : cut + size]
+    if len(view) < size:
+        below = ranked[max(0, cut - (size - len(view))) : cut]
+        below.reverse()
+        view += below
+    return view
+
+
+def lowest_neighbour(view: Iterable[Descriptor]) -> int:
+    """The neighbour lowest in the total order (the one a centre validates with)."""
+    return min(view, key=ORDER)[0]
+
+
+def validation_set(me: int, view: Sequence[Descriptor]) -> tuple[int, frozenset[int]]:
+    """Centre validation (thesis §3.3.1): `(p, (view \\ {p}) ∪ {me})`, `p` the lowest neighbour."""
+    p = lowest_neighbour(view)
+    return p, frozenset(d[0] for d in view if d[0] != p) | {me}
+
+
+def acknowledges(view: Iterable[Descriptor], proposed: frozenset[int]) -> bool:
+    """Does a node with this view confirm a centre's validation set (its view equals it)?"""
+    return frozenset(d[0] for d in view) == proposed
+
+
+class Gradient:
+    """The gradient view of node `me`: at most `size` (P) descriptors, ranked by eq. 3.9."""
+
+    __slots__ = ("me", "size", "rng", "utility", "_view", "_pending", "_stale")
+
+    def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF) -> None:
+        if size < 1:
+            raise ValueError("the gradient view size P must be at least 1")
+        self.me = me
+        self.size = size
+        self.rng = rng
+        self.utility = utility
+        self._view: list[Descriptor] = []  # most preferred first
+        self._pending: list[Descriptor] = []
+        self._stale = False
+
+    # -- inputs ---------------------------------------------------------------------------
+    def set_utility(self, utility: float) -> None:
+        """The host's allocation protocol changed this node's utility."""
+        if utility != self.utility:
+            self.utility = utility
+            self._stale = True
+
+    def offer(self, descriptors: Iterable[Descriptor]) -> None:
+        """Candidates to consider at the next merge (Cyclon samples, received views)."""
+        self._pending.extend(descriptors)
+
+    # -- reading --------------------------------------------------------------------------
+    @property
+    def view(self) -> list[Descriptor]:
+        """The current view, most preferred first; merges pending input. Do not mutate."""
+        if self._pending or self._stale:
+            self._merge()
+        return self._view
+
+    def neighbours(self) -> list[int]:
+        return [d[0] for d in self.view]
+
+    def believes_centre(self) -> bool:
+        """Eq. 3.11: no neighbour is above this node (as their descriptors say)."""
+        view = self.view
+        return not view or (view[0][2], view[0][0]) < (self.utility, self.me)
+
+    def peek(self) -> list[Descriptor]:
+        """The view the next read would produce, without merging (for observers)."""
+        if not (self._pending or self._stale):
+            return list(self._view)
+        return rank(self.me, self.utility, self._pending + self._view, self.size)
+
+    # -- the exchange ---------------------------------------------------------------------
+    def initiate(self, now: float) -> tuple[int, GradientShuffle] | None:
+        """Start an exchange with a uniformly random neighbour, or None with an empty view."""
+        view = self.view
+        if not view:
+            return None
+        partner = view[int(self.rng.random() * len(view))][0]
+        return partner, GradientShuffle(((self.me, now, self.utility), *view))
+
+    def answer(self, request: GradientShuffle, now: float) -> GradientReply:
+        """Reply with the view as last merged (like T-Man's passive thread, which answers
+        before merging), then queue the request's descriptors."""
+        self._pending.extend(request.descriptors)
+        return GradientReply(((self.me, now, self.utility), *self._view))
+
+    def complete(self, reply: GradientReply) -> None:
+        """Queue the partner's descriptors."""
+        self._pending.extend(reply.descriptors)
+
+    def _merge(self) -> None:
+        candidates = self._pending
+        candidates += self._view
+        self._view = rank(self.me, self.utility, candidates, self.size)
+        self._pending = []
+        self._stale = False

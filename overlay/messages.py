@@ -1,0 +1,85 @@
+"""Messages of the two overlays.
+
+Descriptors travel as plain tuples, the cheapest immutable record Python has:
+
+- a **descriptor** is `(node, stamp, utility)`: the node's utility when it issued the
+  descriptor and the time it did so on its own clock. Two descriptors of the same node are
+  compared by stamp — both were stamped by that node's clock, so "fresher" needs no clock
+  synchronisation. (The field order makes plain tuple sorting group a node's descriptors
+  oldest first, which the gradient's merge relies on.)
+- Cyclon entries are descriptors too: their stamp doubles as Cyclon's age (see
+  `overlay.cyclon`), and peer sampling hands the gradient candidates it can rank.
+
+Wire cost (thesis eq. 4.5 counts one number and one address per descriptor): here a
+descriptor costs two numbers (utility and stamp — the freshness the thesis's count leaves
+out) and one address.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from nodes.messages import message
+
+__all__ = [
+    "CyclonReply",
+    "CyclonShuffle",
+    "Descriptor",
+    "GradientReply",
+    "GradientShuffle",
+]
+
+Descriptor = tuple[int, float, float]
+
+
+@message
+class CyclonShuffle:
+    """A Cyclon shuffle request; `entries[0]` is the sender's fresh descriptor of itself."""
+
+    entries: tuple[Descriptor, ...]
+    WIRE: ClassVar[None] = None
+
+    @property
+    def sender(self) -> int:
+        return self.entries[0][0]
+
+    def wire(self) -> tuple[int, int]:
+        return 2 * len(self.entries), len(self.entries)
+
+
+@message
+class CyclonReply:
+    """The answer to a shuffle: up to ℓ entries of the partner's view."""
+
+    sender: int
+    entries: tuple[Descriptor, ...]
+    WIRE: ClassVar[None] = None
+
+    def wire(self) -> tuple[int, int]:
+        return 2 * len(self.entries), len(self.entries) + 1
+
+
+@message
+class GradientShuffle:
+    """A gradient exchange: the sender's view plus, first, its own fresh descriptor."""
+
+    descriptors: tuple[Descriptor, ...]
+    WIRE: ClassVar[None] = None
+
+    @property
+    def sender(self) -> int:
+        return self.descriptors[0][0]
+
+    def wire(self) -> tuple[int, int]:
+        return 2 * len(self.descriptors), len(self.descriptors)
+
+
+@message
+class GradientReply:
+    """The partner's answer: its view plus, first, its own fresh descriptor."""
+
+    descriptors: tuple[Descriptor, ...]
+    WIRE: ClassVar[None] = None
+
+    def wire(self) -> tuple[int, int]:
+        return 2 * len(self.descriptors), len(self.descriptors)

@@ -1,0 +1,74 @@
+"""`OverlayPeer`: an actor that runs Cyclon and the gradient overlay.
+
+The allocation protocols' resource nodes subclass it and set the utility
+(`gradient.set_utility`); on its own, with a static utility, it is the node of the
+overlay-only emulation (`experiments.overlay_run`). The runtime calls `cyclon_round` and
+`gradient_round` from periodic drivers. The entries of every Cyclon request and reply the
+node receives — uniformly random peers, and the requester's own fresh descriptor — are
+offered to the gradient as candidates (Kompics' Croupier publishes its samples to the
+gradient the same way). Measured against offering the whole Cyclon view once a round, this
+converges faster (P = 2, 1,000 nodes: ideal-view fraction 0.70–0.74 after 50 rounds instead
+of 0.57–0.64) at the same cost.
+"""
+
+from __future__ import annotations
+
+import random
+
+from nodes.actor import Actor, handles
+from overlay.cyclon import Cyclon
+from overlay.gradient import NEG_INF, Gradient
+from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
+
+__all__ = ["OverlayPeer"]
+
+
+class OverlayPeer(Actor):
+    """Node `actor_id` with a Cyclon view of `cyclon_size` and a gradient view of `view_size`."""
+
+    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges")
+
+    def __init__(
+        self,
+        actor_id: int,
+        view_size: int,
+        cyclon_size: int,
+        shuffle_length: int,
+        rng: random.Random,
+        utility: float = NEG_INF,
+    ) -> None:
+        super().__init__(actor_id)
+        self.cyclon = Cyclon(actor_id, cyclon_size, shuffle_length, rng)
+        self.gradient = Gradient(actor_id, view_size, rng, utility)
+        self.cyclon_exchanges = 0
+        self.gradient_exchanges = 0
+
+    def cyclon_round(self, now: float) -> None:
+        started = self.cyclon.initiate(self.gradient.utility, now)
+        if started is not None:
+            self.outbox.append(started)
+            self.cyclon_exchanges += 1
+
+    def gradient_round(self, now: float) -> None:
+        started = self.gradient.initiate(now)
+        if started is not None:
+            self.outbox.append(started)
+            self.gradient_exchanges += 1
+
+    @handles(CyclonShuffle)
+    def _on_cyclon_shuffle(self, msg: CyclonShuffle, now: float) -> None:
+        self.outbox.append((msg.entries[0][0], self.cyclon.answer(msg)))
+        self.gradient.offer(msg.entries)
+
+    @handles(CyclonReply)
+    def _on_cyclon_reply(self, msg: CyclonReply, now: float) -> None:
+        self.cyclon.complete(msg)
+        self.gradient.offer(msg.entries)
+
+    @handles(GradientShuffle)
+    def _on_gradient_shuffle(self, msg: GradientShuffle, now: float) -> None:
+        self.outbox.append((msg.descriptors[0][0], self.gradient.answer(msg, now)))
+
+    @handles(GradientReply)
+    def _on_gradient_reply(self, msg: GradientReply, now: float) -> None:
+        self.gradient.complete(msg)

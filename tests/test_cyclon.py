@@ -1,0 +1,126 @@
+"""Cyclon's exchange and merge, as pure state: no event loop."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from itertools import combinations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from overlay.cyclon import Cyclon, sample
+from overlay.messages import CyclonReply, CyclonShuffle
+
+
+def cyclon(me: int, nodes: list[int], stamps: list[float] | None = None, size: int = 5, length: int = 3,
+           seed: int = 0) -> Cyclon:
+    view = Cyclon(me, size, length, random.Random(seed))
+    view.bootstrap([(n, (stamps or [0.0] * len(nodes))[k], -float(n)) for k, n in enumerate(nodes)])
+    return view
+
+
+def test_sample_is_uniform_over_subsets() -> None:
+    draw = random.Random(3)
+    counts = Counter(tuple(sorted(sample(draw, list(range(6)), 3))) for _ in range(20_000))
+    assert set(counts) == set(combinations(range(6), 3))  # all 20 subsets occur
+    assert max(counts.values()) / min(counts.values()) < 1.3  # expected 1000 each
+
+
+def test_sample_edge_cases() -> None:
+    draw = random.Random(1)
+    assert sample(draw, [1, 2], 3) == (1, 2)
+    assert len(sample(draw, list(range(40)), 20)) == 20  # Fisher–Yates beyond the subset table
+    assert len(set(sample(draw, list(range(40)), 20))) == 20
+    assert sample(draw, [7, 8, 9], 1)[0] in (7, 8, 9)
+
+
+def test_initiate_drops_the_oldest_and_sends_itself_first() -> None:
+    view = cyclon(0, [1, 2, 3, 4, 5], stamps=[3.0, 1.0, 2.0, 5.0, 4.0])
+    partner, request = view.initiate(utility=-0.5, now=9.0)  # type: ignore[misc]
+    assert partner == 2  # stamp 1.0: the oldest
+    assert 2 not in view.entries
+    assert request.entries[0] == (0, 9.0, -0.5)
+    assert len(request.entries) == 3  # ℓ − 1 others plus itself
+    assert {d[0] for d in request.entries[1:]} <= {1, 3, 4, 5}
+
+
+def test_empty_view_starts_nothing() -> None:
+    assert Cyclon(0, 5, 3, random.Random(0)).initiate(0.0, 1.0) is None
+
+
+def test_answer_replaces_what_it_sent() -> None:
+    q = cyclon(9, [10, 11, 12, 13, 14])
+    reply = q.answer(CyclonShuffle(((0, 5.0, 0.0), (20, 4.0, -20.0), (21, 4.0, -21.0))))
+    sent = {d[0] for d in reply.entries}
+    assert len(sent) == 3 and sent <= {10, 11, 12, 13, 14}
+    assert set(q.entries) == ({10, 11, 12, 13, 14} - sent) | {0, 20, 21}  # the view stays full
+    assert reply.sender == 9
+
+
+def test_complete_fills_empty_slot_then_replaces_sent_entries() -> None:
+    p = cyclon(0, [1, 2, 3, 4, 5], stamps=[0.0, 1.0, 1.0, 1.0, 1.0])
+    partner, request = p.initiate(0.0, 2.0)  # type: ignore[misc]
+    sent = [d[0] for d in request.entries[1:]]
+    p.complete(CyclonReply(partner, ((30, 1.5, 0.0), (31, 1.5, 0.0), (32, 1.5, 0.0))))
+    assert len(p.entries) == 5
+    assert {30, 31, 32} <= set(p.entries)
+    kept = set(p.entries) - {30, 31, 32}
+    assert len(kept & set(sent)) == 0  # one slot was empty (the partner); two sent entries replaced
+    assert partner not in p.entries
+
+
+def test_merge_discards_self_and_refreshes_known_entries() -> None:
+    q = cyclon(0, [1, 2, 3, 4, 5])
+    q.answer(CyclonShuffle(((1, 7.0, -9.0), (0, 7.0, 0.0), (2, 0.0, 5.0))))
+    assert 0 not in q.entries
+    assert q.entries[1] == (1, 7.0, -9.0)  # fresher: payload refreshed
+    assert q.entries[2] == (2, 0.0, -2.0)  # not fresher: kept
+    assert len(q.entries) == 5
+
+
+def test_a_late_reply_only_fills_empty_slots() -> None:
+    p = cyclon(0, [1, 2, 3, 4, 5], stamps=[0.0, 1.0, 1.0, 1.0, 1.0])
+    first, _ = p.initiate(0.0, 2.0)  # type: ignore[misc]
+    second, _ = p.initiate(0.0, 3.0)  # type: ignore[misc]
+    before = set(p.entries)
+    p.complete(CyclonReply(first, ((40, 2.0, 0.0), (41, 2.0, 0.0), (42, 2.0, 0.0))))
+    assert before < set(p.entries)  # nothing replaced: only the free slots were filled
+    assert len(p.entries) == 5
+
+
+def test_view_parameters_are_checked() -> None:
+    with pytest.raises(ValueError, match="view size"):
+        Cyclon(0, 0, 1, random.Random(0))
+    with pytest.raises(ValueError, match="shuffle length"):
+        Cyclon(0, 4, 5, random.Random(0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=0, max_value=10_000), st.integers(min_value=8, max_value=30),
+       st.integers(min_value=2, max_value=6), st.integers(min_value=1, max_value=6))
+def test_any_exchange_sequence_keeps_views_valid(seed: int, n: int, size: int, length: int) -> None:
+    """Invariant: at most c entries, never itself, never twice — under any interleaving."""
+    length = min(length, size)
+    draw = random.Random(seed)
+    views = [Cyclon(i, size, length, random.Random(seed + i)) for i in range(n)]
+    for v in views:
+        v.bootstrap([(j, 0.0, 0.0) for j in draw.sample(range(n), min(n - 1, size + 1))])
+    in_flight: list[tuple[int, int, object]] = []
+    for step in range(300):
+        if in_flight and draw.random() < 0.5:
+            src, dst, msg = in_flight.pop(draw.randrange(len(in_flight)))
+            if isinstance(msg, CyclonShuffle):
+                in_flight.append((dst, src, views[dst].answer(msg)))
+            else:
+                views[dst].complete(msg)  # type: ignore[arg-type]
+        else:
+            node = draw.randrange(n)
+            started = views[node].initiate(0.0, float(step))
+            if started is not None:
+                in_flight.append((node, started[0], started[1]))
+        for v in views:
+            assert len(v.entries) <= size
+            assert v.me not in v.entries
+            assert all(d[0] == node for node, d in v.entries.items())

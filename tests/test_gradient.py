@@ -1,0 +1,161 @@
+"""The gradient's preference, selection, freshness and centre logic, without an event loop."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from overlay.gradient import (
+    NEG_INF,
+    Gradient,
+    acknowledges,
+    is_above,
+    lowest_neighbour,
+    rank,
+    select_best,
+    validation_set,
+)
+from overlay.messages import GradientReply, GradientShuffle
+
+INF = float("inf")
+
+
+def test_eq_3_9_above_beats_below_and_closer_wins() -> None:
+    # Node 0 has utility 0.5. Above it: 0.6 (node 1), 0.9 (node 2); below: 0.4 (3), 0.1 (4).
+    candidates = {1: 0.6, 2: 0.9, 3: 0.4, 4: 0.1}
+    assert select_best(0, 0.5, candidates, 1) == [1]  # closest above
+    assert select_best(0, 0.5, candidates, 2) == [1, 2]  # any above beats any below
+    assert select_best(0, 0.5, candidates, 3) == [1, 2, 3]  # then the closest below
+    assert select_best(0, 0.5, candidates, 9) == [1, 2, 3, 4]
+
+
+def test_the_top_node_takes_the_next_ones_below() -> None:
+    # Eq. 3.10–3.11: the highest-utility node sees only lower neighbours: its view is the top-P.
+    assert select_best(7, 1.0, {1: 0.2, 2: 0.9, 3: 0.5, 4: 0.8}, 2) == [2, 4]
+
+
+def test_ties_break_by_node_id_in_the_total_order() -> None:
+    assert is_above(0.0, 5, 0.0, 3)  # equal utility: the higher id is above
+    assert not is_above(0.0, 2, 0.0, 3)
+    # Four nodes with utility 0: node 3's closest above is 4, its closest below is 2.
+    assert select_best(3, 0.0, {1: 0.0, 2: 0.0, 4: 0.0, 5: 0.0}, 2) == [4, 5]
+    assert select_best(5, 0.0, {1: 0.0, 2: 0.0, 4: 0.0}, 2) == [4, 2]
+
+
+def test_minus_infinity_utilities_eq_4_2() -> None:
+    # Servers without users (−∞) rank below every server with users, and among themselves by id.
+    candidates = {1: NEG_INF, 2: -0.3, 3: NEG_INF, 4: -0.1}
+    assert select_best(0, -0.2, candidates, 4) == [4, 2, 3, 1]
+    assert select_best(2, NEG_INF, {1: NEG_INF, 3: NEG_INF, 4: -0.1}, 2) == [3, 4]
+
+
+def test_validation_of_the_centre_thesis_3_3_1() -> None:
+    # Converged: centre 9 has view {8, 7, 6}; its lowest neighbour 6 has view {9, 8, 7}.
+    centre_view = [(8, 1.0, 0.8), (7, 1.0, 0.7), (6, 1.0, 0.6)]
+    assert lowest_neighbour(centre_view) == 6
+    partner, proposed = validation_set(9, centre_view)
+    assert (partner, proposed) == (6, frozenset({9, 8, 7}))
+    assert acknowledges([(9, 1.0, 0.9), (8, 1.0, 0.8), (7, 1.0, 0.7)], proposed)
+    assert not acknowledges([(9, 1.0, 0.9), (8, 1.0, 0.8), (5, 1.0, 0.5)], proposed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 4)), max_size=45),
+       st.integers(0, 32), st.sampled_from([NEG_INF, -1.0, -0.5, 0.0, 0.25]), st.integers(1, 12),
+       st.integers(0, 2**32))
+def test_rank_equals_the_reference_preference(pairs: list[tuple[int, int]], me: int, mine: float, size: int,
+                                             seed: int) -> None:
+    """`rank` (sorts) = `select_best` (definition) applied to each node's freshest descriptor."""
+    draw = random.Random(seed)
+    utility_of: dict[tuple[int, int], float] = {}
+    candidates = []
+    for node, stamp in pairs:
+        u = utility_of.setdefault((node, stamp), draw.choice([NEG_INF, -1.0, -0.5, 0.0, 0.25, draw.random()]))
+        candidates.append((node, float(stamp), u))
+    freshest: dict[int, tuple[float, float]] = {}
+    for node, stamp, u in candidates:
+        if node not in freshest or stamp >= freshest[node][0]:
+            freshest[node] = (stamp, u)
+    expected = select_best(me, mine, {n: v[1] for n, v in freshest.items()}, size)
+    got = rank(me, mine, list(candidates), size)
+    assert [d[0] for d in got] == expected
+    assert all(d[1] == freshest[d[0]][0] for d in got)
+
+
+def gradient(me: int, utility: float, size: int = 3) -> Gradient:
+    return Gradient(me, size, random.Random(me), utility)
+
+
+def test_fresher_descriptors_replace_older_ones() -> None:
+    g = gradient(0, 0.0)
+    g.offer([(1, 1.0, 0.5), (2, 1.0, 0.6)])
+    g.offer([(1, 3.0, 0.1), (1, 2.0, 0.9)])  # the stamp decides, not the arrival order
+    assert g.view == [(1, 3.0, 0.1), (2, 1.0, 0.6)]
+
+
+def test_merge_is_lazy_and_peek_changes_nothing() -> None:
+    g = gradient(0, 0.0, size=2)
+    g.offer([(1, 1.0, 0.5), (2, 1.0, 0.6), (3, 1.0, 0.7)])
+    assert [d[0] for d in g.peek()] == [1, 2]
+    assert g._view == [] and len(g._pending) == 3  # noqa: SLF001 - the point of the test
+    assert [d[0] for d in g.view] == [1, 2]
+    assert g._pending == []  # noqa: SLF001
+
+
+def test_a_utility_change_reranks_the_view() -> None:
+    g = gradient(0, 0.0, size=2)
+    g.offer([(1, 1.0, -0.5), (2, 1.0, 0.5), (3, 1.0, 0.6)])
+    assert [d[0] for d in g.view] == [2, 3]
+    g.set_utility(0.55)
+    g.offer([(1, 1.0, -0.5)])
+    assert [d[0] for d in g.view] == [3, 2]
+
+
+def test_believes_centre_eq_3_11() -> None:
+    top = gradient(5, 0.9)
+    top.offer([(1, 1.0, 0.1), (2, 1.0, 0.5)])
+    assert top.believes_centre()
+    other = gradient(2, 0.5)
+    other.offer([(5, 1.0, 0.9), (1, 1.0, 0.1)])
+    assert not other.believes_centre()
+    # Beliefs use the utilities as last heard: a stale descriptor can mislead.
+    stale = gradient(1, 0.1)
+    stale.offer([(2, 0.0, 0.05)])
+    assert stale.believes_centre()
+
+
+def test_exchange_sends_the_view_plus_itself_and_merges_both_ways() -> None:
+    a, b = gradient(1, 0.1), gradient(2, 0.2)
+    a.offer([(2, 0.0, 0.2), (3, 0.0, 0.3)])
+    b.offer([(4, 0.0, 0.4)])
+    assert b.view == [(4, 0.0, 0.4)]
+    partner, request = a.initiate(now=1.0)  # type: ignore[misc]
+    assert partner in (2, 3)
+    assert request.descriptors[0] == (1, 1.0, 0.1) and len(request.descriptors) == 3
+    reply = b.answer(GradientShuffle(request.descriptors), now=1.001)
+    assert reply.descriptors[0] == (2, 1.001, 0.2)
+    assert {d[0] for d in b.view} == {3, 4, 1}  # b merged what a sent (itself excluded)
+    a.complete(GradientReply(reply.descriptors))
+    assert {d[0] for d in a.view} == {2, 3, 4}
+    assert a.view[0] == (2, 1.001, 0.2)  # the fresher descriptor of 2
+
+
+def test_a_reply_carries_the_view_as_last_merged() -> None:
+    # Like T-Man's passive thread: answer first, merge what arrived at the next read.
+    b = gradient(2, 0.2)
+    b.offer([(4, 0.0, 0.4)])
+    reply = b.answer(GradientShuffle(((1, 1.0, 0.1),)), now=1.0)
+    assert reply.descriptors == ((2, 1.0, 0.2),)
+    assert {d[0] for d in b.view} == {1, 4}
+
+
+def test_no_neighbour_no_exchange() -> None:
+    assert gradient(0, 0.0).initiate(1.0) is None
+
+
+def test_infinite_values_do_not_break_the_order() -> None:
+    g = gradient(3, NEG_INF, size=2)
+    g.offer([(1, 0.0, NEG_INF), (2, 0.0, -INF), (4, 0.0, NEG_INF), (5, 0.0, -0.2)])
+    assert [d[0] for d in g.view] == [4, 5]
