@@ -234,6 +234,7 @@ def overlay(
     drop_rank: Annotated[int, typer.Option(help="Random utilities: the centre drops below up to this many nodes (0: P).")] = 0,
     recovery_cap: Annotated[int, typer.Option(help="Give up on a perturbation's recovery after this many rounds.")] = 200,
     observe_every: Annotated[int, typer.Option(help="Measure every this many rounds (the last is always measured).")] = 1,
+    max_age: Annotated[int, typer.Option(help="Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a PNG of convergence (and recovery).")] = None,
 ) -> None:
@@ -247,7 +248,7 @@ def overlay(
         nodes=1000 if nodes is None else nodes, view=view, rounds=rounds, seed=seed, utilities=utilities,
         users=users, cyclon_size=cyclon_view, shuffle_length=shuffle_length, shuffles_per_tick=shuffles_per_tick,
         tick=_duration(tick, "tick"), latency=latency, perturbations=perturbations, drop_rank=drop_rank,
-        recovery_cap=recovery_cap, observe_every=observe_every,
+        recovery_cap=recovery_cap, observe_every=observe_every, max_age=max_age,
     )
     config.validate()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),

@@ -25,6 +25,10 @@ utilities, the centre lands between the `j`-th and `(j+1)`-th best other nodes, 
 in `1..drop_rank` (default `P`), from stream `overlay/perturbations`. Perturbations run one
 after another, each from the state the previous one left.
 
+Gradient descriptors expire after `max_age` gradient periods (default `max(20, 5·P)`: in a
+static overlay the oldest descriptor in any view was 14 periods old for P = 10 and 7 for
+P = 2, so only stale copies expire; see `overlay.gradient`).
+
 Node choices (partners, samples) come from the stream `overlay` shared by all nodes:
 deterministic because the event order is, and a per-node generator would cost 2.5 KB a node.
 """
@@ -48,7 +52,7 @@ from nodes.network import Network, parse_latency
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
 from overlay.gradient import NEG_INF
-from overlay.observe import OverlayMetrics, measure, snapshot, total_order
+from overlay.observe import OverlayMetrics, centre_status, measure, snapshot, total_order
 from overlay.peer import OverlayPeer
 from protocols.resources import dominant_share
 
@@ -74,6 +78,12 @@ class OverlayConfig:
     drop_rank: int = 0
     recovery_cap: int = 200
     observe_every: int = 1
+    max_age: int = 0
+
+    @property
+    def max_age_periods(self) -> int:
+        """Gradient descriptor expiry in gradient periods; 0 asks for max(20, 5·P)."""
+        return self.max_age or max(20, 5 * self.view)
 
     def validate(self) -> None:
         if self.nodes < 2:
@@ -104,6 +114,8 @@ class OverlayConfig:
             raise ValueError("--recovery-cap must be at least 1")
         if self.observe_every < 1:
             raise ValueError("--observe-every must be at least 1")
+        if self.max_age < 0:
+            raise ValueError("--max-age must be non-negative (0: the default)")
         parse_latency(self.latency, random.Random(0))
 
 
@@ -186,8 +198,9 @@ def run_overlay(
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)
     choices = streams.python("overlay")
-    peers = [OverlayPeer(i, config.view, config.cyclon_size, config.shuffle_length, choices, utilities.values[i])
-             for i in range(n)]
+    max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
+    peers = [OverlayPeer(i, config.view, config.cyclon_size, config.shuffle_length, choices, utilities.values[i],
+                         max_age) for i in range(n)]
     bootstrap = streams.python("overlay/bootstrap")
     for peer in peers:
         picks = bootstrap.sample(range(n - 1), config.cyclon_size)
@@ -228,19 +241,18 @@ def run_overlay(
                     else:
                         start_perturbation(round_number)
             else:
-                metrics = measure(snapshot(peers))
+                status = centre_status(snapshot(peers))
                 elapsed = round_number - state["since"]
-                recovered = metrics.converged and metrics.centre_validated
-                if recovered or elapsed >= config.recovery_cap:
+                if status.recovered or elapsed >= config.recovery_cap:
                     perturbations.append({
                         "perturbation": len(perturbations) + 1,
                         "round": state["since"],
                         "old_centre": state["old"],
-                        "new_centre": metrics.centre,
-                        "recovery_rounds": elapsed if recovered else None,
+                        "new_centre": status.centre,
+                        "recovery_rounds": elapsed if status.recovered else None,
                     })
                     if progress is not None:
-                        progress(round_number, metrics)
+                        progress(round_number, None)
                     if len(perturbations) == config.perturbations:
                         runtime.stop()
                     else:
@@ -268,6 +280,7 @@ def run_overlay(
         "cyclon_size": config.cyclon_size,
         "shuffle_length": config.shuffle_length,
         "shuffles_per_tick": config.shuffles_per_tick,
+        "max_age_periods": config.max_age_periods,
         "tick_s": config.tick,
         "latency": network.latency.describe(),
         "seed": config.seed,

@@ -19,6 +19,12 @@ while uniform choice spreads them and refreshes every neighbour's descriptor abo
 plus its own fresh descriptor (`P + 1` descriptors, eq. 4.5); the partner answers the same
 way. Both keep the `P` most preferred of everything they know.
 
+**Expiry.** Utilities change, and a node drops the fresh descriptor of a neighbour that
+fell below it while stale copies that still show it high keep circulating among the nodes
+it used to top — they prefer exactly those copies. So, like the `oldThreshold` of Kompics'
+gradient, descriptors older than `max_age` (by their stamp, against the node's clock) are
+dropped at every merge; a wrong belief caused by a stale copy then lasts at most `max_age`.
+
 **Merging is lazy.** Received descriptors — exchanges, and the Cyclon samples the host
 offers — are queued and merged when the view is next read by the node itself (its own
 exchange, or its host asking whether it is the centre), so a node that hears several
@@ -31,7 +37,7 @@ merges.
 from __future__ import annotations
 
 import random
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
@@ -68,13 +74,17 @@ def select_best(me: int, my_utility: float, candidates: Mapping[int, float], siz
     return [node for _, node in (above + below)[:size]]
 
 
-def rank(me: int, my_utility: float, candidates: list[Descriptor], size: int) -> list[Descriptor]:
+def rank(me: int, my_utility: float, candidates: list[Descriptor], size: int,
+         oldest: float = NEG_INF) -> list[Descriptor]:
     """The `size` most preferred of `candidates` (each node's freshest descriptor; `me` excluded).
 
     Of two descriptors of one node the larger stamp wins, at equal stamps the later in
-    `candidates`. `candidates` is reordered. Every step is a C-level sort or constructor.
+    `candidates`; descriptors stamped before `oldest` are ignored. `candidates` is
+    reordered. Every step is a C-level sort, search or constructor.
     """
     candidates.sort(key=STAMP)
+    if oldest > NEG_INF:
+        del candidates[: bisect_left(candidates, oldest, key=STAMP)]
     latest = dict(zip(map(NODE, candidates), candidates))  # the last, i.e. freshest, wins
     latest.pop(me, None)
     ranked = sorted(latest.values(), key=NODE)
@@ -107,15 +117,20 @@ def acknowledges(view: Iterable[Descriptor], proposed: frozenset[int]) -> bool:
 class Gradient:
     """The gradient view of node `me`: at most `size` (P) descriptors, ranked by eq. 3.9."""
 
-    __slots__ = ("me", "size", "rng", "utility", "_view", "_pending", "_stale")
+    __slots__ = ("me", "size", "rng", "utility", "max_age", "_clock", "_view", "_pending", "_stale")
 
-    def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF) -> None:
+    def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF,
+                 max_age: float = float("inf")) -> None:
         if size < 1:
             raise ValueError("the gradient view size P must be at least 1")
+        if not max_age > 0:
+            raise ValueError("the gradient's maximum descriptor age must be positive")
         self.me = me
         self.size = size
         self.rng = rng
         self.utility = utility
+        self.max_age = max_age  # seconds; older descriptors are dropped at merges
+        self._clock = 0.0  # the latest `now` this node was given
         self._view: list[Descriptor] = []  # most preferred first
         self._pending: list[Descriptor] = []
         self._stale = False
@@ -151,11 +166,12 @@ class Gradient:
         """The view the next read would produce, without merging (for observers)."""
         if not (self._pending or self._stale):
             return list(self._view)
-        return rank(self.me, self.utility, self._pending + self._view, self.size)
+        return rank(self.me, self.utility, self._pending + self._view, self.size, self._clock - self.max_age)
 
     # -- the exchange ---------------------------------------------------------------------
     def initiate(self, now: float) -> tuple[int, GradientShuffle] | None:
         """Start an exchange with a uniformly random neighbour, or None with an empty view."""
+        self._clock = now
         view = self.view
         if not view:
             return None
@@ -165,6 +181,7 @@ class Gradient:
     def answer(self, request: GradientShuffle, now: float) -> GradientReply:
         """Reply with the view as last merged (like T-Man's passive thread, which answers
         before merging), then queue the request's descriptors."""
+        self._clock = now
         self._pending.extend(request.descriptors)
         return GradientReply(((self.me, now, self.utility), *self._view))
 
@@ -175,6 +192,6 @@ class Gradient:
     def _merge(self) -> None:
         candidates = self._pending
         candidates += self._view
-        self._view = rank(self.me, self.utility, candidates, self.size)
+        self._view = rank(self.me, self.utility, candidates, self.size, self._clock - self.max_age)
         self._pending = []
         self._stale = False

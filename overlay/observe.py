@@ -33,8 +33,10 @@ from overlay.messages import Descriptor
 from overlay.peer import OverlayPeer
 
 __all__ = [
+    "CentreStatus",
     "OverlayMetrics",
     "OverlaySnapshot",
+    "centre_status",
     "cyclon_graph",
     "gradient_graph",
     "ideal_views",
@@ -143,36 +145,62 @@ def _std(values: np.ndarray) -> float:
     return float(values.std()) if values.size else 0.0
 
 
-def measure(snap: OverlaySnapshot) -> OverlayMetrics:
-    """Measure one snapshot against the true utilities."""
-    n = len(snap.utilities)
+@dataclass(frozen=True, slots=True)
+class CentreStatus:
+    """The centre part of the measurements: cheap enough to take every round."""
+
+    centre: int
+    centre_believes: bool
+    false_centres: int
+    centre_view_exact: bool
+    centre_validated: bool
+
+    @property
+    def recovered(self) -> bool:
+        """Centre recognised by itself only, its view the true top-P, validation succeeds."""
+        return self.centre_believes and self.false_centres == 0 and self.centre_view_exact and self.centre_validated
+
+
+def centre_status(snap: OverlaySnapshot) -> CentreStatus:
+    """Who the true centre is and whether the overlay has found it (see the module docstring)."""
     utilities = snap.utilities
     order = total_order(utilities)
     centre = order[-1]
-    ideal = ideal_views(utilities, snap.view_size)
-    views = [frozenset(d[0] for d in view) for view in snap.gradient]
-    believers = [node for node in range(n) if believes_centre(node, utilities[node], snap.gradient[node])]
+    believers = [node for node, view in enumerate(snap.gradient) if believes_centre(node, utilities[node], view)]
     centre_believes = centre in believers
-
-    validated = False
     centre_view = snap.gradient[centre]
+    validated = False
     if centre_believes and centre_view:
         partner, proposed = validation_set(centre, centre_view)
         validated = acknowledges(snap.gradient[partner], proposed)
+    return CentreStatus(
+        centre=centre,
+        centre_believes=centre_believes,
+        false_centres=len(believers) - (1 if centre_believes else 0),
+        centre_view_exact=frozenset(d[0] for d in centre_view) == frozenset(order[-1 - snap.view_size : -1]),
+        centre_validated=validated,
+    )
 
+
+def measure(snap: OverlaySnapshot) -> OverlayMetrics:
+    """Measure one snapshot against the true utilities."""
+    n = len(snap.utilities)
+    status = centre_status(snap)
+    ideal = ideal_views(snap.utilities, snap.view_size)
     cyclon = cyclon_graph(snap)
     gradient = gradient_graph(snap)
     cyclon_in = np.array([d for _, d in cyclon.in_degree()], dtype=float)
     gradient_in = np.array([d for _, d in gradient.in_degree()], dtype=float)
-    hops = nx.single_source_shortest_path_length(gradient.reverse(copy=False), centre)
-    distances = [d for node, d in hops.items() if node != centre]
+    hops = nx.single_source_shortest_path_length(gradient.reverse(copy=False), status.centre)
+    distances = [d for node, d in hops.items() if node != status.centre]
     return OverlayMetrics(
-        centre=centre,
-        centre_believes=centre_believes,
-        false_centres=len(believers) - (1 if centre_believes else 0),
-        centre_view_exact=views[centre] == ideal[centre],
-        centre_validated=validated,
-        ideal_view_fraction=sum(1 for node in range(n) if views[node] == ideal[node]) / n if n else 1.0,
+        centre=status.centre,
+        centre_believes=status.centre_believes,
+        false_centres=status.false_centres,
+        centre_view_exact=status.centre_view_exact,
+        centre_validated=status.centre_validated,
+        ideal_view_fraction=sum(1 for node, view in enumerate(snap.gradient)
+                                if frozenset(d[0] for d in view) == ideal[node]) / n if n else 1.0,
         cyclon_connected=n > 0 and nx.is_weakly_connected(cyclon),
         cyclon_strongly_connected=n > 0 and nx.is_strongly_connected(cyclon),
         cyclon_self_links=nx.number_of_selfloops(cyclon),

@@ -36,10 +36,11 @@ class OverlayPeer(Actor):
         shuffle_length: int,
         rng: random.Random,
         utility: float = NEG_INF,
+        max_age: float = float("inf"),
     ) -> None:
         super().__init__(actor_id)
         self.cyclon = Cyclon(actor_id, cyclon_size, shuffle_length, rng)
-        self.gradient = Gradient(actor_id, view_size, rng, utility)
+        self.gradient = Gradient(actor_id, view_size, rng, utility, max_age)
         self.cyclon_exchanges = 0
         self.gradient_exchanges = 0
 
