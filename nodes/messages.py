@@ -8,8 +8,8 @@ hashable and comparable exactly as dataclasses make them. Field defaults are sup
 `default_factory` is not (messages carry tuples, not mutable containers).
 
 Every message class declares its wire payload for the network's cost model (thesis eq.
-4.3–4.6) as `WIRE = (numbers, addresses)`, or `WIRE = None` plus a `wire()` method when the
-size depends on the content.
+4.3–4.6) as `WIRE = (numbers, addresses)`, or, when it carries a tuple of items, as
+`WIRE = (numbers, addresses, field, numbers_per_item, addresses_per_item)`.
 
 The handshake of thesis Algorithm 3 (SPEC §3), used by every protocol:
 
@@ -88,10 +88,7 @@ class TaskRequest:
     task: int
     demand: tuple[float, ...]
     share: float
-    WIRE: ClassVar[None] = None
-
-    def wire(self) -> tuple[int, int]:
-        return len(self.demand) + 2, 1
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (2, 1, "demand", 1, 0)  # task id, share; user
 
 
 @message
@@ -128,10 +125,7 @@ class Launch:
     user: int
     task: int
     demand: tuple[float, ...]
-    WIRE: ClassVar[None] = None
-
-    def wire(self) -> tuple[int, int]:
-        return len(self.demand) + 1, 1
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (1, 1, "demand", 1, 0)  # task id; user
 
 
 @message

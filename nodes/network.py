@@ -5,8 +5,10 @@ return whole microseconds and delivery instants compare exactly.
 
 Byte sizes follow the thesis's cost model (eq. 4.3–4.6): a message costs
 `numbers × number_bytes + addresses × address_bytes + overhead_bytes`. Every message class
-declares its payload as a class attribute `WIRE = (numbers, addresses)`, or sets `WIRE = None`
-and implements `wire() -> (numbers, addresses)` when its size depends on its content.
+declares its payload as a class attribute: `WIRE = (numbers, addresses)` for a fixed size,
+or `WIRE = (numbers, addresses, field, numbers_per_item, addresses_per_item)` when it also
+carries a tuple `field` of items (descriptors, a demand vector). The network then only
+sums the lengths of those tuples, in C, per batch of one type.
 Decision (the thesis leaves `adr` and `overhead` symbolic): 8-byte numbers, 6-byte addresses
 (IPv4 address + port) and 28 bytes of overhead (IPv4 + UDP headers), all configurable.
 """
@@ -16,8 +18,9 @@ from __future__ import annotations
 import random
 import re
 from collections import _count_elements  # type: ignore[attr-defined]
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
 
 __all__ = [
@@ -184,7 +187,7 @@ class Network:
     -1 when the message is lost. Loss draws come from their own random stream.
     """
 
-    __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_units", "_variable")
+    __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_items", "_variable")
 
     def __init__(
         self,
@@ -205,28 +208,28 @@ class Network:
         self._lose = loss_rng.random if loss > 0 and loss_rng is not None else None
         self._sent: dict[type, int] = {}
         self._dropped: dict[type, int] = {}
-        self._units: dict[type, list[int]] = {}
-        self._variable: frozenset[type] = frozenset()
+        self._items: dict[type, int] = {}
+        self._variable: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
 
     def count(self, out: list[tuple[int, Any]]) -> None:
-        """Tally a batch of sends by message type (and payload size for variable types)."""
+        """Tally a batch of sends by message type (and items carried, for variable types)."""
         sent = self._sent
         known = len(sent)
         _count_elements(sent, map(type, map(_message_of, out)))
-        if len(sent) != known:
-            self._variable = frozenset(cls for cls in sent if cls.WIRE is None)
         variable = self._variable
+        if len(sent) != known:
+            for cls in sent:
+                if len(cls.WIRE) == 5 and cls not in variable:
+                    variable[cls] = attrgetter(cls.WIRE[2])
+                    self._items[cls] = 0
         if variable:
-            units = self._units
-            for _, msg in out:
-                cls = msg.__class__
-                if cls in variable:
-                    numbers, addresses = msg.wire()
-                    tally = units.get(cls)
-                    if tally is None:
-                        tally = units[cls] = [0, 0]
-                    tally[0] += numbers
-                    tally[1] += addresses
+            messages = list(map(_message_of, out))
+            kinds = set(map(type, messages))
+            for cls in kinds:
+                items_of = variable.get(cls)
+                if items_of is not None:
+                    same = messages if len(kinds) == 1 else [m for m in messages if m.__class__ is cls]
+                    self._items[cls] += sum(map(len, map(items_of, same)))
 
     def due(self, src: int, dst: int, msg: Any, now_us: int) -> int:
         """Delivery instant of one message in µs, or -1 when the network loses it."""
@@ -248,9 +251,10 @@ class Network:
         """Messages and bytes per message type name, sorted by name."""
         out: dict[str, TrafficTally] = {}
         for cls, count in self._sent.items():
-            if cls.WIRE is None:
-                numbers, addresses = self._units.get(cls, (0, 0))
-            else:
-                numbers, addresses = cls.WIRE[0] * count, cls.WIRE[1] * count
+            numbers, addresses = cls.WIRE[0] * count, cls.WIRE[1] * count
+            if len(cls.WIRE) == 5:
+                items = self._items.get(cls, 0)
+                numbers += cls.WIRE[3] * items
+                addresses += cls.WIRE[4] * items
             out[cls.__name__] = TrafficTally(count, self._dropped.get(cls, 0), self.cost.bytes_of(count, numbers, addresses))
         return dict(sorted(out.items()))

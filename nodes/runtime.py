@@ -86,7 +86,7 @@ class Periodic:
                 action(actor, now)
                 if actor.outbox:
                     batch += actor.outbox
-                    actor.outbox = []
+                    actor.outbox.clear()
             if batch:
                 runtime._post(batch)
         else:
@@ -270,7 +270,7 @@ class Runtime:
                         flush(actor)
                     else:
                         batch += actor.outbox
-                        actor.outbox = []
+                        actor.outbox.clear()
             if batch:
                 self._post(batch)
         periodic = instant.periodic

@@ -8,11 +8,10 @@ A node keeps a view of at most `size` (c) descriptors of other nodes. Each perio
 3. merges Q's reply (at most ℓ entries) by the rule below, replacing what it sent.
 
 Q answers with up to ℓ random entries of its own view, then merges what it received the
-same way. **Merge rule**: entries that name the merging node are discarded; an entry for a
-node already in the view only refreshes the descriptor when it is fresher (Cyclon would
-discard it; the graph is the same, as in Kompics' Croupier); a new entry fills an empty slot
-if there is one, else replaces one of the entries this node sent in the exchange, and is
-dropped when none is left.
+same way. **Merge rule** (the paper's): entries that name the merging node or a node
+already in the view are discarded; a new entry fills an empty slot if there is one, else
+replaces one of the entries this node sent in the exchange, and is dropped when none is
+left.
 
 Decisions the paper leaves open or that the emulator changes:
 - **Age is the descriptor's stamp.** Cyclon counts an entry's age in its holder's shuffles
@@ -149,14 +148,7 @@ class Cyclon:
 
     def _merge(self, received: Iterable[Descriptor], replaceable: tuple[Descriptor, ...]) -> None:
         entries, me = self.entries, self.me
-        new: list[Descriptor] = []
-        for descriptor in received:
-            held = entries.get(descriptor[0])
-            if held is None:
-                if descriptor[0] != me:
-                    new.append(descriptor)
-            elif descriptor[1] > held[1]:
-                entries[descriptor[0]] = descriptor
+        new = [d for d in received if d[0] not in entries and d[0] != me]
         if not new:
             return
         room = self.size - len(entries)

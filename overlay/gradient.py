@@ -172,7 +172,9 @@ class Gradient:
     def initiate(self, now: float) -> tuple[int, GradientShuffle] | None:
         """Start an exchange with a uniformly random neighbour, or None with an empty view."""
         self._clock = now
-        view = self.view
+        if self._pending or self._stale:
+            self._merge()
+        view = self._view
         if not view:
             return None
         partner = view[int(self.rng.random() * len(view))][0]

@@ -37,14 +37,12 @@ class CyclonShuffle:
     """A Cyclon shuffle request; `entries[0]` is the sender's fresh descriptor of itself."""
 
     entries: tuple[Descriptor, ...]
-    WIRE: ClassVar[None] = None
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "entries", 2, 1)
 
     @property
     def sender(self) -> int:
         return self.entries[0][0]
 
-    def wire(self) -> tuple[int, int]:
-        return 2 * len(self.entries), len(self.entries)
 
 
 @message
@@ -53,10 +51,7 @@ class CyclonReply:
 
     sender: int
     entries: tuple[Descriptor, ...]
-    WIRE: ClassVar[None] = None
-
-    def wire(self) -> tuple[int, int]:
-        return 2 * len(self.entries), len(self.entries) + 1
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 1, "entries", 2, 1)
 
 
 @message
@@ -64,14 +59,12 @@ class GradientShuffle:
     """A gradient exchange: the sender's view plus, first, its own fresh descriptor."""
 
     descriptors: tuple[Descriptor, ...]
-    WIRE: ClassVar[None] = None
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "descriptors", 2, 1)
 
     @property
     def sender(self) -> int:
         return self.descriptors[0][0]
 
-    def wire(self) -> tuple[int, int]:
-        return 2 * len(self.descriptors), len(self.descriptors)
 
 
 @message
@@ -79,7 +72,4 @@ class GradientReply:
     """The partner's answer: its view plus, first, its own fresh descriptor."""
 
     descriptors: tuple[Descriptor, ...]
-    WIRE: ClassVar[None] = None
-
-    def wire(self) -> tuple[int, int]:
-        return 2 * len(self.descriptors), len(self.descriptors)
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "descriptors", 2, 1)

@@ -71,12 +71,11 @@ def test_complete_fills_empty_slot_then_replaces_sent_entries() -> None:
     assert partner not in p.entries
 
 
-def test_merge_discards_self_and_refreshes_known_entries() -> None:
+def test_merge_discards_self_and_known_entries() -> None:
     q = cyclon(0, [1, 2, 3, 4, 5])
     q.answer(CyclonShuffle(((1, 7.0, -9.0), (0, 7.0, 0.0), (2, 0.0, 5.0))))
     assert 0 not in q.entries
-    assert q.entries[1] == (1, 7.0, -9.0)  # fresher: payload refreshed
-    assert q.entries[2] == (2, 0.0, -2.0)  # not fresher: kept
+    assert q.entries[1] == (1, 0.0, -1.0) and q.entries[2] == (2, 0.0, -2.0)  # as held before
     assert len(q.entries) == 5
 
 

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import pytest
 
+from nodes.network import Network
 from nodes.messages import TaskRequest, message
 
 
@@ -43,4 +44,7 @@ def test_default_factory_is_refused() -> None:
 
 
 def test_variable_wire_size() -> None:
-    assert TaskRequest(1, 0, (1.0, 2.0, 3.0), 0.0).wire() == (5, 1)
+    network = Network()
+    network.count([(0, TaskRequest(1, 0, (1.0, 2.0, 3.0), 0.0)), (0, TaskRequest(1, 1, (1.0,), 0.0))])
+    # 3 + 2 numbers and 1 + 2 numbers, one address each, 28 bytes of overhead each
+    assert network.tally()["TaskRequest"].bytes == (5 + 3) * 8 + 2 * 6 + 2 * 28

@@ -25,10 +25,7 @@ class Note:
 @message
 class Bulk:
     items: tuple[int, ...]
-    WIRE: ClassVar[None] = None
-
-    def wire(self) -> tuple[int, int]:
-        return len(self.items), 0
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "items", 1, 0)
 
 
 class Recorder(Actor):
