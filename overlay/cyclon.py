@@ -120,8 +120,9 @@ class Cyclon:
                 entries[node] = descriptor
 
     # -- the exchange ---------------------------------------------------------------------
-    def initiate(self, utility: float, now: float) -> tuple[int, CyclonShuffle] | None:
-        """Start a shuffle: returns `(partner, request)`, or None with an empty view."""
+    def initiate(self, own: Descriptor) -> tuple[int, CyclonShuffle] | None:
+        """Start a shuffle carrying `own` (this node's fresh descriptor): returns
+        `(partner, request)`, or None with an empty view."""
         entries = self.entries
         if not entries:
             return None
@@ -130,7 +131,7 @@ class Cyclon:
         chosen = sample(self.rng, list(entries.values()), self.length - 1)
         self._partner = oldest
         self._sent = chosen
-        return oldest, CyclonShuffle(((self.me, now, utility), *chosen))
+        return oldest, CyclonShuffle((own, *chosen))
 
     def answer(self, request: CyclonShuffle) -> CyclonReply:
         """Reply to a shuffle with up to ℓ random entries, then merge the request."""

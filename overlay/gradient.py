@@ -117,7 +117,7 @@ def acknowledges(view: Iterable[Descriptor], proposed: frozenset[int]) -> bool:
 class Gradient:
     """The gradient view of node `me`: at most `size` (P) descriptors, ranked by eq. 3.9."""
 
-    __slots__ = ("me", "size", "rng", "utility", "max_age", "_clock", "_view", "_pending", "_stale")
+    __slots__ = ("me", "size", "rng", "utility", "max_age", "_clock", "_own", "_view", "_pending", "_stale")
 
     def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF,
                  max_age: float = float("inf")) -> None:
@@ -131,6 +131,7 @@ class Gradient:
         self.utility = utility
         self.max_age = max_age  # seconds; older descriptors are dropped at merges
         self._clock = 0.0  # the latest `now` this node was given
+        self._own: Descriptor = (me, NEG_INF, utility)
         self._view: list[Descriptor] = []  # most preferred first
         self._pending: list[Descriptor] = []
         self._stale = False
@@ -157,6 +158,13 @@ class Gradient:
     def neighbours(self) -> list[int]:
         return [d[0] for d in self.view]
 
+    def descriptor(self, now: float) -> Descriptor:
+        """This node's descriptor as of `now` (one object per instant and utility)."""
+        own = self._own
+        if own[1] != now or own[2] != self.utility:
+            own = self._own = (self.me, now, self.utility)
+        return own
+
     def believes_centre(self) -> bool:
         """Eq. 3.11: no neighbour is above this node (as their descriptors say)."""
         view = self.view
@@ -178,14 +186,14 @@ class Gradient:
         if not view:
             return None
         partner = view[int(self.rng.random() * len(view))][0]
-        return partner, GradientShuffle(((self.me, now, self.utility), *view))
+        return partner, GradientShuffle((self.descriptor(now), *view))
 
     def answer(self, request: GradientShuffle, now: float) -> GradientReply:
         """Reply with the view as last merged (like T-Man's passive thread, which answers
         before merging), then queue the request's descriptors."""
         self._clock = now
         self._pending.extend(request.descriptors)
-        return GradientReply(((self.me, now, self.utility), *self._view))
+        return GradientReply((self.descriptor(now), *self._view))
 
     def complete(self, reply: GradientReply) -> None:
         """Queue the partner's descriptors."""

@@ -45,7 +45,7 @@ class OverlayPeer(Actor):
         self.gradient_exchanges = 0
 
     def cyclon_round(self, now: float) -> None:
-        started = self.cyclon.initiate(self.gradient.utility, now)
+        started = self.cyclon.initiate(self.gradient.descriptor(now))
         if started is not None:
             self.outbox.append(started)
             self.cyclon_exchanges += 1

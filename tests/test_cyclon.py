@@ -38,7 +38,7 @@ def test_sample_edge_cases() -> None:
 
 def test_initiate_drops_the_oldest_and_sends_itself_first() -> None:
     view = cyclon(0, [1, 2, 3, 4, 5], stamps=[3.0, 1.0, 2.0, 5.0, 4.0])
-    partner, request = view.initiate(utility=-0.5, now=9.0)  # type: ignore[misc]
+    partner, request = view.initiate((0, 9.0, -0.5))  # type: ignore[misc]
     assert partner == 2  # stamp 1.0: the oldest
     assert 2 not in view.entries
     assert request.entries[0] == (0, 9.0, -0.5)
@@ -47,7 +47,7 @@ def test_initiate_drops_the_oldest_and_sends_itself_first() -> None:
 
 
 def test_empty_view_starts_nothing() -> None:
-    assert Cyclon(0, 5, 3, random.Random(0)).initiate(0.0, 1.0) is None
+    assert Cyclon(0, 5, 3, random.Random(0)).initiate((0, 1.0, 0.0)) is None
 
 
 def test_answer_replaces_what_it_sent() -> None:
@@ -61,7 +61,7 @@ def test_answer_replaces_what_it_sent() -> None:
 
 def test_complete_fills_empty_slot_then_replaces_sent_entries() -> None:
     p = cyclon(0, [1, 2, 3, 4, 5], stamps=[0.0, 1.0, 1.0, 1.0, 1.0])
-    partner, request = p.initiate(0.0, 2.0)  # type: ignore[misc]
+    partner, request = p.initiate((0, 2.0, 0.0))  # type: ignore[misc]
     sent = [d[0] for d in request.entries[1:]]
     p.complete(CyclonReply(partner, ((30, 1.5, 0.0), (31, 1.5, 0.0), (32, 1.5, 0.0))))
     assert len(p.entries) == 5
@@ -81,8 +81,8 @@ def test_merge_discards_self_and_known_entries() -> None:
 
 def test_a_late_reply_only_fills_empty_slots() -> None:
     p = cyclon(0, [1, 2, 3, 4, 5], stamps=[0.0, 1.0, 1.0, 1.0, 1.0])
-    first, _ = p.initiate(0.0, 2.0)  # type: ignore[misc]
-    second, _ = p.initiate(0.0, 3.0)  # type: ignore[misc]
+    first, _ = p.initiate((0, 2.0, 0.0))  # type: ignore[misc]
+    second, _ = p.initiate((0, 3.0, 0.0))  # type: ignore[misc]
     before = set(p.entries)
     p.complete(CyclonReply(first, ((40, 2.0, 0.0), (41, 2.0, 0.0), (42, 2.0, 0.0))))
     assert before < set(p.entries)  # nothing replaced: only the free slots were filled
@@ -116,7 +116,7 @@ def test_any_exchange_sequence_keeps_views_valid(seed: int, n: int, size: int, l
                 views[dst].complete(msg)  # type: ignore[arg-type]
         else:
             node = draw.randrange(n)
-            started = views[node].initiate(0.0, float(step))
+            started = views[node].initiate((node, float(step), 0.0))
             if started is not None:
                 in_flight.append((node, started[0], started[1]))
         for v in views:
