@@ -39,7 +39,7 @@ from __future__ import annotations
 import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from operator import itemgetter
+from operator import eq, itemgetter
 
 from overlay.messages import Descriptor, GradientReply, GradientShuffle
 
@@ -87,8 +87,11 @@ def rank(me: int, my_utility: float, candidates: list[Descriptor], size: int,
         del candidates[: bisect_left(candidates, oldest, key=STAMP)]
     latest = dict(zip(map(NODE, candidates), candidates))  # the last, i.e. freshest, wins
     latest.pop(me, None)
-    ranked = sorted(latest.values(), key=NODE)
-    ranked.sort(key=UTILITY)  # stable: the total order (utility, node)
+    ranked = sorted(latest.values(), key=UTILITY)
+    utilities = list(map(UTILITY, ranked))
+    if any(map(eq, utilities, utilities[1:])):  # ties: order them by node, i.e. (utility, node)
+        ranked.sort(key=NODE)
+        ranked.sort(key=UTILITY)
     cut = bisect_right(ranked, (my_utility, me), key=ORDER)
     view = ranked[cut : cut + size]
     if len(view) < size:
