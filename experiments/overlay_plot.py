@@ -37,7 +37,7 @@ def plot_overlay(result: dict[str, Any], path: Path) -> None:
     if panels == 2:
         ax = axes[0][1]
         if recoveries:
-            ax.hist(recoveries, bins=range(0, max(recoveries) + 2), color="tab:orange", align="left")
+            ax.hist(recoveries, bins=range(max(recoveries) + 2), color="tab:orange", align="left")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("rounds until the new centre is recognised and validated")

@@ -1,6 +1,6 @@
 """The overlay study behind `docs/overlay.md`: convergence per view size, recovery, scale.
 
-    python -m experiments.overlay_study [--seeds 5] [--perturbations 100] > study.md
+    python -m experiments.overlay_study [--seeds 5] [--perturbations 100] [--csv rounds.csv] > study.md
 
 prints Markdown: (1) for P = 2..10 on 1,000 nodes with random static utilities, rounds to
 converge per seed and the ideal-view fraction every 5 rounds (seed 1); (2) the recovery
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from experiments.overlay_run import OverlayConfig, run_overlay
@@ -19,7 +20,7 @@ from experiments.overlay_run import OverlayConfig, run_overlay
 __all__ = ["main"]
 
 
-def _convergence(seeds: int, rounds: int) -> list[str]:
+def _convergence(seeds: int, rounds: int, csv_rows: list[list[str]]) -> list[str]:
     lines = ["### Convergence on 1,000 nodes (random static utilities)", "",
              f"Rounds to converge per seed 1..{seeds} (centre recognises itself, no false centre, centre view = "
              "true top-P), and the fraction of nodes whose view is their ideal view after r rounds (seed 1).", ""]
@@ -34,10 +35,27 @@ def _convergence(seeds: int, rounds: int) -> list[str]:
             conv.append("–" if result["rounds_to_converge"] is None else str(result["rounds_to_converge"]))
             if seed == 1:
                 fractions = [row["ideal_view_fraction"] for row in result["rounds"]]
+                csv_rows.extend([str(view), str(row["round"]), f"{row['ideal_view_fraction']:.4f}",
+                                 str(int(row["centre_correct"])), str(int(row["centre_view_exact"]))]
+                                for row in result["rounds"])
         first = next((r for r, f in enumerate(fractions) if f >= 0.95), None)
         lines.append(f"| {view} | {', '.join(conv)} | " + " | ".join(f"{fractions[r]:.3f}" for r in marks)
                      + f" | {'–' if first is None else first} |")
     return lines
+
+
+BUCKETS = ((1, 1), (2, 2), (3, 3), (4, 5), (6, 10), (11, 20), (21, 50), (51, 10**9))
+
+
+def _histogram(counts: dict[int, int]) -> str:
+    """Recovery rounds in buckets: '1: 70, 2: 30, 4–5: 3, >50: 1'."""
+    parts = []
+    for low, high in BUCKETS:
+        n = sum(v for k, v in counts.items() if low <= k <= high)
+        if n:
+            label = str(low) if low == high else (f">{low - 1}" if high == 10**9 else f"{low}–{high}")
+            parts.append(f"{label}: {n}")
+    return ", ".join(parts)
 
 
 def _recovery_row(label: str, result: dict[str, Any]) -> str:
@@ -46,9 +64,8 @@ def _recovery_row(label: str, result: dict[str, Any]) -> str:
     for p in result["perturbations"]:
         if p["recovery_rounds"] is not None:
             counts[p["recovery_rounds"]] = counts.get(p["recovery_rounds"], 0) + 1
-    histogram = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
     return (f"| {label} | {rec['recovered']}/{rec['perturbations']} | {rec['min']} | {rec['median']} | "
-            f"{rec['mean']:.2f} | {rec['p90']} | {rec['max']} | {histogram} |")
+            f"{rec['mean']:.2f} | {rec['p90']} | {rec['max']} | {_histogram(counts)} |")
 
 
 def _recovery(perturbations: int) -> list[str]:
@@ -76,10 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=50)
-    parser.add_argument("--perturbations", type=int, default=100)
+    parser.add_argument("--perturbations", type=int, default=100, help="0 skips the recovery study")
+    parser.add_argument("--csv", type=Path, help="also write every round of seed 1: P, round, fraction, centre ok, view exact")
     args = parser.parse_args(argv)
-    lines = _convergence(args.seeds, args.rounds) + [""] + _recovery(args.perturbations)
+    csv_rows: list[list[str]] = [["view", "round", "ideal_view_fraction", "centre_correct", "centre_view_exact"]]
+    lines = _convergence(args.seeds, args.rounds, csv_rows)
+    if args.perturbations:
+        lines += [""] + _recovery(args.perturbations)
     sys.stdout.write("\n".join(lines) + "\n")
+    if args.csv is not None:
+        args.csv.write_text("\n".join(",".join(row) for row in csv_rows) + "\n", encoding="utf-8")
     return 0
 
 

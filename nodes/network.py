@@ -18,9 +18,9 @@ from __future__ import annotations
 import random
 import re
 from collections import _count_elements  # type: ignore[attr-defined]
-from operator import attrgetter, itemgetter
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 from typing import Any, Protocol
 
 __all__ = [

@@ -99,9 +99,9 @@ def test_merge_is_lazy_and_peek_changes_nothing() -> None:
     g = gradient(0, 0.0, size=2)
     g.offer([(1, 1.0, 0.5), (2, 1.0, 0.6), (3, 1.0, 0.7)])
     assert [d[0] for d in g.peek()] == [1, 2]
-    assert g._view == [] and len(g._pending) == 3  # noqa: SLF001 - the point of the test
+    assert g._view == [] and len(g._pending) == 3
     assert [d[0] for d in g.view] == [1, 2]
-    assert g._pending == []  # noqa: SLF001
+    assert g._pending == []
 
 
 def test_a_utility_change_reranks_the_view() -> None:
