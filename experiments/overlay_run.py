@@ -184,6 +184,73 @@ def _summary(values: list[int]) -> dict[str, float | int | None]:
             "p90": p90, "max": ordered[-1]}
 
 
+class _Observer:
+    """The observer driver's hook: measures rounds, then runs the perturbations one by one.
+
+    Called at the start of tick `k`, before that tick's exchanges, it sees round `k − 1`.
+    """
+
+    def __init__(self, config: OverlayConfig, peers: list[OverlayPeer], utilities: _Utilities, runtime: Runtime,
+                 progress: Callable[[int, OverlayMetrics | None], None] | None) -> None:
+        self.config = config
+        self.peers = peers
+        self.utilities = utilities
+        self.runtime = runtime
+        self.progress = progress
+        self.drop_rank = config.drop_rank or config.view
+        self.rounds: list[dict[str, Any]] = []
+        self.perturbations: list[dict[str, Any]] = []
+        self.rounds_to_converge: int | None = None
+        self.perturbed_at = -1  # the round of the perturbation under way, -1 while static
+        self.old_centre = -1
+        self.seconds = 0.0  # wall time spent observing
+
+    def __call__(self, now: float, tick: int) -> None:
+        started = time.perf_counter()
+        if self.perturbed_at < 0:
+            self._static_round(tick - 1, now)
+        else:
+            self._recovery_round(tick - 1)
+        self.seconds += time.perf_counter() - started
+
+    def _static_round(self, round_number: int, now: float) -> None:
+        config = self.config
+        last = round_number >= config.rounds
+        if round_number % config.observe_every == 0 or last:
+            metrics = measure(snapshot(self.peers))
+            self.rounds.append(_round_row(round_number, now, metrics))
+            if metrics.converged and self.rounds_to_converge is None:
+                self.rounds_to_converge = round_number
+            if self.progress is not None:
+                self.progress(round_number, metrics)
+        if last:
+            self._next_perturbation(round_number)
+
+    def _recovery_round(self, round_number: int) -> None:
+        status = centre_status(snapshot(self.peers))
+        elapsed = round_number - self.perturbed_at
+        if status.recovered or elapsed >= self.config.recovery_cap:
+            self.perturbations.append({
+                "perturbation": len(self.perturbations) + 1,
+                "round": self.perturbed_at,
+                "old_centre": self.old_centre,
+                "new_centre": status.centre,
+                "recovery_rounds": elapsed if status.recovered else None,
+            })
+            if self.progress is not None:
+                self.progress(round_number, None)
+            self._next_perturbation(round_number)
+
+    def _next_perturbation(self, round_number: int) -> None:
+        if len(self.perturbations) == self.config.perturbations:
+            self.runtime.stop()
+            return
+        centre = total_order(self.utilities.values)[-1]
+        self.peers[centre].gradient.set_utility(self.utilities.perturb(centre, self.drop_rank))
+        self.perturbed_at = round_number
+        self.old_centre = centre
+
+
 def run_overlay(
     config: OverlayConfig,
     progress: Callable[[int, OverlayMetrics | None], None] | None = None,
@@ -207,59 +274,12 @@ def run_overlay(
         peer.cyclon.bootstrap([(p + (p >= peer.id), 0.0, utilities.values[p + (p >= peer.id)]) for p in picks])
         peer.gradient.offer(peer.cyclon.samples())
 
-    rounds: list[dict[str, Any]] = []
-    perturbations: list[dict[str, Any]] = []
-    state: dict[str, Any] = {"rounds_to_converge": None, "phase": "static", "since": 0, "old": -1, "rank": 0,
-                             "observer_s": 0.0}
-    drop_rank = config.drop_rank or config.view
-
     loop = VirtualClockLoop()
     try:
         network = Network(parse_latency(config.latency, streams.python("network/latency")))
         runtime = Runtime(loop, network, peers)
-
-        def start_perturbation(round_number: int) -> None:
-            centre = total_order(utilities.values)[-1]
-            peers[centre].gradient.set_utility(utilities.perturb(centre, drop_rank))
-            state.update(phase="perturb", since=round_number, old=centre)
-
-        def observe(now: float, tick: int) -> None:
-            started = time.perf_counter()
-            round_number = tick - 1
-            if state["phase"] == "static":
-                last = round_number >= config.rounds
-                if round_number % config.observe_every == 0 or last:
-                    metrics = measure(snapshot(peers))
-                    rounds.append(_round_row(round_number, now, metrics))
-                    if metrics.converged and state["rounds_to_converge"] is None:
-                        state["rounds_to_converge"] = round_number
-                    if progress is not None:
-                        progress(round_number, metrics)
-                if last:
-                    if config.perturbations == 0:
-                        runtime.stop()
-                    else:
-                        start_perturbation(round_number)
-            else:
-                status = centre_status(snapshot(peers))
-                elapsed = round_number - state["since"]
-                if status.recovered or elapsed >= config.recovery_cap:
-                    perturbations.append({
-                        "perturbation": len(perturbations) + 1,
-                        "round": state["since"],
-                        "old_centre": state["old"],
-                        "new_centre": status.centre,
-                        "recovery_rounds": elapsed if status.recovered else None,
-                    })
-                    if progress is not None:
-                        progress(round_number, None)
-                    if len(perturbations) == config.perturbations:
-                        runtime.stop()
-                    else:
-                        start_perturbation(round_number)
-            state["observer_s"] += time.perf_counter() - started
-
-        runtime.every(config.tick, (), _noop, hooks=[observe])  # created first: observes before the round
+        observer = _Observer(config, peers, utilities, runtime, progress)
+        runtime.every(config.tick, (), _noop, hooks=[observer])  # created first: observes before the round
         cyclon = runtime.every(config.tick, peers, OverlayPeer.cyclon_round)
         gradient = runtime.every(config.tick / config.shuffles_per_tick, peers, OverlayPeer.gradient_round)
         with tuned_gc():
@@ -269,10 +289,11 @@ def run_overlay(
     finally:
         loop.close()
 
-    emulation_wall = max(wall - state["observer_s"], 1e-9)
+    emulation_wall = max(wall - observer.seconds, 1e-9)
     events = runtime.delivered + runtime.timer_events
     exchanges = sum(p.cyclon_exchanges + p.gradient_exchanges for p in peers)
     traffic = network.tally()
+    perturbations = observer.perturbations
     recoveries = [p["recovery_rounds"] for p in perturbations if p["recovery_rounds"] is not None]
     return {
         "nodes": n,
@@ -288,14 +309,14 @@ def run_overlay(
         "users": len(workload.users) if workload is not None else None,
         "static_rounds": config.rounds,
         "observe_every": config.observe_every,
-        "rounds": rounds,
-        "rounds_to_converge": state["rounds_to_converge"],
+        "rounds": observer.rounds,
+        "rounds_to_converge": observer.rounds_to_converge,
         "perturbations": perturbations,
         "recovery": {
             "perturbations": len(perturbations),
             "recovered": len(recoveries),
             "cap_rounds": config.recovery_cap,
-            "drop_rank": drop_rank if workload is None else None,
+            "drop_rank": observer.drop_rank if workload is None else None,
             **_summary(recoveries),
         },
         "cyclon_rounds": cyclon.fired,
@@ -308,7 +329,7 @@ def run_overlay(
         "bytes_total": sum(t.bytes for t in traffic.values()),
         "virtual_time_s": runtime.now,
         "wall_time_s": wall,
-        "observer_wall_s": state["observer_s"],
+        "observer_wall_s": observer.seconds,
         "emulation_wall_s": emulation_wall,
         "events": events,
         "events_per_s": events / emulation_wall,

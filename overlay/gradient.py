@@ -22,8 +22,9 @@ way. Both keep the `P` most preferred of everything they know.
 **Expiry.** Utilities change, and a node drops the fresh descriptor of a neighbour that
 fell below it while stale copies that still show it high keep circulating among the nodes
 it used to top — they prefer exactly those copies. So, like the `oldThreshold` of Kompics'
-gradient, descriptors older than `max_age` (by their stamp, against the node's clock) are
-dropped at every merge; a wrong belief caused by a stale copy then lasts at most `max_age`.
+gradient, descriptors older than `max_age` (by their stamp, against the node's clock, which
+assumes synchronised clocks as Cyclon's age does here) are dropped at every merge; a wrong
+belief caused by a stale copy then ends within about `max_age`.
 
 **Merging is lazy.** Received descriptors — exchanges, and the Cyclon samples the host
 offers — are queued and merged when the view is next read by the node itself (its own
@@ -49,6 +50,7 @@ __all__ = [
     "acknowledges",
     "is_above",
     "lowest_neighbour",
+    "rank",
     "select_best",
     "validation_set",
 ]
