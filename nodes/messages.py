@@ -40,10 +40,23 @@ __all__ = [
 C = TypeVar("C", bound=type)
 
 
+def _check_wire(cls: type) -> None:
+    wire = getattr(cls, "WIRE", None)
+    fixed = isinstance(wire, tuple) and len(wire) == 2 and all(isinstance(x, int) for x in wire)
+    linear = (isinstance(wire, tuple) and len(wire) == 5 and isinstance(wire[2], str)
+              and all(isinstance(wire[k], int) for k in (0, 1, 3, 4)))
+    if not (fixed or linear):
+        raise TypeError(f"{cls.__name__}: WIRE must be (numbers, addresses) or "
+                        "(numbers, addresses, field, numbers_per_item, addresses_per_item)")
+
+
 def message(cls: C) -> C:
     """Make `cls` a frozen, slotted dataclass whose constructor is cheap."""
+    _check_wire(cls)
     klass: Any = dataclasses.dataclass(frozen=True, slots=True)(cls)
     fields = dataclasses.fields(klass)
+    if len(klass.WIRE) == 5 and klass.WIRE[2] not in {f.name for f in fields}:
+        raise TypeError(f"{cls.__name__}: WIRE counts items of {klass.WIRE[2]!r}, which is not a field")
     if any(f.default_factory is not dataclasses.MISSING for f in fields):  # type: ignore[misc]
         raise TypeError(f"{cls.__name__}: message fields cannot use default_factory")
     namespace: dict[str, Any] = {}

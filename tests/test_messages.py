@@ -48,3 +48,11 @@ def test_variable_wire_size() -> None:
     network.count([(0, TaskRequest(1, 0, (1.0, 2.0, 3.0), 0.0)), (0, TaskRequest(1, 1, (1.0,), 0.0))])
     # 3 + 2 numbers and 1 + 2 numbers, one address each, 28 bytes of overhead each
     assert network.tally()["TaskRequest"].bytes == (5 + 3) * 8 + 2 * 6 + 2 * 28
+
+
+def test_wire_declarations_are_checked() -> None:
+    with pytest.raises(TypeError, match="WIRE must be"):
+        @message
+        class Bad:
+            x: int
+            WIRE: ClassVar[None] = None
