@@ -279,7 +279,7 @@ def run_overlay(
         network = Network(parse_latency(config.latency, streams.python("network/latency")))
         runtime = Runtime(loop, network, peers)
         observer = _Observer(config, peers, utilities, runtime, progress)
-        runtime.every(config.tick, (), _noop, hooks=[observer])  # created first: observes before the round
+        runtime.every(config.tick, hooks=[observer])  # created first: observes before the round
         cyclon = runtime.every(config.tick, peers, OverlayPeer.cyclon_round)
         gradient = runtime.every(config.tick / config.shuffles_per_tick, peers, OverlayPeer.gradient_round)
         with tuned_gc():
@@ -336,6 +336,3 @@ def run_overlay(
         "exchanges_per_s": exchanges / emulation_wall,
     }
 
-
-def _noop(actor: Any, now: float) -> None:
-    """The observer driver has no actors; its hook does the work."""

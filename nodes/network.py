@@ -215,7 +215,8 @@ class Network:
         """Tally a batch of sends by message type (and items carried, for variable types)."""
         sent = self._sent
         known = len(sent)
-        _count_elements(sent, map(type, map(_message_of, out)))
+        messages = list(map(_message_of, out))
+        _count_elements(sent, map(type, messages))
         variable = self._variable
         if len(sent) != known:
             for cls in sent:
@@ -223,7 +224,6 @@ class Network:
                     variable[cls] = attrgetter(cls.WIRE[2])
                     self._items[cls] = 0
         if variable:
-            messages = list(map(_message_of, out))
             kinds = set(map(type, messages))
             for cls in kinds:
                 items_of = variable.get(cls)

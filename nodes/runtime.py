@@ -60,7 +60,7 @@ class Periodic:
         index: int,
         period_us: int,
         actors: list[Actor],
-        action: Callable[[Any, float], None],
+        action: Callable[[Any, float], None] | None,
         hooks: list[Callable[[float, int], None]],
     ) -> None:
         self.runtime = runtime
@@ -80,21 +80,22 @@ class Periodic:
         self.fired += 1
         runtime = self.runtime
         action = self.action
-        if runtime.network.fixed_us >= 0:
-            batch: list[tuple[int, Any]] = []
-            for actor in self.actors:
-                action(actor, now)
-                if actor.outbox:
-                    batch += actor.outbox
-                    actor.outbox.clear()
-            if batch:
-                runtime._post(batch)
-        else:
-            flush = runtime._flush
-            for actor in self.actors:
-                action(actor, now)
-                if actor.outbox:
-                    flush(actor)
+        if action is not None:
+            if runtime.network.fixed_us >= 0:
+                batch: list[tuple[int, Any]] = []
+                for actor in self.actors:
+                    action(actor, now)
+                    if actor.outbox:
+                        batch += actor.outbox
+                        actor.outbox.clear()
+                if batch:
+                    runtime._post(batch)
+            else:
+                flush = runtime._flush
+                for actor in self.actors:
+                    action(actor, now)
+                    if actor.outbox:
+                        flush(actor)
         runtime.timer_events += len(self.actors)
         for hook in self.hooks:
             hook(now, self.count)
@@ -146,11 +147,13 @@ class Runtime:
     def every(
         self,
         period: float,
-        actors: Iterable[Actor],
-        action: Callable[[Any, float], None],
+        actors: Iterable[Actor] = (),
+        action: Callable[[Any, float], None] | None = None,
         hooks: Sequence[Callable[[float, int], None]] = (),
     ) -> Periodic:
         """Call `action(actor, now)` for each of `actors`, in order, every `period` seconds.
+
+        A driver with no actors (and no action) only runs its hooks: an observer.
 
         The k-th firing is at exactly k · period (integer µs, never accumulated floats),
         the first one period after time 0; each actor's outbox is flushed right after its
@@ -162,7 +165,10 @@ class Runtime:
         if period_us <= 0:
             raise ValueError("a period must be at least 1 µs")
         self._drivers += 1
-        driver = Periodic(self, self._drivers, period_us, list(actors), action, list(hooks))
+        actors = list(actors)
+        if actors and action is None:
+            raise ValueError("a periodic driver with actors needs an action")
+        driver = Periodic(self, self._drivers, period_us, actors, action, list(hooks))
         driver.arm()
         return driver
 

@@ -160,9 +160,6 @@ class Gradient:
             self._merge()
         return self._view
 
-    def neighbours(self) -> list[int]:
-        return [d[0] for d in self.view]
-
     def descriptor(self, now: float) -> Descriptor:
         """This node's descriptor as of `now` (one object per instant and utility)."""
         own = self._own

@@ -28,7 +28,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from overlay.gradient import acknowledges, validation_set
+from overlay.gradient import acknowledges, is_above, validation_set
 from overlay.messages import Descriptor
 from overlay.peer import OverlayPeer
 
@@ -101,7 +101,7 @@ def gradient_graph(snap: OverlaySnapshot) -> nx.DiGraph:
 
 def believes_centre(node: int, utility: float, view: Sequence[Descriptor]) -> bool:
     """Eq. 3.11 on a snapshot: no descriptor in the view is above the node."""
-    return all((d[2], d[0]) < (utility, node) for d in view)
+    return not any(is_above(d[2], d[0], utility, node) for d in view)
 
 
 @dataclass(frozen=True, slots=True)

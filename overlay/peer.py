@@ -58,7 +58,7 @@ class OverlayPeer(Actor):
 
     @handles(CyclonShuffle)
     def _on_cyclon_shuffle(self, msg: CyclonShuffle, now: float) -> None:
-        self.outbox.append((msg.entries[0][0], self.cyclon.answer(msg)))
+        self.outbox.append((msg.sender, self.cyclon.answer(msg)))
         self.gradient.offer(msg.entries)
 
     @handles(CyclonReply)
@@ -68,7 +68,7 @@ class OverlayPeer(Actor):
 
     @handles(GradientShuffle)
     def _on_gradient_shuffle(self, msg: GradientShuffle, now: float) -> None:
-        self.outbox.append((msg.descriptors[0][0], self.gradient.answer(msg, now)))
+        self.outbox.append((msg.sender, self.gradient.answer(msg, now)))
 
     @handles(GradientReply)
     def _on_gradient_reply(self, msg: GradientReply, now: float) -> None:

@@ -119,7 +119,7 @@ def test_periodic_drivers_fire_in_creation_order_whatever_their_periods() -> Non
     order: list[tuple[float, str]] = []
 
     def setup(rt: Runtime) -> None:
-        rt.every(0.1, (), lambda actor, now: None, hooks=[lambda now, k: order.append((now, f"observer{k}"))])
+        rt.every(0.1, hooks=[lambda now, k: order.append((now, f"observer{k}"))])
         rt.every(0.2, [a], lambda actor, now: order.append((now, "slow")))  # armed before the observer re-arms
         rt.every(0.1, [b], lambda actor, now: order.append((now, "fast")))
         rt.call_at(0.2, lambda now: order.append((now, "one-off")))
