@@ -272,7 +272,7 @@ def overlay(
     out.print(f"emulation: {result['virtual_time_s']:.1f} s virtual in {result['emulation_wall_s']:.2f} s wall "
               f"({result['events_per_s']:,.0f} events/s, {result['exchanges_per_s']:,.0f} exchanges/s); "
               f"observers {result['observer_wall_s']:.2f} s; {result['messages_total']:,} messages, "
-              f"{result['bytes_total']:,} bytes")
+              f"{result['bytes_total']:,} bytes; gradient merge in {result['gradient_merge']}")
     if json_path is not None:
         _write_json(json_path, result)
     if plot is not None:

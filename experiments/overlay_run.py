@@ -51,7 +51,7 @@ from nodes.gc_tuning import tuned_gc
 from nodes.network import Network, parse_latency
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
-from overlay.gradient import NEG_INF
+from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
 from overlay.observe import OverlayMetrics, centre_status, measure, snapshot, total_order
 from overlay.peer import OverlayPeer
 from protocols.resources import dominant_share
@@ -271,7 +271,7 @@ def run_overlay(
     bootstrap = streams.python("overlay/bootstrap")
     for peer in peers:
         picks = bootstrap.sample(range(n - 1), config.cyclon_size)
-        peer.cyclon.bootstrap([(p + (p >= peer.id), 0.0, utilities.values[p + (p >= peer.id)]) for p in picks])
+        peer.cyclon.bootstrap([(utilities.values[p + (p >= peer.id)], p + (p >= peer.id), 0.0) for p in picks])
         peer.gradient.offer(peer.cyclon.samples())
 
     loop = VirtualClockLoop()
@@ -334,5 +334,6 @@ def run_overlay(
         "events": events,
         "events_per_s": events / emulation_wall,
         "exchanges_per_s": exchanges / emulation_wall,
+        "gradient_merge": RANK_IMPLEMENTATION,
     }
 

@@ -19,7 +19,7 @@ Decisions the paper leaves open or that the emulator changes:
   `(now − stamp) / period` and the oldest entry is simply the one with the smallest stamp;
   comparing stamps of different owners assumes synchronised clocks, which the emulator has
   (a deployment without them would count shuffles). Entries are then plain descriptors
-  `(node, stamp, utility)` — the gradient's candidates, as Croupier hands its samples to
+  `(utility, node, stamp)` — the gradient's candidates, as Croupier hands its samples to
   Kompics' gradient — and nothing is aged or re-packed per shuffle.
 - Among equally old entries the one held longest (view order) is the oldest.
 - Only the latest exchange is remembered: a reply that arrives after the node started
@@ -39,7 +39,7 @@ from overlay.messages import CyclonReply, CyclonShuffle, Descriptor
 
 __all__ = ["Cyclon", "sample"]
 
-STAMP = itemgetter(1)
+STAMP = itemgetter(2)
 T = TypeVar("T")
 
 _SUBSETS: dict[tuple[int, int], list[itemgetter[Any]]] = {}
@@ -70,7 +70,7 @@ def sample(draw: random.Random, items: Sequence[T], k: int) -> tuple[T, ...]:
         return ()
     if k == 1:
         return (items[int(draw.random() * n)],)
-    table = _subset_table(n, k)
+    table = _SUBSETS.get((n, k)) or _subset_table(n, k)
     if table is not None:
         return table[int(draw.random() * len(table))](items)  # type: ignore[no-any-return]
     pool = list(items)
@@ -115,7 +115,7 @@ class Cyclon:
         for descriptor in descriptors:
             if len(entries) >= self.size:
                 break
-            node = descriptor[0]
+            node = descriptor[1]
             if node != self.me and node not in entries:
                 entries[node] = descriptor
 
@@ -126,7 +126,7 @@ class Cyclon:
         entries = self.entries
         if not entries:
             return None
-        oldest = min(entries.values(), key=STAMP)[0]
+        oldest = min(entries.values(), key=STAMP)[1]
         del entries[oldest]
         chosen = sample(self.rng, list(entries.values()), self.length - 1)
         self._partner = oldest
@@ -149,13 +149,13 @@ class Cyclon:
 
     def _merge(self, received: Iterable[Descriptor], replaceable: tuple[Descriptor, ...]) -> None:
         entries, me = self.entries, self.me
-        new = [d for d in received if d[0] not in entries and d[0] != me]
+        new = [d for d in received if d[1] not in entries and d[1] != me]
         if not new:
             return
         room = self.size - len(entries)
         if len(new) > room:
             for sent in replaceable:  # replace in the order the entries were sent
-                victim = sent[0]
+                victim = sent[1]
                 if victim in entries:
                     del entries[victim]
                     room += 1
@@ -163,4 +163,4 @@ class Cyclon:
                         break
             del new[room:]
         for descriptor in new:
-            entries[descriptor[0]] = descriptor
+            entries[descriptor[1]] = descriptor

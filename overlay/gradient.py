@@ -40,7 +40,7 @@ from __future__ import annotations
 import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from operator import eq, itemgetter
+from operator import itemgetter
 
 from overlay.messages import Descriptor, GradientReply, GradientShuffle
 
@@ -50,14 +50,15 @@ __all__ = [
     "acknowledges",
     "is_above",
     "lowest_neighbour",
+    "RANK_IMPLEMENTATION",
     "rank",
+    "rank_python",
     "select_best",
     "validation_set",
 ]
 
 NEG_INF = float("-inf")
-NODE, STAMP, UTILITY = itemgetter(0), itemgetter(1), itemgetter(2)
-ORDER = itemgetter(2, 0)  # a descriptor's position in the total order: (utility, node)
+NODE, STAMP = itemgetter(1), itemgetter(2)
 
 
 def is_above(utility: float, node: int, my_utility: float, me: int) -> bool:
@@ -76,25 +77,23 @@ def select_best(me: int, my_utility: float, candidates: Mapping[int, float], siz
     return [node for _, node in (above + below)[:size]]
 
 
-def rank(me: int, my_utility: float, candidates: list[Descriptor], size: int,
-         oldest: float = NEG_INF) -> list[Descriptor]:
+def rank_python(me: int, my_utility: float, candidates: list[Descriptor], size: int,
+                oldest: float = NEG_INF) -> list[Descriptor]:
     """The `size` most preferred of `candidates` (each node's freshest descriptor; `me` excluded).
 
     Of two descriptors of one node the larger stamp wins, at equal stamps the later in
-    `candidates`; descriptors stamped before `oldest` are ignored. `candidates` is
-    reordered. Every step is a C-level sort, search or constructor.
+    `candidates`; descriptors stamped before `oldest` are ignored. `candidates` may be
+    reordered. Every step is a C-level sort, search or constructor; a descriptor sorts by
+    its own tuple order, which is the total order. `rank` is this function, or the same
+    contract compiled (`overlay/_rank.c`) when the extension was built.
     """
     candidates.sort(key=STAMP)
     if oldest > NEG_INF:
         del candidates[: bisect_left(candidates, oldest, key=STAMP)]
     latest = dict(zip(map(NODE, candidates), candidates))  # the last, i.e. freshest, wins
     latest.pop(me, None)
-    ranked = sorted(latest.values(), key=UTILITY)
-    utilities = list(map(UTILITY, ranked))
-    if any(map(eq, utilities, utilities[1:])):  # ties: order them by node, i.e. (utility, node)
-        ranked.sort(key=NODE)
-        ranked.sort(key=UTILITY)
-    cut = bisect_right(ranked, (my_utility, me), key=ORDER)
+    ranked = sorted(latest.values())
+    cut = bisect_right(ranked, (my_utility, me))  # (u, n) sorts before every (u, n, stamp)
     view = ranked[cut : cut + size]
     if len(view) < size:
         below = ranked[max(0, cut - (size - len(view))) : cut]
@@ -103,20 +102,29 @@ def rank(me: int, my_utility: float, candidates: list[Descriptor], size: int,
     return view
 
 
+try:
+    from overlay._rank import rank as rank_c
+except ImportError:  # built without a C compiler: the same results, slower
+    rank_c = None
+
+rank = rank_c if rank_c is not None else rank_python
+RANK_IMPLEMENTATION = "C" if rank_c is not None else "Python"
+
+
 def lowest_neighbour(view: Iterable[Descriptor]) -> int:
     """The neighbour lowest in the total order (the one a centre validates with)."""
-    return min(view, key=ORDER)[0]
+    return min(view)[1]
 
 
 def validation_set(me: int, view: Sequence[Descriptor]) -> tuple[int, frozenset[int]]:
     """Centre validation (thesis §3.3.1): `(p, (view \\ {p}) ∪ {me})`, `p` the lowest neighbour."""
     p = lowest_neighbour(view)
-    return p, frozenset(d[0] for d in view if d[0] != p) | {me}
+    return p, frozenset(d[1] for d in view if d[1] != p) | {me}
 
 
 def acknowledges(view: Iterable[Descriptor], proposed: frozenset[int]) -> bool:
     """Does a node with this view confirm a centre's validation set (its view equals it)?"""
-    return frozenset(d[0] for d in view) == proposed
+    return frozenset(map(NODE, view)) == proposed
 
 
 class Gradient:
@@ -136,7 +144,7 @@ class Gradient:
         self.utility = utility
         self.max_age = max_age  # seconds; older descriptors are dropped at merges
         self._clock = 0.0  # the latest `now` this node was given
-        self._own: Descriptor = (me, NEG_INF, utility)
+        self._own: Descriptor = (utility, me, NEG_INF)
         self._view: list[Descriptor] = []  # most preferred first
         self._pending: list[Descriptor] = []
         self._stale = False
@@ -163,14 +171,14 @@ class Gradient:
     def descriptor(self, now: float) -> Descriptor:
         """This node's descriptor as of `now` (one object per instant and utility)."""
         own = self._own
-        if own[1] != now or own[2] != self.utility:
-            own = self._own = (self.me, now, self.utility)
+        if own[2] != now or own[0] != self.utility:
+            own = self._own = (self.utility, self.me, now)
         return own
 
     def believes_centre(self) -> bool:
         """Eq. 3.11: no neighbour is above this node (as their descriptors say)."""
         view = self.view
-        return not view or (view[0][2], view[0][0]) < (self.utility, self.me)
+        return not view or view[0] < (self.utility, self.me)
 
     def peek(self) -> list[Descriptor]:
         """The view the next read would produce, without merging (for observers)."""
@@ -187,7 +195,7 @@ class Gradient:
         view = self._view
         if not view:
             return None
-        partner = view[int(self.rng.random() * len(view))][0]
+        partner = view[int(self.rng.random() * len(view))][1]
         return partner, GradientShuffle((self.descriptor(now), *view))
 
     def answer(self, request: GradientShuffle, now: float) -> GradientReply:

@@ -95,13 +95,13 @@ def gradient_graph(snap: OverlaySnapshot) -> nx.DiGraph:
     """Directed graph: an edge u → v for every v in u's gradient view."""
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(snap.gradient)))
-    graph.add_edges_from((u, d[0]) for u, view in enumerate(snap.gradient) for d in view)
+    graph.add_edges_from((u, d[1]) for u, view in enumerate(snap.gradient) for d in view)
     return graph
 
 
 def believes_centre(node: int, utility: float, view: Sequence[Descriptor]) -> bool:
     """Eq. 3.11 on a snapshot: no descriptor in the view is above the node."""
-    return not any(is_above(d[2], d[0], utility, node) for d in view)
+    return not any(is_above(d[0], d[1], utility, node) for d in view)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +177,7 @@ def centre_status(snap: OverlaySnapshot) -> CentreStatus:
         centre=centre,
         centre_believes=centre_believes,
         false_centres=len(believers) - (1 if centre_believes else 0),
-        centre_view_exact=frozenset(d[0] for d in centre_view) == frozenset(order[-1 - snap.view_size : -1]),
+        centre_view_exact=frozenset(d[1] for d in centre_view) == frozenset(order[-1 - snap.view_size : -1]),
         centre_validated=validated,
     )
 
@@ -200,7 +200,7 @@ def measure(snap: OverlaySnapshot) -> OverlayMetrics:
         centre_view_exact=status.centre_view_exact,
         centre_validated=status.centre_validated,
         ideal_view_fraction=sum(1 for node, view in enumerate(snap.gradient)
-                                if frozenset(d[0] for d in view) == ideal[node]) / n if n else 1.0,
+                                if frozenset(d[1] for d in view) == ideal[node]) / n if n else 1.0,
         cyclon_connected=n > 0 and nx.is_weakly_connected(cyclon),
         cyclon_strongly_connected=n > 0 and nx.is_strongly_connected(cyclon),
         cyclon_self_links=nx.number_of_selfloops(cyclon),

@@ -17,7 +17,7 @@ from overlay.messages import CyclonReply, CyclonShuffle
 def cyclon(me: int, nodes: list[int], stamps: list[float] | None = None, size: int = 5, length: int = 3,
            seed: int = 0) -> Cyclon:
     view = Cyclon(me, size, length, random.Random(seed))
-    view.bootstrap([(n, (stamps or [0.0] * len(nodes))[k], -float(n)) for k, n in enumerate(nodes)])
+    view.bootstrap([(-float(n), n, (stamps or [0.0] * len(nodes))[k]) for k, n in enumerate(nodes)])
     return view
 
 
@@ -38,22 +38,22 @@ def test_sample_edge_cases() -> None:
 
 def test_initiate_drops_the_oldest_and_sends_itself_first() -> None:
     view = cyclon(0, [1, 2, 3, 4, 5], stamps=[3.0, 1.0, 2.0, 5.0, 4.0])
-    partner, request = view.initiate((0, 9.0, -0.5))  # type: ignore[misc]
+    partner, request = view.initiate((-0.5, 0, 9.0))  # type: ignore[misc]
     assert partner == 2  # stamp 1.0: the oldest
     assert 2 not in view.entries
-    assert request.entries[0] == (0, 9.0, -0.5)
+    assert request.entries[0] == (-0.5, 0, 9.0)
     assert len(request.entries) == 3  # ℓ − 1 others plus itself
-    assert {d[0] for d in request.entries[1:]} <= {1, 3, 4, 5}
+    assert {d[1] for d in request.entries[1:]} <= {1, 3, 4, 5}
 
 
 def test_empty_view_starts_nothing() -> None:
-    assert Cyclon(0, 5, 3, random.Random(0)).initiate((0, 1.0, 0.0)) is None
+    assert Cyclon(0, 5, 3, random.Random(0)).initiate((0.0, 0, 1.0)) is None
 
 
 def test_answer_replaces_what_it_sent() -> None:
     q = cyclon(9, [10, 11, 12, 13, 14])
-    reply = q.answer(CyclonShuffle(((0, 5.0, 0.0), (20, 4.0, -20.0), (21, 4.0, -21.0))))
-    sent = {d[0] for d in reply.entries}
+    reply = q.answer(CyclonShuffle(((0.0, 0, 5.0), (-20.0, 20, 4.0), (-21.0, 21, 4.0))))
+    sent = {d[1] for d in reply.entries}
     assert len(sent) == 3 and sent <= {10, 11, 12, 13, 14}
     assert set(q.entries) == ({10, 11, 12, 13, 14} - sent) | {0, 20, 21}  # the view stays full
     assert reply.sender == 9
@@ -61,9 +61,9 @@ def test_answer_replaces_what_it_sent() -> None:
 
 def test_complete_fills_empty_slot_then_replaces_sent_entries() -> None:
     p = cyclon(0, [1, 2, 3, 4, 5], stamps=[0.0, 1.0, 1.0, 1.0, 1.0])
-    partner, request = p.initiate((0, 2.0, 0.0))  # type: ignore[misc]
-    sent = [d[0] for d in request.entries[1:]]
-    p.complete(CyclonReply(partner, ((30, 1.5, 0.0), (31, 1.5, 0.0), (32, 1.5, 0.0))))
+    partner, request = p.initiate((0.0, 0, 2.0))  # type: ignore[misc]
+    sent = [d[1] for d in request.entries[1:]]
+    p.complete(CyclonReply(partner, ((0.0, 30, 1.5), (0.0, 31, 1.5), (0.0, 32, 1.5))))
     assert len(p.entries) == 5
     assert {30, 31, 32} <= set(p.entries)
     kept = set(p.entries) - {30, 31, 32}
@@ -73,18 +73,18 @@ def test_complete_fills_empty_slot_then_replaces_sent_entries() -> None:
 
 def test_merge_discards_self_and_known_entries() -> None:
     q = cyclon(0, [1, 2, 3, 4, 5])
-    q.answer(CyclonShuffle(((1, 7.0, -9.0), (0, 7.0, 0.0), (2, 0.0, 5.0))))
+    q.answer(CyclonShuffle(((-9.0, 1, 7.0), (0.0, 0, 7.0), (5.0, 2, 0.0))))
     assert 0 not in q.entries
-    assert q.entries[1] == (1, 0.0, -1.0) and q.entries[2] == (2, 0.0, -2.0)  # as held before
+    assert q.entries[1] == (-1.0, 1, 0.0) and q.entries[2] == (-2.0, 2, 0.0)  # as held before
     assert len(q.entries) == 5
 
 
 def test_a_late_reply_only_fills_empty_slots() -> None:
     p = cyclon(0, [1, 2, 3, 4, 5], stamps=[0.0, 1.0, 1.0, 1.0, 1.0])
-    first, _ = p.initiate((0, 2.0, 0.0))  # type: ignore[misc]
-    p.initiate((0, 3.0, 0.0))  # a second exchange before the first reply
+    first, _ = p.initiate((0.0, 0, 2.0))  # type: ignore[misc]
+    p.initiate((0.0, 0, 3.0))  # a second exchange before the first reply
     before = set(p.entries)
-    p.complete(CyclonReply(first, ((40, 2.0, 0.0), (41, 2.0, 0.0), (42, 2.0, 0.0))))
+    p.complete(CyclonReply(first, ((0.0, 40, 2.0), (0.0, 41, 2.0), (0.0, 42, 2.0))))
     assert before < set(p.entries)  # nothing replaced: only the free slots were filled
     assert len(p.entries) == 5
 
@@ -105,7 +105,7 @@ def test_any_exchange_sequence_keeps_views_valid(seed: int, n: int, size: int, l
     draw = random.Random(seed)
     views = [Cyclon(i, size, length, random.Random(seed + i)) for i in range(n)]
     for v in views:
-        v.bootstrap([(j, 0.0, 0.0) for j in draw.sample(range(n), min(n - 1, size + 1))])
+        v.bootstrap([(0.0, j, 0.0) for j in draw.sample(range(n), min(n - 1, size + 1))])
     in_flight: list[tuple[int, int, object]] = []
     for step in range(300):
         if in_flight and draw.random() < 0.5:
@@ -116,10 +116,10 @@ def test_any_exchange_sequence_keeps_views_valid(seed: int, n: int, size: int, l
                 views[dst].complete(msg)  # type: ignore[arg-type]
         else:
             node = draw.randrange(n)
-            started = views[node].initiate((node, float(step), 0.0))
+            started = views[node].initiate((0.0, node, float(step)))
             if started is not None:
                 in_flight.append((node, started[0], started[1]))
         for v in views:
             assert len(v.entries) <= size
             assert v.me not in v.entries
-            assert all(d[0] == node for node, d in v.entries.items())
+            assert all(d[1] == node for node, d in v.entries.items())

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +15,8 @@ from overlay.gradient import (
     acknowledges,
     is_above,
     lowest_neighbour,
-    rank,
+    rank_c,
+    rank_python,
     select_best,
     validation_set,
 )
@@ -53,35 +56,52 @@ def test_minus_infinity_utilities_eq_4_2() -> None:
 
 def test_validation_of_the_centre_thesis_3_3_1() -> None:
     # Converged: centre 9 has view {8, 7, 6}; its lowest neighbour 6 has view {9, 8, 7}.
-    centre_view = [(8, 1.0, 0.8), (7, 1.0, 0.7), (6, 1.0, 0.6)]
+    centre_view = [(0.8, 8, 1.0), (0.7, 7, 1.0), (0.6, 6, 1.0)]
     assert lowest_neighbour(centre_view) == 6
     partner, proposed = validation_set(9, centre_view)
     assert (partner, proposed) == (6, frozenset({9, 8, 7}))
-    assert acknowledges([(9, 1.0, 0.9), (8, 1.0, 0.8), (7, 1.0, 0.7)], proposed)
-    assert not acknowledges([(9, 1.0, 0.9), (8, 1.0, 0.8), (5, 1.0, 0.5)], proposed)
+    assert acknowledges([(0.9, 9, 1.0), (0.8, 8, 1.0), (0.7, 7, 1.0)], proposed)
+    assert not acknowledges([(0.9, 9, 1.0), (0.8, 8, 1.0), (0.5, 5, 1.0)], proposed)
 
 
+RANKS = [pytest.param(rank_python, id="python"), pytest.param(rank_c, id="C")]
+
+
+def test_the_c_merge_is_built() -> None:
+    """The README install compiles `overlay/_rank.c`; without it runs are correct but slower."""
+    assert rank_c is not None
+
+
+@pytest.mark.parametrize("rank", RANKS)
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 4)), max_size=45),
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 4)), max_size=200),
        st.integers(0, 32), st.sampled_from([NEG_INF, -1.0, -0.5, 0.0, 0.25]), st.integers(1, 12),
-       st.integers(0, 2**32))
-def test_rank_equals_the_reference_preference(pairs: list[tuple[int, int]], me: int, mine: float, size: int,
-                                             seed: int) -> None:
+       st.integers(0, 2**32), st.sampled_from([NEG_INF, 0.0, 2.0]))
+def test_rank_equals_the_reference_preference(rank: Any, pairs: list[tuple[int, int]], me: int, mine: float,
+                                             size: int, seed: int, oldest: float) -> None:
     """`rank` (sorts) = `select_best` (definition) applied to each node's freshest descriptor."""
     draw = random.Random(seed)
     utility_of: dict[tuple[int, int], float] = {}
     candidates = []
     for node, stamp in pairs:
         u = utility_of.setdefault((node, stamp), draw.choice([NEG_INF, -1.0, -0.5, 0.0, 0.25, draw.random()]))
-        candidates.append((node, float(stamp), u))
+        candidates.append((u, node, float(stamp)))
     freshest: dict[int, tuple[float, float]] = {}
-    for node, stamp, u in candidates:
-        if node not in freshest or stamp >= freshest[node][0]:
+    for u, node, stamp in candidates:
+        if stamp >= oldest and (node not in freshest or stamp >= freshest[node][0]):
             freshest[node] = (stamp, u)
     expected = select_best(me, mine, {n: v[1] for n, v in freshest.items()}, size)
-    got = rank(me, mine, list(candidates), size)
-    assert [d[0] for d in got] == expected
-    assert all(d[1] == freshest[d[0]][0] for d in got)
+    got = rank(me, mine, list(candidates), size, oldest)
+    assert [d[1] for d in got] == expected
+    assert all(d[2] == freshest[d[1]][0] for d in got)
+
+
+def test_the_c_merge_rejects_what_is_not_a_descriptor() -> None:
+    with pytest.raises(TypeError, match="descriptor"):
+        rank_c(0, 0.0, [(0.5, 1)], 2)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        rank_c(0, 0.0, [(0.5, "node", 1.0)], 2)  # type: ignore[misc]
+    assert rank_c(0, 0.0, [], 2) == []
 
 
 def gradient(me: int, utility: float, size: int = 3) -> Gradient:
@@ -90,65 +110,65 @@ def gradient(me: int, utility: float, size: int = 3) -> Gradient:
 
 def test_fresher_descriptors_replace_older_ones() -> None:
     g = gradient(0, 0.0)
-    g.offer([(1, 1.0, 0.5), (2, 1.0, 0.6)])
-    g.offer([(1, 3.0, 0.1), (1, 2.0, 0.9)])  # the stamp decides, not the arrival order
-    assert g.view == [(1, 3.0, 0.1), (2, 1.0, 0.6)]
+    g.offer([(0.5, 1, 1.0), (0.6, 2, 1.0)])
+    g.offer([(0.1, 1, 3.0), (0.9, 1, 2.0)])  # the stamp decides, not the arrival order
+    assert g.view == [(0.1, 1, 3.0), (0.6, 2, 1.0)]
 
 
 def test_merge_is_lazy_and_peek_changes_nothing() -> None:
     g = gradient(0, 0.0, size=2)
-    g.offer([(1, 1.0, 0.5), (2, 1.0, 0.6), (3, 1.0, 0.7)])
-    assert [d[0] for d in g.peek()] == [1, 2]
+    g.offer([(0.5, 1, 1.0), (0.6, 2, 1.0), (0.7, 3, 1.0)])
+    assert [d[1] for d in g.peek()] == [1, 2]
     assert g._view == [] and len(g._pending) == 3
-    assert [d[0] for d in g.view] == [1, 2]
+    assert [d[1] for d in g.view] == [1, 2]
     assert g._pending == []
 
 
 def test_a_utility_change_reranks_the_view() -> None:
     g = gradient(0, 0.0, size=2)
-    g.offer([(1, 1.0, -0.5), (2, 1.0, 0.5), (3, 1.0, 0.6)])
-    assert [d[0] for d in g.view] == [2, 3]
+    g.offer([(-0.5, 1, 1.0), (0.5, 2, 1.0), (0.6, 3, 1.0)])
+    assert [d[1] for d in g.view] == [2, 3]
     g.set_utility(0.55)
-    g.offer([(1, 1.0, -0.5)])
-    assert [d[0] for d in g.view] == [3, 2]
+    g.offer([(-0.5, 1, 1.0)])
+    assert [d[1] for d in g.view] == [3, 2]
 
 
 def test_believes_centre_eq_3_11() -> None:
     top = gradient(5, 0.9)
-    top.offer([(1, 1.0, 0.1), (2, 1.0, 0.5)])
+    top.offer([(0.1, 1, 1.0), (0.5, 2, 1.0)])
     assert top.believes_centre()
     other = gradient(2, 0.5)
-    other.offer([(5, 1.0, 0.9), (1, 1.0, 0.1)])
+    other.offer([(0.9, 5, 1.0), (0.1, 1, 1.0)])
     assert not other.believes_centre()
     # Beliefs use the utilities as last heard: a stale descriptor can mislead.
     stale = gradient(1, 0.1)
-    stale.offer([(2, 0.0, 0.05)])
+    stale.offer([(0.05, 2, 0.0)])
     assert stale.believes_centre()
 
 
 def test_exchange_sends_the_view_plus_itself_and_merges_both_ways() -> None:
     a, b = gradient(1, 0.1), gradient(2, 0.2)
-    a.offer([(2, 0.0, 0.2), (3, 0.0, 0.3)])
-    b.offer([(4, 0.0, 0.4)])
-    assert b.view == [(4, 0.0, 0.4)]
+    a.offer([(0.2, 2, 0.0), (0.3, 3, 0.0)])
+    b.offer([(0.4, 4, 0.0)])
+    assert b.view == [(0.4, 4, 0.0)]
     partner, request = a.initiate(now=1.0)  # type: ignore[misc]
     assert partner in (2, 3)
-    assert request.descriptors[0] == (1, 1.0, 0.1) and len(request.descriptors) == 3
+    assert request.descriptors[0] == (0.1, 1, 1.0) and len(request.descriptors) == 3
     reply = b.answer(GradientShuffle(request.descriptors), now=1.001)
-    assert reply.descriptors[0] == (2, 1.001, 0.2)
-    assert {d[0] for d in b.view} == {3, 4, 1}  # b merged what a sent (itself excluded)
+    assert reply.descriptors[0] == (0.2, 2, 1.001)
+    assert {d[1] for d in b.view} == {3, 4, 1}  # b merged what a sent (itself excluded)
     a.complete(GradientReply(reply.descriptors))
-    assert {d[0] for d in a.view} == {2, 3, 4}
-    assert a.view[0] == (2, 1.001, 0.2)  # the fresher descriptor of 2
+    assert {d[1] for d in a.view} == {2, 3, 4}
+    assert a.view[0] == (0.2, 2, 1.001)  # the fresher descriptor of 2
 
 
 def test_a_reply_carries_the_view_as_last_merged() -> None:
     # Like T-Man's passive thread: answer first, merge what arrived at the next read.
     b = gradient(2, 0.2)
-    b.offer([(4, 0.0, 0.4)])
-    reply = b.answer(GradientShuffle(((1, 1.0, 0.1),)), now=1.0)
-    assert reply.descriptors == ((2, 1.0, 0.2),)
-    assert {d[0] for d in b.view} == {1, 4}
+    b.offer([(0.4, 4, 0.0)])
+    reply = b.answer(GradientShuffle(((0.1, 1, 1.0),)), now=1.0)
+    assert reply.descriptors == ((0.2, 2, 1.0),)
+    assert {d[1] for d in b.view} == {1, 4}
 
 
 def test_no_neighbour_no_exchange() -> None:
@@ -157,5 +177,5 @@ def test_no_neighbour_no_exchange() -> None:
 
 def test_infinite_values_do_not_break_the_order() -> None:
     g = gradient(3, NEG_INF, size=2)
-    g.offer([(1, 0.0, NEG_INF), (2, 0.0, -INF), (4, 0.0, NEG_INF), (5, 0.0, -0.2)])
-    assert [d[0] for d in g.view] == [4, 5]
+    g.offer([(NEG_INF, 1, 0.0), (-INF, 2, 0.0), (NEG_INF, 4, 0.0), (-0.2, 5, 0.0)])
+    assert [d[1] for d in g.view] == [4, 5]

@@ -25,7 +25,7 @@ def test_ideal_views_with_ties_and_minus_infinity() -> None:
 def converged_snapshot() -> OverlaySnapshot:
     # Four nodes on a line 0 < 1 < 2 < 3, P = 2, each view its ideal one.
     u = (0.0, 0.1, 0.2, 0.3)
-    d = [(k, 1.0, u[k]) for k in range(4)]
+    d = [(u[k], k, 1.0) for k in range(4)]
     return OverlaySnapshot(
         utilities=u,
         cyclon=((1, 2), (2, 3), (3, 0), (0, 1)),
@@ -48,8 +48,8 @@ def test_measure_a_converged_overlay() -> None:
 
 def test_measure_sees_false_centres_stale_views_and_a_broken_graph() -> None:
     base = converged_snapshot()
-    d = [(k, 1.0, base.utilities[k]) for k in range(4)]
-    stale = (0, 0.5, -1.0)  # node 0 as node 1 last heard it: lower than 1
+    d = [(base.utilities[k], k, 1.0) for k in range(4)]
+    stale = (-1.0, 0, 0.5)  # node 0 as node 1 last heard it: lower than 1
     snap = OverlaySnapshot(
         utilities=base.utilities,
         cyclon=((1, 1), (0,), (3,), (2,)),  # a duplicate, and two components

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from experiments.overlay_run import OverlayConfig, run_overlay
+from overlay import gradient
 
 PERF_KEYS = ("wall_time_s", "observer_wall_s", "emulation_wall_s", "events_per_s", "exchanges_per_s")
 
@@ -39,6 +40,17 @@ def test_same_seed_same_run_other_seed_other_run(cyclon_1000: dict) -> None:
     assert without_timing(again) == without_timing(cyclon_1000)
     other = run_overlay(OverlayConfig(nodes=1000, view=10, rounds=50, seed=4, observe_every=10))
     assert other["rounds"][-1]["indegree_std"] != cyclon_1000["rounds"][-1]["indegree_std"]
+
+
+def test_the_python_merge_gives_the_same_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C merge is an accelerator only: swapping in `rank_python` changes nothing but speed."""
+    config = OverlayConfig(nodes=300, view=4, rounds=25, seed=5, perturbations=3, observe_every=5)
+    compiled = run_overlay(config)
+    monkeypatch.setattr(gradient, "rank", gradient.rank_python)
+    python = run_overlay(config)
+    assert compiled.pop("gradient_merge") == gradient.RANK_IMPLEMENTATION
+    python.pop("gradient_merge")
+    assert without_timing(python) == without_timing(compiled)
 
 
 @pytest.mark.slow

@@ -1,0 +1,118 @@
+/* The gradient's merge (overlay.gradient.rank) in C: the hottest function of every overlay
+ * run. Same contract as the Python version, which stays the reference; tests check that the
+ * two agree on arbitrary inputs.
+ *
+ * rank(me, my_utility, candidates, size, oldest=-inf) -> list
+ *   candidates: a list of descriptors (utility, node, stamp). Each node's freshest
+ *   descriptor counts (larger stamp; at equal stamps the later in the list); descriptors
+ *   stamped before `oldest` and those of `me` are ignored. Returns the `size` most
+ *   preferred (thesis eq. 3.9 over the total order (utility, node)): the nodes just above
+ *   `me`, nearest first, topped up with the nodes just below it, nearest first.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+typedef struct {
+    double utility;
+    long long node;
+    double stamp;
+    PyObject *descriptor; /* borrowed from the candidates list */
+} Entry;
+
+static inline int below(const Entry *x, const Entry *y) { /* x before y in (utility, node) */
+    return x->utility < y->utility || (x->utility == y->utility && x->node < y->node);
+}
+
+static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *args) {
+    long long me;
+    double my_utility, oldest = -Py_HUGE_VAL;
+    PyObject *candidates;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "LdO!n|d", &me, &my_utility, &PyList_Type, &candidates, &size, &oldest))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(candidates);
+    /* Open addressing on the node id, at most half full: slots hold entry index + 1. */
+    size_t slots = 16;
+    while (slots < 2 * (size_t)n) slots <<= 1;
+    Entry small_entries[128];
+    int small_table[256];
+    Entry *entries = n <= 128 ? small_entries : PyMem_Malloc(sizeof(Entry) * (size_t)n);
+    int *table = slots <= 256 ? small_table : PyMem_Malloc(sizeof(int) * slots);
+    PyObject *result = NULL;
+    if (entries == NULL || table == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(table, 0, sizeof(int) * slots);
+    Py_ssize_t unique = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyList_GET_ITEM(candidates, i);
+        if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a descriptor is a (utility, node, stamp) tuple");
+            goto done;
+        }
+        double utility = PyFloat_AsDouble(PyTuple_GET_ITEM(d, 0));
+        long long node = PyLong_AsLongLong(PyTuple_GET_ITEM(d, 1));
+        double stamp = PyFloat_AsDouble(PyTuple_GET_ITEM(d, 2));
+        if (PyErr_Occurred()) goto done;
+        if (stamp < oldest || node == me) continue;
+        size_t h = ((unsigned long long)node * 0x9E3779B97F4A7C15ULL) >> 32;
+        for (;;) {
+            h &= slots - 1;
+            int at = table[h];
+            if (at == 0) { /* first descriptor of this node */
+                table[h] = (int)unique + 1;
+                entries[unique++] = (Entry){utility, node, stamp, d};
+                break;
+            }
+            Entry *e = &entries[at - 1];
+            if (e->node == node) { /* the fresher wins; at equal stamps the later */
+                if (stamp >= e->stamp) *e = (Entry){utility, node, stamp, d};
+                break;
+            }
+            h++;
+        }
+    }
+    /* Insertion sort by (utility, node): views are small, tens of entries. */
+    for (Py_ssize_t i = 1; i < unique; i++) {
+        Entry key = entries[i];
+        Py_ssize_t j = i - 1;
+        while (j >= 0 && below(&key, &entries[j])) {
+            entries[j + 1] = entries[j];
+            j--;
+        }
+        entries[j + 1] = key;
+    }
+    Entry mine = {my_utility, me, 0.0, NULL};
+    Py_ssize_t cut = 0; /* the first entry above me */
+    while (cut < unique && below(&entries[cut], &mine)) cut++;
+    Py_ssize_t above = unique - cut < size ? unique - cut : size;
+    Py_ssize_t under = size - above < cut ? size - above : cut;
+    if (under < 0) under = 0;
+    result = PyList_New(above + under);
+    if (result == NULL) goto done;
+    for (Py_ssize_t k = 0; k < above; k++) {
+        PyObject *d = entries[cut + k].descriptor;
+        Py_INCREF(d);
+        PyList_SET_ITEM(result, k, d);
+    }
+    for (Py_ssize_t k = 0; k < under; k++) {
+        PyObject *d = entries[cut - 1 - k].descriptor;
+        Py_INCREF(d);
+        PyList_SET_ITEM(result, above + k, d);
+    }
+done:
+    if (entries != NULL && entries != small_entries) PyMem_Free(entries);
+    if (table != NULL && table != small_table) PyMem_Free(table);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"rank", rank, METH_VARARGS, "rank(me, my_utility, candidates, size, oldest) -> the most preferred descriptors"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "overlay._rank", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__rank(void) { return PyModule_Create(&module); }
