@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +61,7 @@ def _histogram(counts: dict[int, int]) -> str:
 
 def _recovery_row(label: str, result: dict[str, Any]) -> str:
     rec = result["recovery"]
-    counts: dict[int, int] = {}
-    for p in result["perturbations"]:
-        if p["recovery_rounds"] is not None:
-            counts[p["recovery_rounds"]] = counts.get(p["recovery_rounds"], 0) + 1
+    counts = Counter(p["recovery_rounds"] for p in result["perturbations"] if p["recovery_rounds"] is not None)
     return (f"| {label} | {rec['recovered']}/{rec['perturbations']} | {rec['min']} | {rec['median']} | "
             f"{rec['mean']:.2f} | {rec['p90']} | {rec['max']} | {_histogram(counts)} |")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections import _count_elements  # type: ignore[attr-defined]
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
@@ -213,23 +213,20 @@ class Network:
 
     def count(self, out: list[tuple[int, Any]]) -> None:
         """Tally a batch of sends by message type (and items carried, for variable types)."""
-        sent = self._sent
-        known = len(sent)
+        sent, variable = self._sent, self._variable
         messages = list(map(_message_of, out))
-        _count_elements(sent, map(type, messages))
-        variable = self._variable
-        if len(sent) != known:
-            for cls in sent:
-                if len(cls.WIRE) == 5 and cls not in variable:
+        kinds = Counter(map(type, messages))
+        for cls, count in kinds.items():
+            if cls not in sent:
+                sent[cls] = 0
+                if len(cls.WIRE) == 5:
                     variable[cls] = attrgetter(cls.WIRE[2])
                     self._items[cls] = 0
-        if variable:
-            kinds = set(map(type, messages))
-            for cls in kinds:
-                items_of = variable.get(cls)
-                if items_of is not None:
-                    same = messages if len(kinds) == 1 else [m for m in messages if m.__class__ is cls]
-                    self._items[cls] += sum(map(len, map(items_of, same)))
+            sent[cls] += count
+            items_of = variable.get(cls)
+            if items_of is not None:
+                same = messages if len(kinds) == 1 else [m for m in messages if m.__class__ is cls]
+                self._items[cls] += sum(map(len, map(items_of, same)))
 
     def due(self, src: int, dst: int, msg: Any, now_us: int) -> int:
         """Delivery instant of one message in µs, or -1 when the network loses it."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
+from functools import cache
 from itertools import combinations
 from math import comb
 from operator import itemgetter
@@ -42,18 +43,15 @@ __all__ = ["Cyclon", "sample"]
 STAMP = itemgetter(2)
 T = TypeVar("T")
 
-_SUBSETS: dict[tuple[int, int], list[itemgetter[Any]]] = {}
 _MAX_TABLE = 4096
 
 
+@cache
 def _subset_table(n: int, k: int) -> list[itemgetter[Any]] | None:
     """One `itemgetter` per k-subset of range(n) (None when there are too many)."""
-    key = (n, k)
-    table = _SUBSETS.get(key)
-    if table is None and key not in _SUBSETS:
-        table = [itemgetter(*subset) for subset in combinations(range(n), k)] if comb(n, k) <= _MAX_TABLE else None
-        _SUBSETS[key] = table  # type: ignore[assignment]
-    return table
+    if comb(n, k) > _MAX_TABLE:
+        return None
+    return [itemgetter(*subset) for subset in combinations(range(n), k)]
 
 
 def sample(draw: random.Random, items: Sequence[T], k: int) -> tuple[T, ...]:
@@ -70,7 +68,7 @@ def sample(draw: random.Random, items: Sequence[T], k: int) -> tuple[T, ...]:
         return ()
     if k == 1:
         return (items[int(draw.random() * n)],)
-    table = _SUBSETS.get((n, k)) or _subset_table(n, k)
+    table = _subset_table(n, k)
     if table is not None:
         return table[int(draw.random() * len(table))](items)  # type: ignore[no-any-return]
     pool = list(items)
