@@ -114,9 +114,16 @@ def _summary(result: RunResult) -> Table:
         ("utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r["utilization"].items())),
         ("error ratio (τ=0)", f"{r['error_ratio']:.2%}"),
         ("error ratio τ=1/5/10/15%", " / ".join(f"{r['error_ratio_by_tolerance'][k]:.2%}" for k in ("0.01", "0.05", "0.1", "0.15"))),
-        ("messages", f"{r['messages_total']:,} ({r['bytes_total']:,} bytes)"),
+        ("messages", f"{r['messages_total']:,} ({r['bytes_total']:,} bytes)"
+                     + ("" if r["messages_per_allocation"] is None else f", {r['messages_per_allocation']:,.0f} per allocation")),
         ("wall time", f"{r['wall_time_s']:.2f} s ({r['events_per_s']:,.0f} events/s)"),
     ]
+    if r["distributed"]:
+        placed = r["placement"]
+        rows.insert(1, ("neighbours P / gradient exchanges per tick", f"{r['neighbors']} / {r['shuffles_per_tick']:g}"))
+        rows.append(("placement", f"{placed['local']:,} local, {placed['walks']:,} walks ({placed['walk_hops']:,} hops, "
+                                  f"{placed['walks_failed']:,} failed), {placed['saturation_marks']:,} users marked "
+                                  f"saturated" + ("" if r["mark_saturated"] else " (marking off)")))
     for name, value in rows:
         table.add_row(name, value)
     return table
@@ -133,6 +140,16 @@ def run(
     latency: Annotated[str, typer.Option(help="Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER].")] = "1ms",
     stall_ticks: Annotated[int, typer.Option(help="End as stalled after this many ticks without an allocation.")] = 1000,
     max_time: Annotated[str, typer.Option(help="Hard cap on virtual time, e.g. 20000s.")] = "20000s",
+    neighbors: Annotated[int, typer.Option(help="P: gradient view size / out-degree of the fixed neighbour graph.")] = 5,
+    shuffles_per_tick: Annotated[float, typer.Option(help="Gradient exchanges per node per tick (may be below 1).")] = 1.0,
+    probe_d: Annotated[int, typer.Option(help="probe: neighbours a task is forwarded to.")] = 2,
+    walk_ttl: Annotated[int, typer.Option(help="Hops a placement walk may take (0: the number of servers).")] = 0,
+    cyclon_view: Annotated[int, typer.Option(help="Cyclon view size c.")] = 10,
+    shuffle_length: Annotated[int, typer.Option(help="Cyclon shuffle length ℓ.")] = 5,
+    mark_saturated: Annotated[bool, typer.Option(help="A failed walk marks its user saturated (reports +∞).")] = True,
+    saturation_retry: Annotated[int, typer.Option(help="Ticks before a saturated user's walk is retried, doubling (0: never).")] = 50,
+    max_age: Annotated[int, typer.Option(help="Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).")] = 0,
+    warmup_cap: Annotated[int, typer.Option(help="ddrf-gradient: freeze the overlay after this many ticks even if not converged.")] = 500,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     log: Annotated[Path | None, typer.Option(help="Write one JSON line per allocation.")] = None,
 ) -> None:
@@ -149,6 +166,16 @@ def run(
         latency=latency,
         stall_ticks=stall_ticks,
         max_time=_duration(max_time, "max-time"),
+        neighbors=neighbors,
+        shuffles_per_tick=shuffles_per_tick,
+        probe_d=probe_d,
+        walk_ttl=walk_ttl,
+        cyclon_size=cyclon_view,
+        shuffle_length=shuffle_length,
+        mark_saturated=mark_saturated,
+        saturation_retry=saturation_retry,
+        max_age=max_age,
+        warmup_cap=warmup_cap,
     )
     config.validate()
     with _allocation_log(log, case) as logger, Progress(

@@ -53,7 +53,7 @@ from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
 from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
 from overlay.observe import OverlayMetrics, centre_status, measure, snapshot, total_order
-from overlay.peer import OverlayPeer
+from overlay.peer import OverlayPeer, bootstrap
 from protocols.resources import dominant_share
 
 __all__ = ["OverlayConfig", "run_overlay"]
@@ -268,11 +268,7 @@ def run_overlay(
     max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
     peers = [OverlayPeer(i, config.view, config.cyclon_size, config.shuffle_length, choices, utilities.values[i],
                          max_age) for i in range(n)]
-    bootstrap = streams.python("overlay/bootstrap")
-    for peer in peers:
-        picks = bootstrap.sample(range(n - 1), config.cyclon_size)
-        peer.cyclon.bootstrap([(utilities.values[p + (p >= peer.id)], p + (p >= peer.id), 0.0) for p in picks])
-        peer.gradient.offer(peer.cyclon.samples())
+    bootstrap(peers, utilities.values, streams.python("overlay/bootstrap"))
 
     loop = VirtualClockLoop()
     try:

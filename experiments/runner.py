@@ -4,9 +4,23 @@ Actor addresses: servers are 0..S−1 in workload order, users S..S+U−1 in wor
 then the gateway, then (central protocols) the scheduler. All users start at time 0; the
 allocation tick fires every `tick` seconds from time `tick` on.
 
+Distributed protocols (SPEC §4): every server is an overlay peer. Like the thesis's
+bootstrap server, each starts with a Cyclon view of `c` random others (described as of time
+0) and offers them to its gradient; Cyclon shuffles once a tick (it carries the walks), and
+the gradient, where the protocol uses it, exchanges `shuffles_per_tick` times a tick.
+Servers know their homed users from the start (the gateway's draw), so a home's utility is 0
+and every other server's `−∞` from time 0 (eq. 4.2). Only servers with users tick, except
+for probes, where every server does. For `ddrf-gradient` allocation waits until every home
+has its ideal gradient view (the observer's global check of SPEC §4.1) or `warmup_cap`
+ticks have passed; then every view becomes that server's fixed neighbour set and the
+gradient stops. For the protocols with fixed random neighbours each server draws `P`
+distinct others. With fewer servers than `c + 1` (or `P + 1`), views are as large as the
+cluster allows; the result records the sizes used.
+
 Random streams used: `network/latency`, `network/loss`, `gateway` (home draws and random
-server choices). Same `RunConfig` ⇒ the same events in the same order ⇒ the same result,
-apart from the wall-clock fields.
+server choices), `overlay` (Cyclon and gradient choices), `overlay/bootstrap`,
+`neighbours` (fixed random neighbour sets), `protocol` (walk steps). Same `RunConfig` ⇒
+the same events in the same order ⇒ the same result, apart from the wall-clock fields.
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.harness import SATURATED, STALLED, TOLERANCES, Harness, RunOutcome
+from experiments.distributed import DistributedSetup
 from experiments.workload import Workload
 from nodes.actor import Actor
 from nodes.clock import VirtualClockLoop
@@ -49,9 +64,44 @@ class RunConfig:
     stall_ticks: int = 1000
     max_time: float = 20_000.0
     cost: CostModel = field(default_factory=CostModel)
+    neighbors: int = 5
+    shuffles_per_tick: float = 1.0
+    probe_d: int = 2
+    walk_ttl: int = 0
+    cyclon_size: int = 10
+    shuffle_length: int = 5
+    mark_saturated: bool = True
+    saturation_retry: int = 50
+    max_age: int = 0
+    warmup_cap: int = 500
+
+    @property
+    def max_age_periods(self) -> int:
+        """Gradient descriptor expiry in gradient periods; 0 asks for max(20, 5·P) (as `drfemu overlay`)."""
+        return self.max_age or max(20, 5 * self.neighbors)
 
     def validate(self) -> None:
         get_protocol(self.protocol)
+        if self.neighbors < 1:
+            raise ValueError("neighbors (P) must be at least 1")
+        if not self.shuffles_per_tick > 0:
+            raise ValueError("shuffles-per-tick must be positive")
+        if round(self.tick / self.shuffles_per_tick * 1e6) < 1:
+            raise ValueError("shuffles-per-tick is too high for the tick (period below 1 µs)")
+        if self.probe_d < 1:
+            raise ValueError("probe-d must be at least 1")
+        if self.walk_ttl < 0:
+            raise ValueError("walk-ttl must be non-negative (0: the number of servers)")
+        if self.cyclon_size < 1:
+            raise ValueError("cyclon-view must be at least 1")
+        if not 1 <= self.shuffle_length <= self.cyclon_size:
+            raise ValueError("shuffle-length must be between 1 and cyclon-view")
+        if self.saturation_retry < 0:
+            raise ValueError("saturation-retry must be non-negative (0: never retry)")
+        if self.max_age < 0:
+            raise ValueError("max-age must be non-negative (0: the default)")
+        if self.warmup_cap < 1:
+            raise ValueError("warmup-cap must be at least 1")
         if not self.tick > 0:
             raise ValueError("tick must be positive")
         if self.stall_ticks < 1:
@@ -114,11 +164,21 @@ def run_emulation(
             log=log,
             progress=progress,
         )
-        actors: list[Actor] = [ResourceNode(i, s.capacity, harness) for i, s in zip(server_ids, workload.servers)]
+        gateway = Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id)
+        capacities = [s.capacity for s in workload.servers]
+        distributed: DistributedSetup | None = None
+        actors: list[Actor]
+        tickers: list[Actor] = []
+        if spec.distributed:
+            demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
+            distributed = DistributedSetup(config, spec, capacities, demands, gateway.homes, harness, streams)
+            actors = list(distributed.servers)
+            tickers.extend(distributed.tickers)
+        else:
+            actors = [ResourceNode(i, c, harness) for i, c in zip(server_ids, capacities)]
         users = [UserNode(a, gateway_id, u.demand, total) for a, u in zip(user_ids, workload.users)]
         actors.extend(users)
-        actors.append(Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id))
-        tickers: list[Actor] = []
+        actors.append(gateway)
         if spec.central_rule is not None:
             scheduler = CentralScheduler(scheduler_id, spec.central_rule(), server_ids, [s.capacity for s in workload.servers])
             actors.append(scheduler)
@@ -132,7 +192,9 @@ def run_emulation(
         runtime = Runtime(loop, network, actors)
         for user in users:
             runtime.call_at(0.0, user.start, actor=user)
-        runtime.start_ticks(config.tick, tickers)
+        ticks = runtime.start_ticks(config.tick, tickers)
+        if distributed is not None:
+            distributed.start(runtime)
         runtime.add_tick_hook(harness.on_tick)
         if not harness.placeable_shares():
             harness.finish(SATURATED, "no user's task fits on any server", 0.0)
@@ -180,6 +242,8 @@ def run_emulation(
         "bytes": {name: t.bytes for name, t in traffic.items()},
         "messages_total": sum(t.sent for t in traffic.values()),
         "bytes_total": sum(t.bytes for t in traffic.values()),
+        "messages_per_allocation": (sum(t.sent for t in traffic.values()) / harness.allocations
+                                    if harness.allocations else None),
         "wall_time_s": wall,
         "events": events,
         "events_per_s": events / wall if wall > 0 else 0.0,
@@ -187,5 +251,15 @@ def run_emulation(
         "tasks": {labels[k]: n for k, n in enumerate(harness.tasks) if k not in unplaceable},
         "unplaceable_users": [labels[k] for k in sorted(unplaceable)],
         "workload": dict(workload.source),
+        "distributed": spec.distributed,
+        "neighbors": config.neighbors,
+        "shuffles_per_tick": config.shuffles_per_tick,
+        "probe_d": config.probe_d,
+        "mark_saturated": config.mark_saturated,
+        "saturation_retry_ticks": config.saturation_retry,
+        "gradient_max_age_periods": config.max_age_periods,
+        "ticks": ticks.fired,
     }
+    if distributed is not None:
+        values.update(distributed.report())
     return RunResult(values)

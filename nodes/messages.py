@@ -18,6 +18,10 @@ The handshake of thesis Algorithm 3 (SPEC §3), used by every protocol:
     allocator ──Proposal──▶ user ──Accept / Decline──▶ allocator
     (central only) scheduler ──Launch──▶ resource node
     resource node ──TaskStarted──▶ user
+
+Distributed protocols add task placement (SPEC §4): an allocating server that has no room
+sends the task on a walk (`WalkTask`, server to server); the server that finds room proposes
+to the user itself; a walk out of hops reports `WalkFailed` to the task's home server.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ __all__ = [
     "ServerRequest",
     "TaskRequest",
     "TaskStarted",
+    "WalkFailed",
+    "WalkTask",
     "message",
 ]
 
@@ -42,12 +48,12 @@ C = TypeVar("C", bound=type)
 
 def _check_wire(cls: type) -> None:
     wire = getattr(cls, "WIRE", None)
-    fixed = isinstance(wire, tuple) and len(wire) == 2 and all(isinstance(x, int) for x in wire)
-    linear = (isinstance(wire, tuple) and len(wire) == 5 and isinstance(wire[2], str)
-              and all(isinstance(wire[k], int) for k in (0, 1, 3, 4)))
-    if not (fixed or linear):
-        raise TypeError(f"{cls.__name__}: WIRE must be (numbers, addresses) or "
-                        "(numbers, addresses, field, numbers_per_item, addresses_per_item)")
+    ok = (isinstance(wire, tuple) and len(wire) >= 2 and (len(wire) - 2) % 3 == 0
+          and all(isinstance(x, str) if k >= 2 and (k - 2) % 3 == 0 else isinstance(x, int)
+                  for k, x in enumerate(wire)))
+    if not ok:
+        raise TypeError(f"{cls.__name__}: WIRE must be (numbers, addresses) followed by one "
+                        "(field, numbers_per_item, addresses_per_item) triple per tuple field")
 
 
 def message(cls: C) -> C:
@@ -55,8 +61,10 @@ def message(cls: C) -> C:
     _check_wire(cls)
     klass: Any = dataclasses.dataclass(frozen=True, slots=True)(cls)
     fields = dataclasses.fields(klass)
-    if len(klass.WIRE) == 5 and klass.WIRE[2] not in {f.name for f in fields}:
-        raise TypeError(f"{cls.__name__}: WIRE counts items of {klass.WIRE[2]!r}, which is not a field")
+    names = {f.name for f in fields}
+    for counted in klass.WIRE[2::3]:
+        if counted not in names:
+            raise TypeError(f"{cls.__name__}: WIRE counts items of {counted!r}, which is not a field")
     if any(f.default_factory is not dataclasses.MISSING for f in fields):  # type: ignore[misc]
         raise TypeError(f"{cls.__name__}: message fields cannot use default_factory")
     namespace: dict[str, Any] = {}
@@ -147,4 +155,32 @@ class TaskStarted:
 
     task: int
     server: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class WalkTask:
+    """A task its allocating server could not place, walking the peer-sampling graph for room.
+
+    `home` is told if the walk ends without room; `hops` counts the hops taken so far,
+    `visited` names the servers seen and `frontier` the servers their Cyclon views named
+    that the walk has not visited yet (see `nodes.server`).
+    """
+
+    user: int
+    task: int
+    demand: tuple[float, ...]
+    home: int
+    hops: int
+    visited: tuple[int, ...]
+    frontier: tuple[int, ...]
+    WIRE: ClassVar[tuple[Any, ...]] = (2, 2, "demand", 1, 0, "visited", 0, 1, "frontier", 0, 1)
+
+
+@message
+class WalkFailed:
+    """A walk used up its hops without finding room for task `task` of `user`."""
+
+    user: int
+    task: int
     WIRE: ClassVar[tuple[int, int]] = (1, 1)

@@ -6,9 +6,10 @@ return whole microseconds and delivery instants compare exactly.
 Byte sizes follow the thesis's cost model (eq. 4.3–4.6): a message costs
 `numbers × number_bytes + addresses × address_bytes + overhead_bytes`. Every message class
 declares its payload as a class attribute: `WIRE = (numbers, addresses)` for a fixed size,
-or `WIRE = (numbers, addresses, field, numbers_per_item, addresses_per_item)` when it also
-carries a tuple `field` of items (descriptors, a demand vector). The network then only
-sums the lengths of those tuples, in C, per batch of one type.
+or `WIRE = (numbers, addresses, field, numbers_per_item, addresses_per_item, ...)` when it
+also carries tuples of items (descriptors, a demand vector, a walk's visited servers), one
+`(field, numbers_per_item, addresses_per_item)` triple per tuple field. The network then
+only sums the lengths of those tuples, in C, per batch of one type.
 Decision (the thesis leaves `adr` and `overhead` symbolic): 8-byte numbers, 6-byte addresses
 (IPv4 address + port) and 28 bytes of overhead (IPv4 + UDP headers), all configurable.
 """
@@ -187,7 +188,7 @@ class Network:
     -1 when the message is lost. Loss draws come from their own random stream.
     """
 
-    __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_items", "_variable")
+    __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_payload", "_variable")
 
     def __init__(
         self,
@@ -208,8 +209,8 @@ class Network:
         self._lose = loss_rng.random if loss > 0 and loss_rng is not None else None
         self._sent: dict[type, int] = {}
         self._dropped: dict[type, int] = {}
-        self._items: dict[type, int] = {}
-        self._variable: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+        self._payload: dict[type, list[int]] = {}  # [numbers, addresses] carried in tuple fields
+        self._variable: dict[type, list[tuple[Callable[[Any], tuple[Any, ...]], int, int]]] = {}
 
     def count(self, out: list[tuple[int, Any]]) -> None:
         """Tally a batch of sends by message type (and items carried, for variable types)."""
@@ -219,14 +220,19 @@ class Network:
         for cls, count in kinds.items():
             if cls not in sent:
                 sent[cls] = 0
-                if len(cls.WIRE) == 5:
-                    variable[cls] = attrgetter(cls.WIRE[2])
-                    self._items[cls] = 0
+                wire = cls.WIRE
+                if len(wire) > 2:
+                    variable[cls] = [(attrgetter(wire[k]), wire[k + 1], wire[k + 2]) for k in range(2, len(wire), 3)]
+                    self._payload[cls] = [0, 0]
             sent[cls] += count
-            items_of = variable.get(cls)
-            if items_of is not None:
+            fields = variable.get(cls)
+            if fields is not None:
                 same = messages if len(kinds) == 1 else [m for m in messages if m.__class__ is cls]
-                self._items[cls] += sum(map(len, map(items_of, same)))
+                payload = self._payload[cls]
+                for items_of, numbers, addresses in fields:
+                    items = sum(map(len, map(items_of, same)))
+                    payload[0] += numbers * items
+                    payload[1] += addresses * items
 
     def due(self, src: int, dst: int, msg: Any, now_us: int) -> int:
         """Delivery instant of one message in µs, or -1 when the network loses it."""
@@ -249,9 +255,9 @@ class Network:
         out: dict[str, TrafficTally] = {}
         for cls, count in self._sent.items():
             numbers, addresses = cls.WIRE[0] * count, cls.WIRE[1] * count
-            if len(cls.WIRE) == 5:
-                items = self._items.get(cls, 0)
-                numbers += cls.WIRE[3] * items
-                addresses += cls.WIRE[4] * items
+            payload = self._payload.get(cls)
+            if payload is not None:
+                numbers += payload[0]
+                addresses += payload[1]
             out[cls.__name__] = TrafficTally(count, self._dropped.get(cls, 0), self.cost.bytes_of(count, numbers, addresses))
         return dict(sorted(out.items()))

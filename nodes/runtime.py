@@ -52,7 +52,7 @@ def _creation_order(driver: Periodic) -> int:
 class Periodic:
     """One periodic driver of a runtime (see `Runtime.every`)."""
 
-    __slots__ = ("runtime", "index", "period_us", "actors", "action", "hooks", "count", "fired")
+    __slots__ = ("runtime", "index", "period_us", "actors", "action", "hooks", "count", "fired", "cancelled")
 
     def __init__(
         self,
@@ -71,12 +71,19 @@ class Periodic:
         self.hooks = hooks
         self.count = 0  # the number of the next (or current) firing
         self.fired = 0
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Fire no more (a firing already due at the current instant is skipped too)."""
+        self.cancelled = True
 
     def arm(self) -> None:
         self.count += 1
         self.runtime._instant(self.count * self.period_us).periodic.append(self)
 
     def fire(self, now: float) -> None:
+        if self.cancelled:
+            return
         self.fired += 1
         runtime = self.runtime
         action = self.action
@@ -99,7 +106,7 @@ class Periodic:
         runtime.timer_events += len(self.actors)
         for hook in self.hooks:
             hook(now, self.count)
-        if not runtime.stopped:
+        if not (runtime.stopped or self.cancelled):
             self.arm()
 
 
@@ -172,10 +179,11 @@ class Runtime:
         driver.arm()
         return driver
 
-    def start_ticks(self, period: float, tickers: Iterable[Actor]) -> None:
+    def start_ticks(self, period: float, tickers: Iterable[Actor]) -> Periodic:
         """Call `on_tick(now)` on `tickers` every `period` seconds (the allocation tick)."""
         self._ticks = self.every(period, tickers, _call_on_tick)
         self._ticks.hooks = self._tick_hooks  # shared, so hooks added later are seen
+        return self._ticks
 
     def add_tick_hook(self, hook: Callable[[float, int], None]) -> None:
         """Call `hook(now, tick_number)` after every tick (observers: stall checks, progress)."""

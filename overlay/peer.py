@@ -14,13 +14,14 @@ of 0.57–0.64) at the same cost.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from nodes.actor import Actor, handles
 from overlay.cyclon import Cyclon
 from overlay.gradient import NEG_INF, Gradient
 from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 
-__all__ = ["OverlayPeer"]
+__all__ = ["OverlayPeer", "bootstrap"]
 
 
 class OverlayPeer(Actor):
@@ -73,3 +74,13 @@ class OverlayPeer(Actor):
     @handles(GradientReply)
     def _on_gradient_reply(self, msg: GradientReply, now: float) -> None:
         self.gradient.complete(msg)
+
+
+def bootstrap(peers: Sequence[OverlayPeer], utilities: Sequence[float], rng: random.Random) -> None:
+    """The bootstrap service: each peer (ids 0..n−1) starts with a Cyclon view of `c` distinct
+    random other peers, described as of time 0, and offers them to its gradient."""
+    n = len(peers)
+    for peer in peers:
+        picks = rng.sample(range(n - 1), min(peer.cyclon.size, n - 1))
+        peer.cyclon.bootstrap([(utilities[p + (p >= peer.id)], p + (p >= peer.id), 0.0) for p in picks])
+        peer.gradient.offer(peer.cyclon.samples())

@@ -83,6 +83,13 @@ def test_workload_google_then_run(tmp_path: Path) -> None:
         (["overlay", "--shuffles-per-tick", "-1"], "--shuffles-per-tick"),
         (["overlay", "--nodes", "20", "--cyclon-view", "4", "--shuffle-length", "9"], "--shuffle-length"),
         (["overlay", "--utilities", "google", "--nodes", "50", "--users", "600"], "505"),
+        (["run", "--protocol", "dgdrf", "--neighbors", "0"], "neighbors (P) must be at least 1"),
+        (["run", "--protocol", "pdgdrf", "--shuffles-per-tick", "0"], "shuffles-per-tick must be positive"),
+        (["run", "--protocol", "probe", "--probe-d", "0"], "probe-d"),
+        (["run", "--protocol", "dgdrf", "--walk-ttl", "-1"], "walk-ttl"),
+        (["run", "--protocol", "dgdrf", "--cyclon-view", "4", "--shuffle-length", "5"], "shuffle-length"),
+        (["run", "--protocol", "dgdrf", "--saturation-retry", "-2"], "saturation-retry"),
+        (["run", "--protocol", "ddrf", "--neighbors", "2"], "unknown protocol 'ddrf'"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,3 +166,19 @@ def test_overlay_with_a_workload_file_refuses_a_node_count(tmp_path: Path, capsy
     assert main(["overlay", "--utilities", str(case), "--view", "3", "--rounds", "5"]) == 0
     assert main(["overlay", "--utilities", str(case), "--nodes", "40"]) == 2
     assert "cannot be combined" in capsys.readouterr().err
+
+
+def test_a_distributed_run_reports_its_parameters_and_placement(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    args = ["run", "--protocol", "pdgdrf", "--machines", "30", "--users", "6", "--neighbors", "3",
+            "--shuffles-per-tick", "2", "--walk-ttl", "12", "--cyclon-view", "6", "--shuffle-length", "3",
+            "--no-mark-saturated", "--json", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "placement" in printed and "marking off" in printed
+    r = json.loads(out.read_text())
+    assert (r["neighbors"], r["shuffles_per_tick"], r["walk_ttl"], r["cyclon_size"], r["shuffle_length"]) == (3, 2.0, 12, 6, 3)
+    assert r["mark_saturated"] is False and r["distributed"] is True
+    assert r["messages"]["GradientShuffle"] > 0 and r["bytes"]["GradientShuffle"] > 0
+    assert r["error_series"]["allocations"][-1] == r["allocations"]

@@ -1,0 +1,88 @@
+"""DGDRF (thesis §3.3, §3.3.1, §4.4; SPEC §4 `dgdrf`).
+
+The gradient runs all the time with each server's utility at eq. 4.2. Each tick a server
+whose lowest user has a task waiting, and that sees no neighbour above itself (eq. 3.11),
+validates: it sends its lowest neighbour `p` the set `(view \\ {p}) ∪ {self}`, and `p`
+acknowledges iff that set equals its own view. On the acknowledgement — if the server still
+believes it is the centre and the user's task is still waiting — it allocates for its lowest
+user, placing the task locally or by a walk.
+
+Decisions: `p` stays silent when the sets differ (no negative acknowledgement; the centre
+simply tries again next tick); each check carries a number so that a late acknowledgement
+of an earlier check is ignored; a server whose lowest user's task is out being placed does
+not validate (its utility still shows that user's old share, so it stays the centre until
+the user's next task reports the new share — this keeps a second server from allocating
+while the first allocation is in flight). A server with an empty view (one server alone)
+allocates without validating.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from nodes.actor import handles
+from nodes.messages import message
+from nodes.server import HomeServer
+from overlay.gradient import acknowledges, validation_set
+
+__all__ = ["CentreAck", "CentreCheck", "DgdrfServer"]
+
+
+@message
+class CentreCheck:
+    """A server that believes it is the centre asks its lowest neighbour to confirm `members`."""
+
+    sender: int
+    check: int
+    members: tuple[int, ...]
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (1, 1, "members", 0, 1)
+
+
+@message
+class CentreAck:
+    """The lowest neighbour's view equals the proposed set: the sender may allocate."""
+
+    sender: int
+    check: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+class DgdrfServer(HomeServer):
+    """A DGDRF server."""
+
+    __slots__ = ("checks", "_awaiting")
+
+    TICKS_ALL: ClassVar[bool] = False
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.checks = 0  # validations started
+        self._awaiting = -1  # the number of the check whose acknowledgement would count
+
+    def on_tick(self, now: float) -> None:
+        self.retry_saturated(now)
+        lowest = self.lowest()
+        if lowest is None or not lowest[1].idle() or not self.gradient.believes_centre():
+            return
+        view = self.gradient.view
+        if not view:
+            self.allocate(*lowest)
+            return
+        p, members = validation_set(self.id, view)
+        self.checks += 1
+        self._awaiting = self.checks
+        self.send(p, CentreCheck(self.id, self.checks, tuple(sorted(members))))
+
+    @handles(CentreCheck)
+    def on_centre_check(self, msg: CentreCheck, now: float) -> None:
+        if acknowledges(self.gradient.view, frozenset(msg.members)):
+            self.send(msg.sender, CentreAck(self.id, msg.check))
+
+    @handles(CentreAck)
+    def on_centre_ack(self, msg: CentreAck, now: float) -> None:
+        if msg.check != self._awaiting:
+            return
+        self._awaiting = -1
+        lowest = self.lowest()
+        if lowest is not None and lowest[1].idle() and self.gradient.believes_centre():
+            self.allocate(*lowest)

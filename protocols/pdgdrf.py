@@ -1,0 +1,54 @@
+"""PDGDRF (thesis §4.5, Algorithm 6, eq. 4.7; SPEC §4 `pdgdrf`).
+
+As DGDRF without the validation handshake: each tick a server whose lowest user has a task
+waiting allocates for that user if it sees no neighbour above itself (eq. 3.11), or else if
+doing so lowers the Gini coefficient of its own lowest share together with its neighbours'
+finite `−U` values as its gradient view last heard them (eq. 4.7). The Gini is the population
+Gini of `protocols.fairness.gini` (SPEC §4; all zeros count as 0), so at the start, with
+every share at 0, only the centre allocates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import ClassVar
+
+from nodes.server import HomeServer
+from protocols.fairness import gini
+
+__all__ = ["PdgdrfServer", "lowers_gini"]
+
+
+def lowers_gini(share: float, task_share: float, neighbour_utilities: Iterable[float]) -> bool:
+    """Algorithm 6's test: does `share → share + task_share` lower the Gini of
+    `[share] + [−u for every finite neighbour utility u]`?"""
+    others = [-u for u in neighbour_utilities if math.isfinite(u)]
+    return gini([share + task_share, *others]) < gini([share, *others])
+
+
+class PdgdrfServer(HomeServer):
+    """A PDGDRF server."""
+
+    __slots__ = ("by_centre", "by_gini")
+
+    TICKS_ALL: ClassVar[bool] = False
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.by_centre = 0  # allocations decided as the centre
+        self.by_gini = 0  # allocations decided by the Gini rule
+
+    def on_tick(self, now: float) -> None:
+        self.retry_saturated(now)
+        lowest = self.lowest()
+        if lowest is None or not lowest[1].idle():
+            return
+        user, record = lowest
+        if self.gradient.believes_centre():
+            self.by_centre += 1
+        elif lowers_gini(record.share, record.task_share, (d[0] for d in self.gradient.view)):
+            self.by_gini += 1
+        else:
+            return
+        self.allocate(user, record)
