@@ -35,6 +35,7 @@ class DistributedSetup:
         config: RunConfig,
         spec: ProtocolSpec,
         capacities: Sequence[Vector],
+        total: Vector,
         demands: Mapping[int, Vector],
         homes: Mapping[int, int],
         harness: Harness,
@@ -44,7 +45,6 @@ class DistributedSetup:
         self.config = config
         self.spec = spec
         n = len(capacities)
-        total = tuple(map(math.fsum, zip(*capacities)))
         self.cyclon_size = min(config.cyclon_size, n - 1) if n > 1 else 1
         self.shuffle_length = min(config.shuffle_length, self.cyclon_size)
         self.view_size = config.neighbors
@@ -73,9 +73,9 @@ class DistributedSetup:
                 node = spec.server(server, capacity, harness, self.stats, probe_d=config.probe_d, **common)
             self.servers.append(node)
         self.homes = sorted(homed)
-        if spec.gradient == "off" and hasattr(spec.server, "set_neighbours"):
+        if spec.gradient == "off":
             for node, neighbours in zip(self.servers, random_neighbours(n, config.neighbors, streams.python("neighbours"))):
-                node.set_neighbours(neighbours)  # type: ignore[attr-defined]
+                node.set_neighbours(neighbours)
         bootstrap(self.servers, [s.gradient.utility for s in self.servers], streams.python("overlay/bootstrap"))
         self.frozen_at: float | None = None
         self.frozen_converged: bool | None = None
@@ -87,7 +87,7 @@ class DistributedSetup:
     @property
     def tickers(self) -> list[AllocatingServer]:
         """The servers the allocation tick drives."""
-        if getattr(self.spec.server, "TICKS_ALL", True):
+        if self.spec.server.TICKS_ALL:  # type: ignore[union-attr]
             return list(self.servers)
         return [self.servers[h] for h in self.homes]
 
@@ -113,7 +113,7 @@ class DistributedSetup:
         if not converged and tick < self.config.warmup_cap:
             return
         for node in self.servers:
-            node.set_neighbours([d[1] for d in node.gradient.view])  # type: ignore[attr-defined]
+            node.set_neighbours([d[1] for d in node.gradient.view])
             node.active = True  # type: ignore[attr-defined]
         assert self._gradient is not None
         self._gradient.cancel()
@@ -125,12 +125,9 @@ class DistributedSetup:
         overlay: dict[str, Any] = {"gradient": self.spec.gradient}
         if self.spec.gradient == "frozen":
             overlay.update(frozen_at_s=self.frozen_at, converged_at_freeze=self.frozen_converged)
-        checks = [getattr(s, "checks", None) for s in self.servers]
-        if any(c is not None for c in checks):
-            overlay["centre_checks"] = sum(c for c in checks if c is not None)
-        if hasattr(self.servers[0], "by_gini"):
-            overlay["allocations_as_centre"] = sum(s.by_centre for s in self.servers)  # type: ignore[attr-defined]
-            overlay["allocations_by_gini"] = sum(s.by_gini for s in self.servers)  # type: ignore[attr-defined]
+        for node in self.servers:
+            for name, count in node.counters().items():
+                overlay[name] = overlay.get(name, 0) + count
         return {
             "homes": len(self.homes),
             "cyclon_size": self.cyclon_size,

@@ -53,7 +53,7 @@ from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
 from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
 from overlay.observe import OverlayMetrics, centre_status, measure, snapshot, total_order
-from overlay.peer import OverlayPeer, bootstrap
+from overlay.peer import OverlayPeer, bootstrap, check_overlay_parameters, default_max_age_periods
 from protocols.resources import dominant_share
 
 __all__ = ["OverlayConfig", "run_overlay"]
@@ -82,30 +82,22 @@ class OverlayConfig:
 
     @property
     def max_age_periods(self) -> int:
-        """Gradient descriptor expiry in gradient periods; 0 asks for max(20, 5·P)."""
-        return self.max_age or max(20, 5 * self.view)
+        """Gradient descriptor expiry in gradient periods; 0 asks for the default, max(20, 5·P)."""
+        return self.max_age or default_max_age_periods(self.view)
 
     def validate(self) -> None:
         if self.nodes < 2:
             raise ValueError("an overlay needs at least 2 nodes")
-        if self.view < 1:
-            raise ValueError("--view must be at least 1")
+        check_overlay_parameters(self.view, "--view", self.cyclon_size, self.shuffle_length, self.shuffles_per_tick,
+                                 self.tick, self.max_age)
         if self.view >= self.nodes:
             raise ValueError(f"--view {self.view} needs more than {self.view} nodes (got {self.nodes})")
         if self.rounds < 0:
             raise ValueError("--rounds must be non-negative")
         if self.seed < 0:
             raise ValueError("--seed must be non-negative")
-        if self.cyclon_size < 1 or self.cyclon_size >= self.nodes:
+        if self.cyclon_size >= self.nodes:
             raise ValueError(f"--cyclon-view must be between 1 and {self.nodes - 1}")
-        if not 1 <= self.shuffle_length <= self.cyclon_size:
-            raise ValueError("--shuffle-length must be between 1 and --cyclon-view")
-        if not self.shuffles_per_tick > 0:
-            raise ValueError("--shuffles-per-tick must be positive")
-        if not self.tick > 0:
-            raise ValueError("--tick must be positive")
-        if round(self.tick / self.shuffles_per_tick * 1e6) < 1:
-            raise ValueError("--shuffles-per-tick is too high for the tick (period below 1 µs)")
         if self.perturbations < 0:
             raise ValueError("--perturbations must be non-negative")
         if self.drop_rank < 0:
@@ -114,8 +106,6 @@ class OverlayConfig:
             raise ValueError("--recovery-cap must be at least 1")
         if self.observe_every < 1:
             raise ValueError("--observe-every must be at least 1")
-        if self.max_age < 0:
-            raise ValueError("--max-age must be non-negative (0: the default)")
         parse_latency(self.latency, random.Random(0))
 
 

@@ -89,7 +89,9 @@ def _checks(rows: list[dict[str, Any]], machines: int) -> list[str]:
     better = sum(_by(rows, machines, "ddrf-gradient", p)["min_dominant_share"]
                  >= _by(rows, machines, "ddrf-random", p)["min_dominant_share"] for p in NEIGHBOURS)
     out.append(f"- ddrf-gradient minimum share ≥ ddrf-random's for {better} of {len(NEIGHBOURS)} values of P")
-    out.append(f"- every run saturated: {'yes' if all(r['status'] == 'saturated' for r in rows if r['machines'] == machines) else 'no — ' + ', '.join(sorted({r['protocol'] + ' ' + r['status'] for r in rows if r['machines'] == machines and r['status'] != 'saturated'}))}")
+    unsaturated = sorted({f"{r['protocol']} {r['status']}" for r in rows
+                          if r["machines"] == machines and r["status"] != "saturated"})
+    out.append(f"- every run saturated: {'no — ' + ', '.join(unsaturated) if unsaturated else 'yes'}")
     return out
 
 

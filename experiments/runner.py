@@ -45,6 +45,7 @@ from nodes.runtime import Runtime
 from nodes.scheduler import CentralScheduler
 from nodes.streams import RandomStreams
 from nodes.user import UserNode
+from overlay.peer import check_overlay_parameters, default_max_age_periods
 from protocols.fairness import gini, jain, ratio_20_20, sample_std
 from protocols.registry import get_protocol
 
@@ -77,33 +78,21 @@ class RunConfig:
 
     @property
     def max_age_periods(self) -> int:
-        """Gradient descriptor expiry in gradient periods; 0 asks for max(20, 5·P) (as `drfemu overlay`)."""
-        return self.max_age or max(20, 5 * self.neighbors)
+        """Gradient descriptor expiry in gradient periods; 0 asks for the default, max(20, 5·P)."""
+        return self.max_age or default_max_age_periods(self.neighbors)
 
     def validate(self) -> None:
         get_protocol(self.protocol)
-        if self.neighbors < 1:
-            raise ValueError("neighbors (P) must be at least 1")
-        if not self.shuffles_per_tick > 0:
-            raise ValueError("shuffles-per-tick must be positive")
-        if round(self.tick / self.shuffles_per_tick * 1e6) < 1:
-            raise ValueError("shuffles-per-tick is too high for the tick (period below 1 µs)")
+        check_overlay_parameters(self.neighbors, "--neighbors (P)", self.cyclon_size, self.shuffle_length,
+                                 self.shuffles_per_tick, self.tick, self.max_age)
         if self.probe_d < 1:
             raise ValueError("probe-d must be at least 1")
         if self.walk_ttl < 0:
             raise ValueError("walk-ttl must be non-negative (0: the number of servers)")
-        if self.cyclon_size < 1:
-            raise ValueError("cyclon-view must be at least 1")
-        if not 1 <= self.shuffle_length <= self.cyclon_size:
-            raise ValueError("shuffle-length must be between 1 and cyclon-view")
         if self.saturation_retry < 0:
             raise ValueError("saturation-retry must be non-negative (0: never retry)")
-        if self.max_age < 0:
-            raise ValueError("max-age must be non-negative (0: the default)")
         if self.warmup_cap < 1:
             raise ValueError("warmup-cap must be at least 1")
-        if not self.tick > 0:
-            raise ValueError("tick must be positive")
         if self.stall_ticks < 1:
             raise ValueError("stall-ticks must be at least 1")
         if not self.max_time > 0:
@@ -171,7 +160,7 @@ def run_emulation(
         tickers: list[Actor] = []
         if spec.distributed:
             demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
-            distributed = DistributedSetup(config, spec, capacities, demands, gateway.homes, harness, streams)
+            distributed = DistributedSetup(config, spec, capacities, total, demands, gateway.homes, harness, streams)
             actors = list(distributed.servers)
             tickers.extend(distributed.tickers)
         else:
@@ -180,7 +169,7 @@ def run_emulation(
         actors.extend(users)
         actors.append(gateway)
         if spec.central_rule is not None:
-            scheduler = CentralScheduler(scheduler_id, spec.central_rule(), server_ids, [s.capacity for s in workload.servers])
+            scheduler = CentralScheduler(scheduler_id, spec.central_rule(), server_ids, capacities)
             actors.append(scheduler)
             tickers.append(scheduler)
         network = Network(

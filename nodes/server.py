@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
+from typing import ClassVar
 
 from nodes.actor import handles
 from nodes.messages import Accept, Decline, Proposal, TaskRequest, TaskStarted, WalkFailed, WalkTask
@@ -72,7 +73,13 @@ class PlacementStats:
 
 
 class AllocatingServer(OverlayPeer):
-    """A server that proposes tasks to users and places them locally or by a walk."""
+    """A server that proposes tasks to users and places them locally or by a walk.
+
+    `TICKS_ALL` says whether every server of the protocol needs the allocation tick (or only
+    those with users); `counters()` are the protocol's own figures for the result document.
+    """
+
+    TICKS_ALL: ClassVar[bool] = True
 
     __slots__ = ("capacity", "free", "monitor", "stats", "walk_ttl", "choices", "neighbours", "_reserved")
 
@@ -100,6 +107,14 @@ class AllocatingServer(OverlayPeer):
         self.choices = choices  # this server's protocol choices (walk steps, ...)
         self.neighbours: list[int] = []  # a fixed neighbour set, for protocols that use one
         self._reserved: dict[tuple[int, int], Vector] = {}
+
+    def set_neighbours(self, neighbours: Iterable[int]) -> None:
+        """Fix this server's neighbour set (protocols that use one)."""
+        self.neighbours = list(neighbours)
+
+    def counters(self) -> dict[str, int]:
+        """Protocol-specific counts, summed over servers into the result's `overlay` section."""
+        return {}
 
     # -- capacity and the handshake -------------------------------------------------------
     def fits(self, demand: Vector) -> bool:
@@ -182,6 +197,8 @@ class HomeUser:
 
 class HomeServer(AllocatingServer):
     """A server with users homed on it; keeps its gradient utility at eq. 4.2."""
+
+    TICKS_ALL: ClassVar[bool] = False  # a server without users has no one to allocate for
 
     __slots__ = ("users", "mark_saturated", "saturation_retry", "_saturated")
 

@@ -49,15 +49,13 @@ class DdrfServer(HomeServer):
 
     __slots__ = ("reported", "active")
 
-    TICKS_ALL: ClassVar[bool] = False
-
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.reported: dict[int, float] = {}
         self.active = True  # ddrf-gradient: False until the overlay is frozen
 
     def set_neighbours(self, neighbours: Iterable[int]) -> None:
-        self.neighbours = list(neighbours)
+        super().set_neighbours(neighbours)
         self.reported = {n: INF for n in self.neighbours}
 
     def on_tick(self, now: float) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import ClassVar
 
 from nodes.server import HomeServer
 from protocols.fairness import gini
@@ -32,12 +31,13 @@ class PdgdrfServer(HomeServer):
 
     __slots__ = ("by_centre", "by_gini")
 
-    TICKS_ALL: ClassVar[bool] = False
-
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.by_centre = 0  # allocations decided as the centre
         self.by_gini = 0  # allocations decided by the Gini rule
+
+    def counters(self) -> dict[str, int]:
+        return {"allocations_as_centre": self.by_centre, "allocations_by_gini": self.by_gini}
 
     def on_tick(self, now: float) -> None:
         self.retry_saturated(now)

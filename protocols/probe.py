@@ -16,6 +16,7 @@ anymore") and such a run ends as stalled. Ties in load go to the neighbour liste
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from nodes.actor import handles
@@ -59,16 +60,14 @@ class ProbeServer(AllocatingServer):
 
     __slots__ = ("d", "loads", "stored")
 
-    TICKS_ALL: ClassVar[bool] = True
-
     def __init__(self, *args: object, probe_d: int = 2, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.d = probe_d
         self.loads: dict[int, float] = {}
         self.stored: dict[tuple[int, int], tuple[float, Vector]] = {}  # (user, task) -> (share, demand)
 
-    def set_neighbours(self, neighbours: list[int]) -> None:
-        self.neighbours = list(neighbours)
+    def set_neighbours(self, neighbours: Iterable[int]) -> None:
+        super().set_neighbours(neighbours)
         self.loads = {n: 0.0 for n in self.neighbours}
 
     def load(self) -> float:
