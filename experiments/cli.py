@@ -8,6 +8,8 @@ exits with status 3. Tracebacks are never shown for user errors.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,15 +19,17 @@ from typing import Annotated, Any
 import structlog
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 
 from experiments.bench import run_bench
 from experiments.google import google_case
 from experiments.overlay_run import OverlayConfig, run_overlay
-from experiments.runner import RunConfig, RunResult, run_emulation
+from experiments.run_params import build_run_config, canonical_params
+from experiments.runner import RunResult, run_emulation
 from experiments.synthetic import synthetic_case
-from experiments.workload import Workload, WorkloadError, load_workload
+from experiments.workload import Workload, WorkloadError
 from nodes.network import parse_duration
 from protocols.registry import PROTOCOLS, UnknownProtocol
 from protocols.resources import CapacityViolation
@@ -154,30 +158,16 @@ def run(
     log: Annotated[Path | None, typer.Option(help="Write one JSON line per allocation.")] = None,
 ) -> None:
     """Run one emulation and print its summary."""
-    if workload is not None:
-        case = load_workload(workload)
-    else:
-        case = google_case(machines, users, seed)
-    config = RunConfig(
-        workload=case,
-        protocol=protocol,
-        seed=seed,
-        tick=_duration(tick, "tick"),
-        latency=latency,
-        stall_ticks=stall_ticks,
-        max_time=_duration(max_time, "max-time"),
-        neighbors=neighbors,
-        shuffles_per_tick=shuffles_per_tick,
-        probe_d=probe_d,
-        walk_ttl=walk_ttl,
-        cyclon_size=cyclon_view,
-        shuffle_length=shuffle_length,
-        mark_saturated=mark_saturated,
-        saturation_retry=saturation_retry,
-        max_age=max_age,
-        warmup_cap=warmup_cap,
-    )
-    config.validate()
+    params = canonical_params({
+        "protocol": protocol, "workload": "google" if workload is None else str(workload), "machines": machines,
+        "users": users, "seed": seed, "tick": tick, "latency": latency, "stall_ticks": stall_ticks,
+        "max_time": max_time, "neighbors": neighbors, "shuffles_per_tick": shuffles_per_tick, "probe_d": probe_d,
+        "walk_ttl": walk_ttl, "cyclon_view": cyclon_view, "shuffle_length": shuffle_length,
+        "mark_saturated": mark_saturated, "saturation_retry": saturation_retry, "max_age": max_age,
+        "warmup_cap": warmup_cap,
+    })
+    config = build_run_config(params)
+    case = config.workload
     with _allocation_log(log, case) as logger, Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -312,6 +302,92 @@ def overlay(
 
 
 @app.command()
+def sweep(
+    config: Annotated[Path, typer.Argument(help="Sweep config (TOML), see configs/.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for the run records and tables.")],
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores).")] = None,
+    dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
+) -> None:
+    """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""
+    from experiments.sweep import dask_cluster, process_pool, run_sweep
+    from experiments.sweep_config import load_sweep
+
+    if dask is not None and workers is not None:
+        raise CliError("give --workers or --dask, not both (a Dask cluster has its own workers)")
+    if workers is not None and workers < 1:
+        raise CliError("--workers must be at least 1")
+    plan = load_sweep(config)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CliError(f"cannot create {out_dir}: {error.strerror}") from None
+    n_workers = workers or os.cpu_count() or 1
+    executor = dask_cluster(dask) if dask is not None else process_pool(n_workers)
+    points = sum(len(e.points) for e in plan.experiments)
+    out.print(f"sweep {config}: {len(plan.experiments)} experiment(s), {points} points, {len(plan.runs)} distinct runs "
+              f"on {'Dask at ' + dask if dask else f'{n_workers} worker process(es)'}")
+    failures: list[str] = []
+    done = [0]
+    stop_requested: list[int] = []  # Ctrl-C seen; checked after each run in case its exception was swallowed
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("ETA"), TimeRemainingColumn(), console=err, disable=not err.is_terminal) as bar:
+        task = bar.add_task("sweep", total=None)
+
+        def on_start(todo: int, skipped: int) -> None:
+            bar.update(task, total=todo)
+            if skipped:
+                out.print(f"{skipped} run(s) already finished in {out_dir}: skipped")
+
+        def on_record(record: dict[str, Any], finished: int, todo: int) -> None:
+            if stop_requested:
+                raise KeyboardInterrupt  # the signal's own exception was swallowed (e.g. by a finaliser)
+            done[0] = finished
+            ok = record["status"] == "ok"
+            if not ok:
+                failures.append(f"{record['id']}: {record['error']}")
+            bar.update(task, completed=finished, description=f"sweep ({len(failures)} failed)")
+            if bar.disable:
+                wall = record["result"]["wall_time_s"] if ok else None
+                print(f"[{finished}/{todo}] {record['id']} {'ok' if ok else 'FAILED'}"
+                      + (f" {wall:.1f} s" if wall is not None else ""), file=sys.stderr, flush=True)
+
+        def on_interrupt(signum: int, frame: object) -> None:
+            stop_requested.append(signum)
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            summary = run_sweep(plan, out_dir, executor, on_record=on_record, on_start=on_start)
+        except KeyboardInterrupt:
+            print(f"drfemu: interrupted after {done[0]} run(s) of this sweep; run the same command to resume",
+                  file=sys.stderr)
+            raise typer.Exit(130) from None
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    out.print(f"{summary.total} runs: {summary.skipped} already finished, {summary.ran} ran ({summary.failed} failed) "
+              f"in {summary.wall_s / 60:.1f} min; tables {out_dir / 'runs.csv'}"
+              + (f", {summary.parquet}" if summary.parquet else " (no Parquet: pip install 'drfemu[sweep]')"))
+    for failure in failures:
+        print(f"drfemu: run failed: {failure}", file=sys.stderr)
+    if failures:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    sweep_dir: Annotated[Path, typer.Argument(help="A sweep's --out directory.")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Where to write the report (default: SWEEP_DIR/report).")] = None,
+) -> None:
+    """Turn a sweep (finished or partial) into Markdown tables, PNG figures and one HTML page."""
+    from experiments.report import write_report
+
+    target = out_dir if out_dir is not None else sweep_dir / "report"
+    written = write_report(sweep_dir, target)
+    out.print(f"report: {written.tables} tables, {written.figures} figures from {written.runs} finished runs "
+              f"({written.missing} points without a result) → {target / 'report.md'}, {target / 'report.html'}")
+
+
+@app.command()
 def protocols() -> None:
     """List the allocation protocols."""
     table = Table(title="protocols")
@@ -364,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
             print(error.format_message())  # type: ignore[attr-defined]
             return 0
         return _fail(f"error: {error.format_message()}", 2)  # type: ignore[attr-defined]
-    except (CliError, WorkloadError, UnknownProtocol, ValueError) as error:
+    except (CliError, WorkloadError, UnknownProtocol, ValueError) as error:  # SweepConfigError is a ValueError
         return _fail(f"error: {error}", 2)
     except CapacityViolation as error:
         return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)

@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experiments.google import google_case
-from experiments.protocol_grid import grid_points
 from experiments.runner import RunConfig, run_emulation
 from experiments.synthetic import synthetic_case
 from experiments.workload import Workload
@@ -127,8 +126,3 @@ def test_no_server_ever_exceeds_its_capacity(servers: int, users: int, resources
     assert r["status"] in ("saturated", "stalled", "time-cap")
 
 
-def test_grid_runs_central_protocols_once_per_case_and_the_others_per_p() -> None:
-    points = grid_points(cases=[(4, 2)], neighbours=[2, 3])
-    assert [pt[2:] for pt in points] == [("drf", 2), ("fifo", 2), ("probe", 2), ("probe", 3), ("ddrf-random", 2),
-                                         ("ddrf-random", 3), ("ddrf-gradient", 2), ("ddrf-gradient", 3),
-                                         ("dgdrf", 2), ("dgdrf", 3), ("pdgdrf", 2), ("pdgdrf", 3)]

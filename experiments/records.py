@@ -1,0 +1,32 @@
+"""Run records of a sweep directory: `DIR/runs/<run id>.json`, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Record", "load_records", "write_atomic", "write_record"]
+
+Record = dict[str, Any]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename, so readers never see half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_record(out: Path, record: Record) -> None:
+    write_atomic(out / "runs" / f"{record['id']}.json", json.dumps(record, indent=1, allow_nan=False) + "\n")
+
+
+def load_records(out: Path) -> dict[str, Record]:
+    """Every run record in `out/runs`, by id."""
+    records = {}
+    for path in sorted((out / "runs").glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        records[record["id"]] = record
+    return records

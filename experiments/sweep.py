@@ -1,0 +1,191 @@
+"""Run a sweep: every distinct run of a config, on a process pool or a Dask cluster (issue 5).
+
+The output directory holds
+- `sweep.json`: the experiments (their points, tables and figures), merged by name with
+  those of earlier sweeps into the same directory;
+- `runs/<run id>.json`: one record per finished run — `id`, `params` (canonical), `status`
+  (`ok` or `failed`), `result` (the `drfemu run --json` document) or `error` and
+  `traceback`, and the `drfemu_version` that ran it;
+- `runs.csv` and `runs.parquet`: the tidy table of every record (`experiments.tidy`).
+
+Resuming: a run whose record says `ok` is never run again; a failed run is run again on
+the next sweep (failures are mostly crashes or resource limits worth retrying; a config
+error is caught before anything runs). Records are written atomically as runs finish, so
+an interrupted sweep loses only the runs in flight.
+
+Order: the runs expected to take longest start first (gradient protocols, larger
+clusters, larger views, rarer gradient exchanges), so the last worker to finish is not
+left with the longest run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from experiments.records import Record, load_records, write_atomic, write_record
+from experiments.run_params import build_run_config
+from experiments.runner import run_emulation
+from experiments.sweep_config import Experiment, Sweep
+from experiments.tidy import write_tidy
+from protocols.registry import get_protocol
+
+__all__ = ["SweepSummary", "dask_cluster", "execute_run", "order_runs", "process_pool", "run_sweep", "write_manifest"]
+
+def _drfemu_version() -> str:
+    try:
+        return version("drfemu")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def execute_run(run: str, params: Mapping[str, Any]) -> Record:
+    """Run one point and return its record; an exception becomes a `failed` record."""
+    record: Record = {"id": run, "params": dict(params), "drfemu_version": _drfemu_version()}
+    try:
+        record["result"] = run_emulation(build_run_config(params)).to_dict()
+        record["status"] = "ok"
+    except Exception as error:  # a failed run is a result of the sweep, not the end of it
+        record["status"] = "failed"
+        record["error"] = f"{type(error).__name__}: {error}"
+        record["traceback"] = traceback.format_exc()
+    return record
+
+
+def _expected_cost(params: Mapping[str, Any]) -> tuple[float, ...]:
+    spec = get_protocol(params["protocol"])
+    size = params["machines"] * (1 + params["users"] / 40)
+    if not spec.distributed:
+        return (0.0, size)
+    gradient = spec.gradient == "live"
+    return (1.0 if gradient else 0.5, size * (params["neighbors"] if gradient else 1)
+            / (params["shuffles_per_tick"] ** 0.5 if gradient else 1.0))
+
+
+def order_runs(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Run ids, longest expected first (ties in config order)."""
+    return sorted(runs, key=lambda r: _expected_cost(runs[r]), reverse=True)
+
+
+def write_manifest(out: Path, experiments: Iterable[Experiment]) -> None:
+    """Write `sweep.json`, keeping experiments of other configs swept into `out` before."""
+    path = out / "sweep.json"
+    merged: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for data in json.loads(path.read_text(encoding="utf-8"))["experiments"]:
+            merged[data["name"]] = data
+    for experiment in experiments:
+        merged[experiment.name] = experiment.to_dict()
+    write_atomic(path, json.dumps({"experiments": list(merged.values())}, indent=1) + "\n")
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    total: int
+    skipped: int
+    ran: int
+    failed: int
+    wall_s: float
+    parquet: Path | None
+
+
+Executor = Callable[[list[tuple[str, dict[str, Any]]]], Iterator[Record]]
+
+
+def process_pool(workers: int) -> Executor:
+    """Runs in `workers` processes (in this process when 1), yielding records as they finish.
+
+    A worker that dies takes the runs in flight with it: they are recorded as failed.
+    """
+
+    def execute(todo: list[tuple[str, dict[str, Any]]]) -> Iterator[Record]:
+        if workers == 1:
+            for run, params in todo:
+                yield execute_run(run, params)
+            return
+        pool = ProcessPoolExecutor(max_workers=workers)
+        try:
+            futures = {pool.submit(execute_run, run, params): (run, params) for run, params in todo}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    try:
+                        yield future.result()
+                    except BrokenProcessPool as error:
+                        run, params = futures[future]
+                        yield {"id": run, "params": params, "status": "failed", "drfemu_version": _drfemu_version(),
+                               "error": f"worker process died: {error}", "traceback": ""}
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    return execute
+
+
+def dask_cluster(address: str) -> Executor:
+    """Runs on the dask.distributed scheduler at `address`, yielding records as they finish."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise ValueError("--dask needs dask.distributed: pip install 'drfemu[sweep]'") from None
+
+    def execute(todo: list[tuple[str, dict[str, Any]]]) -> Iterator[Record]:
+        try:
+            client = Client(address, timeout="10s")
+        except (OSError, TimeoutError) as error:
+            raise ValueError(f"cannot reach the Dask scheduler at {address}: {error}") from None
+        try:
+            futures = [client.submit(execute_run, run, params, key=f"drfemu-{run}", pure=False)
+                       for run, params in todo]
+            by_key = {f.key: (run, params) for f, (run, params) in zip(futures, todo)}
+            for future in as_completed(futures):
+                try:
+                    yield future.result()
+                except Exception as error:  # a killed worker: the run is recorded, the sweep goes on
+                    run, params = by_key[future.key]
+                    yield {"id": run, "params": params, "status": "failed", "drfemu_version": _drfemu_version(),
+                           "error": f"dask: {type(error).__name__}: {error}", "traceback": ""}
+        finally:
+            client.close()
+
+    return execute
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: Path,
+    executor: Executor,
+    on_record: Callable[[Record, int, int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> SweepSummary:
+    """Run every run of `sweep` that `out` has no `ok` record for; write records and tables.
+
+    `on_start(todo, skipped)` is called once, `on_record(record, done, todo)` per finished run.
+    """
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    write_manifest(out, sweep.experiments)
+    finished = {r for r, rec in load_records(out).items() if rec.get("status") == "ok"}
+    todo = [(r, sweep.runs[r]) for r in order_runs(sweep.runs) if r not in finished]
+    skipped = len(sweep.runs) - len(todo)
+    if on_start is not None:
+        on_start(len(todo), skipped)
+    started = time.perf_counter()
+    ran = failed = 0
+    try:
+        for record in executor(todo):
+            write_record(out, record)
+            ran += 1
+            failed += record["status"] != "ok"
+            if on_record is not None:
+                on_record(record, ran, len(todo))
+    finally:
+        parquet = write_tidy(out)
+    return SweepSummary(len(sweep.runs), skipped, ran, failed, time.perf_counter() - started, parquet)

@@ -1,0 +1,129 @@
+"""Sweep configs and run parameters: expansion, shared runs, and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.run_params import DEFAULTS, build_run_config, canonical_params, run_id
+from experiments.runner import run_emulation
+from experiments.sweep_config import SweepConfigError, load_sweep
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+# Result fields that echo a parameter rather than measure the run, and the wall clock.
+ECHOES = {"neighbors", "shuffles_per_tick", "probe_d", "mark_saturated", "saturation_retry_ticks",
+          "gradient_max_age_periods", "cyclon_size", "shuffle_length", "walk_ttl", "wall_time_s", "events_per_s"}
+
+
+def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_points_are_cases_times_grids_times_seeds(tmp_path: Path) -> None:
+    sweep = load_sweep(write(tmp_path, """
+name = "x"
+seeds = [3, 4]
+[base]
+tick = "50ms"
+[[cases]]
+machines = 12
+users = 4
+[[cases]]
+machines = 20
+users = [5, 6]
+[[grids]]
+protocol = ["dgdrf"]
+neighbors = [2, 3]
+[[grids]]
+protocol = "drf"
+"""))
+    (experiment,) = sweep.experiments
+    # 3 cases (the second expands to two) × (2 + 1 grid combinations) × 2 seeds.
+    assert len(experiment.points) == 3 * 3 * 2
+    first = experiment.points[0].params
+    assert first == dict(DEFAULTS, machines=12, users=4, tick="50ms", protocol="dgdrf", neighbors=2, seed=3, case_seed=3)
+    assert {(p.params["users"], p.params["seed"]) for p in experiment.points} == {(u, s) for u in (4, 5, 6) for s in (3, 4)}
+    assert len(sweep.runs) == len(experiment.points)
+
+
+def test_points_that_name_the_same_run_share_it(tmp_path: Path) -> None:
+    sweep = load_sweep(write(tmp_path, """
+[base]
+machines = 12
+users = 4
+[[grids]]
+protocol = ["drf", "ddrf-random", "pdgdrf"]
+neighbors = [2, 3]
+shuffles_per_tick = [1.0, 2.0]
+"""))
+    (experiment,) = sweep.experiments
+    assert len(experiment.points) == 12
+    # drf reads neither P nor the exchange rate; ddrf-random reads P only; pdgdrf both.
+    assert len(sweep.runs) == 1 + 2 + 4
+    drf = {p.run for p in experiment.points if p.params["protocol"] == "drf"}
+    assert len(drf) == 1 and sweep.runs[drf.pop()]["neighbors"] == DEFAULTS["neighbors"]
+    # The declared parameters stay as written, for the report's rows and columns.
+    assert {p.params["neighbors"] for p in experiment.points if p.params["protocol"] == "drf"} == {2, 3}
+
+
+@pytest.mark.parametrize("protocol", ["drf", "fifo", "probe", "ddrf-random", "ddrf-gradient", "dgdrf", "pdgdrf"])
+def test_parameters_reset_as_unused_really_are_unused(protocol: str) -> None:
+    """Sharing runs is sound: setting every parameter the reset drops changes nothing measured."""
+    declared = {"protocol": protocol, "machines": 12, "users": 4, "seed": 2}
+    odd = {"neighbors": 3, "shuffles_per_tick": 2.0, "probe_d": 3, "walk_ttl": 7, "cyclon_view": 6,
+           "shuffle_length": 3, "mark_saturated": False, "saturation_retry": 9, "max_age": 31, "warmup_cap": 40}
+    canonical = canonical_params(declared)
+    dropped = {k: v for k, v in odd.items() if canonical_params({**declared, **odd})[k] == DEFAULTS[k]}
+    assert dropped, "every protocol ignores some parameter"
+    as_set = dict(canonical, **dropped)  # built without the reset
+    base = run_emulation(build_run_config(canonical)).to_dict()
+    varied = run_emulation(build_run_config(as_set)).to_dict()
+    assert {k: v for k, v in base.items() if k not in ECHOES} == {k: v for k, v in varied.items() if k not in ECHOES}
+
+
+def test_run_id_is_stable_and_readable() -> None:
+    params = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 2})
+    assert run_id(params) == run_id(dict(params))
+    assert run_id(params).startswith("pdgdrf-12x4-s1-")
+    assert run_id(params) != run_id(canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 3}))
+
+
+def test_thesis_suite_loads_all_four_experiments() -> None:
+    sweep = load_sweep(CONFIGS / "thesis.toml")
+    assert [e.name for e in sweep.experiments] == ["E1", "E2", "E3", "E4"]
+    e1 = sweep.experiments[0]
+    assert len(e1.points) == 2 * 7 * 9
+    # E2 needs no run of its own: all its points are E1 runs.
+    assert {p.run for p in sweep.experiments[1].points} <= {p.run for p in e1.points}
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("bogus = 1\n[base]\n", "unknown key(s) bogus"),
+        ("[base]\nneighbours = 3\n", "unknown run parameter(s): neighbours"),
+        ("[base]\nneighbors = 'three'\n", "'neighbors' must be an integer"),
+        ("[base]\nprotocol = 'ddrf'\n", "unknown protocol 'ddrf'"),
+        ("[base]\nmark_saturated = 1\n", "must be true or false"),
+        ("[[cases]]\nusers = 4\n[[grids]]\nusers = [5]\n", "users set by both a case and a grid"),
+        ("seeds = []\n[base]\n", "seeds must be a non-empty list"),
+        ("replicates = 2\nseeds = [1]\n[base]\n", "either seeds or replicates"),
+        ("[[grids]]\nneighbors = []\n", "grids[0].neighbors is an empty list"),
+        ("[base]\nworkload = 'nowhere.json'\n", "not found"),
+        ("[base]\n[[figures]]\nid = 'f'\nkind = 'pie'\n", "kind must be one of"),
+        ("[base]\n[[figures]]\nid = 'f'\nkind = 'lines'\nx = 'neighbors'\ny = 'gini'\n", "needs series"),
+        ("[base]\n[[tables]]\nid = 't'\nrows = 'protocol'\ncolumns = 'P'\nvalue = 'gini'\n", "'P' is not a run parameter"),
+        ("[base]\n[[tables]]\nid = 't'\nrows = 'protocol'\ncolumns = 'seed'\nvalue = 'gini'\nformat = 'q'\n", "format"),
+        ("include = ['c.toml']\n", "includes itself"),
+        ("[base\n", "not valid TOML"),
+    ],
+)
+def test_bad_configs_name_file_and_problem(tmp_path: Path, text: str, needle: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SweepConfigError) as caught:
+        load_sweep(path)
+    message = str(caught.value)
+    assert needle in message and str(path) in message and "\n" not in message
