@@ -25,7 +25,7 @@ from experiments.report_data import PointData, load_points, mean_sd, metric_valu
 from experiments.report_plots import draw_figure
 from experiments.report_spec import matches
 
-__all__ = ["ReportSummary", "table_cells", "write_report"]
+__all__ = ["ReportSummary", "reference_cells", "table_cells", "write_report"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def reference_cells(spec: Mapping[str, Any], rows: list[Any], columns: list[Any]
         return {}
     fmt = spec.get("format", ".4g")
     published = {str(k): v for k, v in reference["rows"].items()}
-    listed = [str(c) for c in reference.get("columns", columns)]
+    listed = [_label(c) for c in reference.get("columns", columns)]
     out = {}
     for row in rows:
         values = published.get(_label(row))

@@ -47,17 +47,19 @@ def _drfemu_version() -> str:
         return "unknown"
 
 
+def failed_record(run: str, params: Mapping[str, Any], error: str, trace: str = "") -> Record:
+    """The record of a run that did not finish: its error, and the traceback when there is one."""
+    return {"id": run, "params": dict(params), "drfemu_version": _drfemu_version(), "status": "failed",
+            "error": error, "traceback": trace}
+
+
 def execute_run(run: str, params: Mapping[str, Any]) -> Record:
     """Run one point and return its record; an exception becomes a `failed` record."""
-    record: Record = {"id": run, "params": dict(params), "drfemu_version": _drfemu_version()}
     try:
-        record["result"] = run_emulation(build_run_config(params)).to_dict()
-        record["status"] = "ok"
+        result = run_emulation(build_run_config(params)).to_dict()
     except Exception as error:  # a failed run is a result of the sweep, not the end of it
-        record["status"] = "failed"
-        record["error"] = f"{type(error).__name__}: {error}"
-        record["traceback"] = traceback.format_exc()
-    return record
+        return failed_record(run, params, f"{type(error).__name__}: {error}", traceback.format_exc())
+    return {"id": run, "params": dict(params), "drfemu_version": _drfemu_version(), "status": "ok", "result": result}
 
 
 def _expected_cost(params: Mapping[str, Any]) -> tuple[float, ...]:
@@ -121,9 +123,7 @@ def process_pool(workers: int) -> Executor:
                     try:
                         yield future.result()
                     except BrokenProcessPool as error:
-                        run, params = futures[future]
-                        yield {"id": run, "params": params, "status": "failed", "drfemu_version": _drfemu_version(),
-                               "error": f"worker process died: {error}", "traceback": ""}
+                        yield failed_record(*futures[future], f"worker process died: {error}")
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -150,9 +150,7 @@ def dask_cluster(address: str) -> Executor:
                 try:
                     yield future.result()
                 except Exception as error:  # a killed worker: the run is recorded, the sweep goes on
-                    run, params = by_key[future.key]
-                    yield {"id": run, "params": params, "status": "failed", "drfemu_version": _drfemu_version(),
-                           "error": f"dask: {type(error).__name__}: {error}", "traceback": ""}
+                    yield failed_record(*by_key[future.key], f"dask: {type(error).__name__}: {error}")
         finally:
             client.close()
 
