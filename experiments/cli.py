@@ -387,6 +387,44 @@ def report(
               f"({written.missing} points without a result) → {target / 'report.md'}, {target / 'report.html'}")
 
 
+def _vector(text: str, option: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise CliError(f"{option} {text!r}: expected comma-separated numbers such as 15,15") from None
+    return values
+
+
+@app.command()
+def policy(
+    name: Annotated[str, typer.Argument(help="Policy: drf or tda.")],
+    capacity: Annotated[str, typer.Option(help="Pool capacity per resource, e.g. 15,15.")],
+    demand: Annotated[list[str], typer.Option(help="One user's task demand, e.g. 5,2; repeat per user.")],
+    divisible: Annotated[bool, typer.Option(help="Divisible tasks (drf).")] = False,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+) -> None:
+    """Run one policy of the library on one pool and print each user's allocation."""
+    from experiments.policy_run import run_policy
+
+    document = run_policy(name, _vector(capacity, "--capacity"), [_vector(d, "--demand") for d in demand], divisible)
+    table = Table(title=f"drfemu policy {name} — capacity {document['capacity']}"
+                        + (" (divisible)" if divisible else ""))
+    for column in ("user", "demand", "tasks", "allocation", "dominant share"):
+        table.add_column(column, justify="right")
+    for i, (user, d) in enumerate(zip(document["users"], demand), start=1):
+        table.add_row(str(i), d, f"{user['tasks']:.4g}", ", ".join(f"{x:.4g}" for x in user["allocation"]),
+                      f"{user['dominant_share']:.4f}")
+    out.print(table)
+    if name == "tda":
+        for slot in document["slots"]:
+            out.print(f"slot of {slot['duration']:.4f}: tasks {slot['tasks']}, shares "
+                      + ", ".join(f"{x:.4f}" for x in slot["shares"]))
+        out.print(f"case {document['case']}: minimum average share {document['min_average_share']:.4f}; DRF "
+                  + ", ".join(f"{x:.4f}" for x in document["drf_shares"]) + f"; bound 1/Q {document['bound']:.4f}")
+    if json_path is not None:
+        _write_json(json_path, document)
+
+
 @app.command()
 def protocols() -> None:
     """List the allocation protocols."""
@@ -440,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
             print(error.format_message())  # type: ignore[attr-defined]
             return 0
         return _fail(f"error: {error.format_message()}", 2)  # type: ignore[attr-defined]
-    except (CliError, WorkloadError, UnknownProtocol, ValueError) as error:  # SweepConfigError is a ValueError
+    except (CliError, WorkloadError, UnknownProtocol, ValueError) as error:  # incl. SweepConfigError, PolicyInputError
         return _fail(f"error: {error}", 2)
     except CapacityViolation as error:
         return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)

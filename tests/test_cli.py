@@ -182,3 +182,39 @@ def test_a_distributed_run_reports_its_parameters_and_placement(tmp_path: Path,
     assert r["mark_saturated"] is False and r["distributed"] is True
     assert r["messages"]["GradientShuffle"] > 0 and r["bytes"]["GradientShuffle"] > 0
     assert r["error_series"]["allocations"][-1] == r["allocations"]
+
+
+def test_policy_tda_json_has_slots_averages_and_bound(tmp_path: Path) -> None:
+    out = tmp_path / "tda.json"
+    assert main(["policy", "tda", "--capacity", "15,15", "--demand", "5,2", "--demand", "3,3.5", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert [len(u["allocation"]) for u in r["users"]] == [2, 2]
+    assert r["min_average_share"] >= 7 / 15 and r["drf_shares"] == pytest.approx([5 / 15, 10.5 / 15])
+    assert sum(s["duration"] for s in r["slots"]) == pytest.approx(1) and r["bound"] >= r["min_average_share"]
+    assert {"duration", "tasks", "shares"} <= set(r["slots"][0]) and len(r["average_shares"]) == 2
+
+
+def test_policy_drf_lists_users_in_demand_order(tmp_path: Path) -> None:
+    out = tmp_path / "drf.json"
+    assert main(["policy", "drf", "--capacity", "100,10000", "--demand", "2,300", "--demand", "6,100",
+                 "--json", str(out)]) == 0
+    users = json.loads(out.read_text())["users"]
+    assert [u["tasks"] for u in users] == [20, 10]
+    assert users[0]["allocation"] == [40, 6000] and users[1]["dominant_share"] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["policy", "tda", "--capacity", "15,0", "--demand", "1,1", "--demand", "1,1"], "capacity must be positive"),
+        (["policy", "drf", "--capacity", "15,15", "--demand", "1,1,1"], "has 3 entries"),
+        (["policy", "tda", "--capacity", "15,15", "--demand", "1,1"], "exactly two users"),
+        (["policy", "drf", "--capacity", "1,x", "--demand", "1,1"], "comma-separated numbers"),
+        (["policy", "nope", "--capacity", "1,1", "--demand", "1,1"], "unknown policy 'nope'"),
+        (["policy", "tda", "--capacity", "15,15", "--demand", "1,1", "--demand", "1,2", "--divisible"], "whole tasks"),
+    ],
+)
+def test_bad_policy_input_is_one_line(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("drfemu: error:") and needle in err
