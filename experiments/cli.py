@@ -397,10 +397,10 @@ def _vector(text: str, option: str) -> list[float]:
 
 @app.command()
 def policy(
-    name: Annotated[str, typer.Argument(help="Policy: drf or tda.")],
+    name: Annotated[str, typer.Argument(help="Policy: drf, tda, mlf-drs or ffmra.")],
     capacity: Annotated[str, typer.Option(help="Pool capacity per resource, e.g. 15,15.")],
     demand: Annotated[list[str], typer.Option(help="One user's task demand, e.g. 5,2; repeat per user.")],
-    divisible: Annotated[bool, typer.Option(help="Divisible tasks (drf).")] = False,
+    divisible: Annotated[bool, typer.Option(help="Divisible tasks (drf; mlf-drs and ffmra always are).")] = False,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run one policy of the library on one pool and print each user's allocation."""

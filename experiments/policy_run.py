@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from protocols.policies.drf_filling import drf_divisible, drf_tasks
+from protocols.policies.per_resource import ffmra, mlf_drs
 from protocols.policies.pool import PolicyInputError, check_pool
 from protocols.policies.tda import tda
 
@@ -47,9 +48,25 @@ def _tda(capacity: Sequence[float], demands: Sequence[Sequence[float]], divisibl
     }
 
 
+def _per_resource(policy: Callable[..., Any]) -> Callable[[Sequence[float], Sequence[Sequence[float]], bool],
+                                                            dict[str, Any]]:
+    """MLF-DRS and FFMRA are divisible by definition: `tasks` is how many whole-or-partial
+    tasks each user's allocation can run, min over resources of allocation / demand."""
+
+    def run(capacity: Sequence[float], demands: Sequence[Sequence[float]], divisible: bool) -> dict[str, Any]:
+        result = policy(capacity, demands)
+        return {"users": _users(result.allocation, result.tasks, result.dominant_shares),
+                "min_dominant_share": result.min_dominant_share,
+                "utilization": [sum(row[k] for row in result.allocation) / c for k, c in enumerate(result.capacity)]}
+
+    return run
+
+
 POLICIES: dict[str, Callable[[Sequence[float], Sequence[Sequence[float]], bool], dict[str, Any]]] = {
     "drf": _drf,
     "tda": _tda,
+    "mlf-drs": _per_resource(mlf_drs),
+    "ffmra": _per_resource(ffmra),
 }
 
 

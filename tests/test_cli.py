@@ -218,3 +218,12 @@ def test_bad_policy_input_is_one_line(args: list[str], needle: str, capsys: pyte
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("drfemu: error:") and needle in err
+
+
+def test_policy_ffmra_and_mlf_drs_fill_the_pool(tmp_path: Path) -> None:
+    for name in ("ffmra", "mlf-drs"):
+        out = tmp_path / f"{name}.json"
+        assert main(["policy", name, "--capacity", "9,18", "--demand", "1,4", "--demand", "3,1", "--json", str(out)]) == 0
+        r = json.loads(out.read_text())
+        assert r["utilization"] == pytest.approx([1, 1]) and len(r["users"]) == 2
+    assert json.loads((tmp_path / "ffmra.json").read_text())["users"][0]["allocation"] == pytest.approx([2, 14])
