@@ -397,16 +397,19 @@ def _vector(text: str, option: str) -> list[float]:
 
 @app.command()
 def policy(
-    name: Annotated[str, typer.Argument(help="Policy: drf, tda, mlf-drs or ffmra.")],
+    name: Annotated[str, typer.Argument(help="Policy: drf, tda, adrf, swm, mlf-drs or ffmra.")],
     capacity: Annotated[str, typer.Option(help="Pool capacity per resource, e.g. 15,15.")],
     demand: Annotated[list[str], typer.Option(help="One user's task demand, e.g. 5,2; repeat per user.")],
     divisible: Annotated[bool, typer.Option(help="Divisible tasks (drf; mlf-drs and ffmra always are).")] = False,
+    alpha: Annotated[float | None, typer.Option(help="α of the α-fair utility (adrf, swm; 1 = log).")] = None,
+    beta: Annotated[str | None, typer.Option(help="adrf's β_i: d-max (default), D-max or d-rstar.")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run one policy of the library on one pool and print each user's allocation."""
-    from experiments.policy_run import run_policy
+    from experiments.policy_run import PolicyOptions, run_policy
 
-    document = run_policy(name, _vector(capacity, "--capacity"), [_vector(d, "--demand") for d in demand], divisible)
+    document = run_policy(name, _vector(capacity, "--capacity"), [_vector(d, "--demand") for d in demand],
+                          PolicyOptions(divisible, alpha, beta))
     table = Table(title=f"drfemu policy {name} — capacity {document['capacity']}"
                         + (" (divisible)" if divisible else ""))
     for column in ("user", "demand", "tasks", "allocation", "dominant share"):
@@ -421,8 +424,37 @@ def policy(
                       + ", ".join(f"{x:.4f}" for x in slot["shares"]))
         out.print(f"case {document['case']}: minimum average share {document['min_average_share']:.4f}; DRF "
                   + ", ".join(f"{x:.4f}" for x in document["drf_shares"]) + f"; bound 1/Q {document['bound']:.4f}")
+    if "social_welfare" in document:
+        out.print(f"social welfare (α = {alpha:g}): {document['social_welfare']:.6g}")
     if json_path is not None:
         _write_json(json_path, document)
+
+
+@app.command()
+def experiment(
+    name: Annotated[str, typer.Argument(help="Experiment: adrf-swm.")],
+    draws: Annotated[int, typer.Option(help="Random sets of trace users.")] = 100,
+    seed: Annotated[int, typer.Option(help="Root seed of the draws.")] = 1,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+) -> None:
+    """Run an experiment of the policy library and print it next to the seed's numbers."""
+    from experiments.policy_experiments import EXPERIMENTS
+
+    if name not in EXPERIMENTS:
+        raise CliError(f"unknown experiment {name!r} (known: {', '.join(EXPERIMENTS)})")
+    result = EXPERIMENTS[name](draws=draws, seed=seed)
+    table = Table(title=f"ADRF against the SWM optimum: {draws} draws of 10–80 Google 2011 users "
+                        f"(mean {result['mean_users']:.1f}; seed {seed})")
+    for column in ("α", "SWM welfare", "ADRF β=d-max", "gap", "β=D-max gap", "β=d-rstar gap", "seed 002 gap"):
+        table.add_column(column, justify="right")
+    for row in result["rows"]:
+        table.add_row(f"{row['alpha']:g}", f"{row['swm_mean_welfare']:.1f}", f"{row['adrf_d-max_mean_welfare']:.1f}",
+                      f"{row['adrf_d-max_mean_gap']:.2%}", f"{row['adrf_D-max_mean_gap']:.2%}",
+                      f"{row['adrf_d-rstar_mean_gap']:.2%}",
+                      f"{row['seed_gap']:.2%} ({row['seed_swm']:g} vs {row['seed_adrf']:g})" if "seed_gap" in row else "-")
+    out.print(table)
+    if json_path is not None:
+        _write_json(json_path, result)
 
 
 @app.command()

@@ -227,3 +227,31 @@ def test_policy_ffmra_and_mlf_drs_fill_the_pool(tmp_path: Path) -> None:
         r = json.loads(out.read_text())
         assert r["utilization"] == pytest.approx([1, 1]) and len(r["users"]) == 2
     assert json.loads((tmp_path / "ffmra.json").read_text())["users"][0]["allocation"] == pytest.approx([2, 14])
+
+
+def test_policy_adrf_and_swm_report_welfare(tmp_path: Path) -> None:
+    for name in ("adrf", "swm"):
+        out = tmp_path / f"{name}.json"
+        assert main(["policy", name, "--capacity", "9,18", "--demand", "1,4", "--demand", "3,1", "--alpha", "1",
+                     "--json", str(out)]) == 0
+        r = json.loads(out.read_text())
+        assert r["alpha"] == 1 and r["social_welfare"] < 0 and len(r["users"]) == 2
+    swm = json.loads((tmp_path / "swm.json").read_text())
+    assert [u["dominant_share"] for u in swm["users"]] == pytest.approx([10 / 11, 6 / 11], rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["policy", "swm", "--capacity", "9,18", "--demand", "1,4"], "--alpha is required"),
+        (["policy", "drf", "--capacity", "9,18", "--demand", "1,4", "--alpha", "2"], "--alpha is required"),
+        (["policy", "adrf", "--capacity", "9,18", "--demand", "1,4", "--alpha", "0"], "alpha must be positive"),
+        (["policy", "swm", "--capacity", "9,18", "--demand", "1,4", "--alpha", "1", "--beta", "d-max"], "adrf only"),
+        (["experiment", "nope"], "unknown experiment 'nope'"),
+    ],
+)
+def test_bad_alpha_beta_and_experiment_are_one_line(args: list[str], needle: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err
