@@ -432,26 +432,45 @@ def policy(
 
 @app.command()
 def experiment(
-    name: Annotated[str, typer.Argument(help="Experiment: adrf-swm.")],
-    draws: Annotated[int, typer.Option(help="Random sets of trace users.")] = 100,
-    seed: Annotated[int, typer.Option(help="Root seed of the draws.")] = 1,
+    name: Annotated[str, typer.Argument(help="Experiment: adrf-swm or online.")],
+    draws: Annotated[int, typer.Option(help="adrf-swm: random sets of trace users.")] = 100,
+    seed: Annotated[int, typer.Option(help="adrf-swm: root seed of the draws.")] = 1,
+    load_fraction: Annotated[float, typer.Option(help="online: pool size as a fraction of the first hour's mean load.")] = 0.8,
+    plots: Annotated[Path | None, typer.Option(help="online: directory for the CDF figures.")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run an experiment of the policy library and print it next to the seed's numbers."""
-    from experiments.policy_experiments import EXPERIMENTS
+    from experiments.policy_experiments import adrf_vs_swm, online_schedulers
 
-    if name not in EXPERIMENTS:
-        raise CliError(f"unknown experiment {name!r} (known: {', '.join(EXPERIMENTS)})")
-    result = EXPERIMENTS[name](draws=draws, seed=seed)
-    table = Table(title=f"ADRF against the SWM optimum: {draws} draws of 10–80 Google 2011 users "
-                        f"(mean {result['mean_users']:.1f}; seed {seed})")
-    for column in ("α", "SWM welfare", "ADRF β=d-max", "gap", "β=D-max gap", "β=d-rstar gap", "seed 002 gap"):
-        table.add_column(column, justify="right")
-    for row in result["rows"]:
-        table.add_row(f"{row['alpha']:g}", f"{row['swm_mean_welfare']:.1f}", f"{row['adrf_d-max_mean_welfare']:.1f}",
-                      f"{row['adrf_d-max_mean_gap']:.2%}", f"{row['adrf_D-max_mean_gap']:.2%}",
-                      f"{row['adrf_d-rstar_mean_gap']:.2%}",
-                      f"{row['seed_gap']:.2%} ({row['seed_swm']:g} vs {row['seed_adrf']:g})" if "seed_gap" in row else "-")
+    if name == "adrf-swm":
+        result = adrf_vs_swm(draws=draws, seed=seed)
+        table = Table(title=f"ADRF against the SWM optimum: {draws} draws of 10–80 Google 2011 users "
+                            f"(mean {result['mean_users']:.1f}; seed {seed})")
+        for column in ("α", "SWM welfare", "ADRF β=d-max", "gap", "β=D-max gap", "β=d-rstar gap", "seed 002 gap"):
+            table.add_column(column, justify="right")
+        for row in result["rows"]:
+            table.add_row(f"{row['alpha']:g}", f"{row['swm_mean_welfare']:.1f}", f"{row['adrf_d-max_mean_welfare']:.1f}",
+                          f"{row['adrf_d-max_mean_gap']:.2%}", f"{row['adrf_D-max_mean_gap']:.2%}",
+                          f"{row['adrf_d-rstar_mean_gap']:.2%}",
+                          f"{row['seed_gap']:.2%} ({row['seed_swm']:g} vs {row['seed_adrf']:g})" if "seed_gap" in row
+                          else "-")
+    elif name == "online":
+        result = online_schedulers(load_fraction=load_fraction)
+        table = Table(title=f"Online rules on the trace's first hour: {result['jobs']:,} jobs of {result['users']} users, "
+                            f"pool {result['capacity'][0]:.1f} CPU × {result['capacity'][1]:.1f} memory "
+                            f"({load_fraction:g} of the mean load)")
+        for column in ("rule", "α", "mean RMSE vs SWM", "median RMSE", "median delay s", "p90 delay s", "makespan s"):
+            table.add_column(column, justify="right")
+        for row in result["rows"]:
+            table.add_row(row["rule"], f"{row['alpha']:g}", f"{row['mean_rmse']:.2%}", f"{row['median_rmse']:.2%}",
+                          f"{row['median_delay_s']:.0f}", f"{row['p90_delay_s']:.0f}", f"{row['makespan_s']:.0f}")
+        if plots is not None:
+            from experiments.policy_plots import plot_online
+
+            for path in plot_online(result, plots):
+                out.print(f"wrote {path}")
+    else:
+        raise CliError(f"unknown experiment {name!r} (known: adrf-swm, online)")
     out.print(table)
     if json_path is not None:
         _write_json(json_path, result)

@@ -255,3 +255,20 @@ def test_bad_alpha_beta_and_experiment_are_one_line(args: list[str], needle: str
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err
+
+
+def test_experiment_online_replays_the_first_hour(tmp_path: Path) -> None:
+    out = tmp_path / "online.json"
+    assert main(["experiment", "online", "--plots", str(tmp_path / "plots"), "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    rows = {(row["rule"], row["alpha"]): row for row in r["rows"]}
+    assert len(rows) == 14 and r["jobs"] == 37337
+    for alpha in (1.0, 1.5):
+        assert rows[("c-adrf", alpha)]["mean_rmse"] < rows[("naive-adrf", alpha)]["mean_rmse"] < rows[("fifo", alpha)]["mean_rmse"]
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "online-queueing-delay.png", "online-rmse-alpha-1.5.png", "online-rmse-alpha-1.png"]
+
+
+def test_experiment_online_rejects_an_empty_pool(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "online", "--load-fraction", "0"]) == 2
+    assert "fraction must be positive" in capsys.readouterr().err

@@ -119,8 +119,12 @@ def adrf(capacity: Sequence[float], demands: Sequence[Sequence[float]], alpha: f
     return model, tuple(x)
 
 
-def swm(capacity: Sequence[float], demands: Sequence[Sequence[float]], alpha: float) -> tuple[AdrfModel, tuple[float, ...]]:
-    """The SWM optimum x* (eq. 2) with cvxpy; needs the `optimum` extra."""
+def swm(capacity: Sequence[float], demands: Sequence[Sequence[float]], alpha: float,
+        caps: Sequence[float] | None = None) -> tuple[AdrfModel, tuple[float, ...]]:
+    """The SWM optimum x* (eq. 2) with cvxpy; needs the `optimum` extra.
+
+    `caps` optionally bounds each x_i from above (a user cannot hold more than its jobs need).
+    """
     alpha = _check_alpha(alpha)
     try:
         import cvxpy as cp
@@ -137,7 +141,10 @@ def swm(capacity: Sequence[float], demands: Sequence[Sequence[float]], alpha: fl
     else:
         objective = cp.Minimize(cp.pnorm(cp.inv_pos(x), alpha - 1, approx=False) if alpha > 2
                                 else cp.sum(cp.power(x, 1 - alpha)))
-    problem = cp.Problem(objective, [d @ x <= 1])
+    constraints = [d @ x <= 1]
+    if caps is not None:
+        constraints.append(x <= np.array(caps, dtype=float))
+    problem = cp.Problem(objective, constraints)
     problem.solve(solver=cp.CLARABEL)
     if problem.status not in ("optimal", "optimal_inaccurate") or x.value is None:
         raise RuntimeError(f"SWM solver ended {problem.status}")
