@@ -21,7 +21,7 @@ from experiments.google import draw_request, load_google_trace
 from nodes.streams import RandomStreams
 from protocols.policies.adrf import BETAS, adrf, social_welfare, swm
 
-__all__ = ["EXPERIMENTS", "SEED_TABLE_2", "adrf_vs_swm"]
+__all__ = ["SEED_TABLE_2", "adrf_vs_swm", "online_schedulers"]
 
 # Seed 002 Table 2, Google traces: average social welfare of SWM and ADRF for α → 1, 1.5, 2.
 SEED_TABLE_2 = {1.0: (-41.0, -42.0), 1.5: (-144.0, -147.0), 2.0: (-459.0, -479.0)}
@@ -63,15 +63,14 @@ def adrf_vs_swm(draws: int = 100, min_users: int = 10, max_users: int = 80, alph
             "mean_users": statistics.fmean(sizes), "rows": rows}
 
 
-def online_schedulers(alphas: Sequence[float] = (1.0, 1.5), load_fraction: float = 0.8, seed: int = 1,
+def online_schedulers(alphas: Sequence[float] = (1.0, 1.5), load_fraction: float = 0.8,
                       sample_every: float = 700.0) -> dict[str, Any]:
     """Seed 002 §VI-B on the trace's first hour: the seven online rules against SWM.
 
     For each rule and α: the relative RMSE between the rule's dominant shares and the SWM
     optimum at every sample (decision: SWM is capped at what each user's present jobs could
     use — uncapped, it hands every present user a share it has no jobs for, and every rule
-    scores ≈ 1), and every job's queueing delay. `seed` is unused by the deterministic trace
-    replay and kept for the CLI's uniformity.
+    scores ≈ 1), and every job's queueing delay. The replay is deterministic.
     """
     from experiments.jobsim import describe, load_first_hour_jobs, offered_load, sample_rmse, simulate
     from protocols.policies.online import RULES
@@ -96,5 +95,3 @@ def online_schedulers(alphas: Sequence[float] = (1.0, 1.5), load_fraction: float
             "rows": rows, "rmse": {f"{rule}@{alpha:g}": v for (rule, alpha), v in rmse.items()},
             "delays": delays}
 
-
-EXPERIMENTS = {"adrf-swm": adrf_vs_swm, "online": online_schedulers}

@@ -102,9 +102,8 @@ def adrf(capacity: Sequence[float], demands: Sequence[Sequence[float]], alpha: f
     weights = adrf_beta(model, beta)
     if not all(b > 0 for b in weights):
         raise PolicyInputError(f"beta {beta!r} is zero for a user that does not use resource r*; choose another")
-    beta_values = weights
     # At weight level L an unfrozen user holds x_i = (L / β_i)^(1/α) = g · β_i^(−1/α), g = L^(1/α).
-    unit = [b ** (-1 / alpha) for b in beta_values]
+    unit = [b ** (-1 / alpha) for b in weights]
     x = [0.0] * n
     active = set(range(n))
     while active:

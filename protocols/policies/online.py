@@ -113,10 +113,13 @@ class OnlineScheduler:
 
     def key(self, user: int) -> float:
         """The share the rule orders by, lowest first."""
+        if self.rule in ("c-adrf", "naive-adrf"):
+            x = self.dominant_share(user)
+        else:
+            r = 0 if self.rule in ("cpu", "g-cpu") else 1
+            x = self.held[user][r] / self.capacity[r]
         if self.rule in ("cpu", "mem"):
-            return self.held[user][0 if self.rule == "cpu" else 1] / self.capacity[0 if self.rule == "cpu" else 1]
-        x = self.dominant_share(user) if self.rule in ("c-adrf", "naive-adrf") else \
-            self.held[user][0 if self.rule == "g-cpu" else 1] / self.capacity[0 if self.rule == "g-cpu" else 1]
+            return x
         beta = 1.0 if self.beta == "d-max" else max(d / c for d, c in zip(self.latest[user], self.capacity))
         return beta * x ** self.alpha
 
