@@ -132,19 +132,28 @@ def swm(capacity: Sequence[float], demands: Sequence[Sequence[float]], alpha: fl
         raise PolicyInputError("swm needs cvxpy: pip install 'drfemu[optimum]'") from None
     model = AdrfModel.of(capacity, demands)
     d = np.array(model.normalised).T  # resources × users
-    x = cp.Variable(len(model.demands), pos=True)
+    n = len(model.demands)
+    # With caps, solve for y = x / cap in (0, 1]: tiny caps otherwise leave the solver badly
+    # scaled (Clarabel reports "optimal_inaccurate"); U(cap·y) only reweights the terms.
+    scale = np.ones(n) if caps is None else np.array(caps, dtype=float)
+    if not np.all(scale > 0):
+        raise PolicyInputError("every cap must be positive")
+    y = cp.Variable(n, pos=True)
+    weight = scale ** (1 - alpha)
     if alpha == 1:
-        objective = cp.Maximize(cp.sum(cp.log(x)))
+        objective = cp.Maximize(cp.sum(cp.log(y)))
     elif alpha < 1:
-        objective = cp.Maximize(cp.sum(cp.power(x, 1 - alpha)))
+        objective = cp.Maximize(weight @ cp.power(y, 1 - alpha))
+    elif alpha <= 2:
+        objective = cp.Minimize(weight @ cp.power(y, 1 - alpha))
     else:
-        objective = cp.Minimize(cp.pnorm(cp.inv_pos(x), alpha - 1, approx=False) if alpha > 2
-                                else cp.sum(cp.power(x, 1 - alpha)))
-    constraints = [d @ x <= 1]
+        objective = cp.Minimize(cp.pnorm(cp.multiply(weight ** (1 / (alpha - 1)), cp.inv_pos(y)), alpha - 1,
+                                         approx=False))
+    constraints = [(d * scale) @ y <= 1]
     if caps is not None:
-        constraints.append(x <= np.array(caps, dtype=float))
+        constraints.append(y <= 1)
     problem = cp.Problem(objective, constraints)
     problem.solve(solver=cp.CLARABEL)
-    if problem.status not in ("optimal", "optimal_inaccurate") or x.value is None:
+    if problem.status not in ("optimal", "optimal_inaccurate") or y.value is None:
         raise RuntimeError(f"SWM solver ended {problem.status}")
-    return model, tuple(float(v) for v in x.value)
+    return model, tuple(float(v) for v in scale * y.value)
