@@ -27,7 +27,8 @@ from typing import Any
 
 from protocols.policies.online import OnlineScheduler
 
-__all__ = ["Job", "Sample", "SimResult", "load_first_hour_jobs", "offered_load", "simulate"]
+__all__ = ["Job", "Sample", "SimResult", "describe", "load_first_hour_jobs", "offered_load", "relative_rmse",
+           "sample_rmse", "simulate"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.records import load_records
+from experiments.run_params import DEFAULTS
 
 __all__ = ["CASES", "DISTRIBUTED", "NEIGHBOURS", "render", "sweep_rows"]
 
@@ -36,8 +37,6 @@ KEEP = ("protocol", "machines", "users", "neighbors", "status", "end_reason", "a
 
 def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     """The grid's runs among the finished records of a sweep directory (default parameters, seed 1)."""
-    from experiments.run_params import DEFAULTS
-
     rows = []
     shared = {k: v for k, v in DEFAULTS.items() if k not in ("protocol", "machines", "users", "neighbors")}
     shared["case_seed"] = 1

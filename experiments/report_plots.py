@@ -85,8 +85,12 @@ def _ratio(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> bool:
     metric = spec.get("value", "run_time_s")
     numerators = _selected(points, {**where, **spec["numerator"]})
     denominators = _selected(points, {**where, **spec["denominator"]})
-    paired_on = lambda p: tuple(sorted((k, v) for k, v in p.params.items()  # noqa: E731
-                                       if k not in spec["numerator"] and k not in spec["denominator"]))
+
+    def paired_on(p: PointData) -> tuple[tuple[str, Any], ...]:
+        """The declared parameters a numerator and its denominator must share."""
+        return tuple(sorted((k, v) for k, v in p.params.items()
+                            if k not in spec["numerator"] and k not in spec["denominator"]))
+
     by_key = {paired_on(p): p for p in denominators}
     ratios: dict[tuple[Any, Any], list[float]] = {}
     for p in numerators:
