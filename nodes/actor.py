@@ -1,38 +1,48 @@
-"""Actors: private state, a mailbox, one handler per message type, an outbox.
+"""Actors: private state, a mailbox, one handler per message type, an outbox, a port.
 
-An actor never touches the clock, the network or another actor. The runtime keeps its
-mailbox, wakes it once per instant with everything that arrived (`drain`), and afterwards
-moves whatever the handlers put in the outbox. Handlers therefore are plain
-functions of `(state, message, now)` whose only effect besides the actor's own state is
-`self.send(dst, msg)` — which appends to a list — so they can be unit-tested by calling them
-and reading `outbox`, with no event loop at all.
+An actor never touches the clock, the network, the observer or another actor. The runtime
+keeps its mailbox, wakes it once per instant with everything that arrived (`drain`), and
+afterwards moves what the handlers put in the outbox. Besides its own state a handler has
+three effects, each an append to a list the runtime empties:
 
-Handlers are declared with `@handles(MessageType)`; a message of a type the actor has no
-handler for is a programming error and raises `UnhandledMessage`.
+- `send(dst, msg)` — a message to another actor (the outbox);
+- `emit(event)` — a report for whoever observes the run (the port): a task started, a
+  view froze. The node never learns who listens;
+- `wake_at(at, key)` — ask to be woken at virtual time `at` (the port): the runtime calls
+  `on_timer(key, now)` then. A wake-up cannot be cancelled; a node ignores one it no longer
+  needs (e.g. by comparing `key` with its own state).
+
+Handlers therefore are plain functions of `(state, message, now)` and can be unit-tested by
+calling them and reading `outbox` and `port`, with no event loop at all.
+
+Handlers are declared with `protocols.messages.handles`; a message of a type the actor has
+no handler for is a programming error and raises `UnhandledMessage`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, ClassVar
 
-__all__ = ["Actor", "UnhandledMessage", "handles"]
-
-F = TypeVar("F", bound=Callable[..., None])
+__all__ = ["Actor", "UnhandledMessage", "WakeUp"]
 
 
 class UnhandledMessage(TypeError):
     """An actor received a message type it declares no handler for."""
 
 
-def handles(*message_types: type) -> Callable[[F], F]:
-    """Mark a method `(self, msg, now) -> None` as the handler of `message_types`."""
+class WakeUp:
+    """A node's request to be woken at `at` (seconds) with `key` (see `Actor.wake_at`)."""
 
-    def mark(fn: F) -> F:
-        fn.__handles__ = message_types  # type: ignore[attr-defined]
-        return fn
+    __slots__ = ("actor", "at", "key")
 
-    return mark
+    def __init__(self, actor: int, at: float, key: Hashable) -> None:
+        self.actor = actor
+        self.at = at
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"WakeUp(actor={self.actor}, at={self.at!r}, key={self.key!r})"
 
 
 class Actor:
@@ -42,7 +52,7 @@ class Actor:
     is called by the runtime's tick driver for actors registered as tickers.
     """
 
-    __slots__ = ("id", "outbox")
+    __slots__ = ("id", "outbox", "port")
     DISPATCH: ClassVar[dict[type, Callable[[Any, Any, float], None]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -57,10 +67,23 @@ class Actor:
     def __init__(self, actor_id: int) -> None:
         self.id = actor_id
         self.outbox: list[tuple[int, Any]] = []
+        self.port: list[Any] = []  # events and wake-ups; the runtime swaps in its own list
 
     def send(self, dst: int, msg: Any) -> None:
         """Queue `msg` for actor `dst`; the runtime moves it after this wake-up."""
         self.outbox.append((dst, msg))
+
+    def emit(self, event: Any) -> None:
+        """Report `event` to the run's observers (the runtime publishes it after this wake-up)."""
+        self.port.append(event)
+
+    def wake_at(self, at: float, key: Hashable) -> None:
+        """Ask to be woken at virtual time `at` (seconds; not before the current instant)."""
+        self.port.append(WakeUp(self.id, at, key))
+
+    def on_timer(self, key: Any, now: float) -> None:
+        """Called at the time a `wake_at(…, key)` asked for."""
+        raise NotImplementedError(f"{type(self).__name__} asked to be woken but has no on_timer")
 
     def receive(self, msg: Any, now: float) -> None:
         """Handle one message now."""
@@ -97,3 +120,9 @@ class Actor:
         out = self.outbox
         self.outbox = []
         return out
+
+    def take_port(self) -> list[Any]:
+        """Return and clear what the handlers emitted and the wake-ups they asked for."""
+        port = self.port[:]
+        self.port.clear()
+        return port

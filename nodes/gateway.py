@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from nodes.actor import Actor, handles
-from nodes.messages import ServerReply, ServerRequest
+from nodes.actor import Actor
+from protocols.messages import ServerReply, ServerRequest, handles
 
 __all__ = ["GATEWAY_MODES", "Gateway", "draw_homes"]
 

@@ -16,6 +16,7 @@ Decision (the thesis leaves `adr` and `overhead` symbolic): 8-byte numbers, 6-by
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections import Counter
@@ -46,17 +47,20 @@ def to_us(seconds: float) -> int:
     return int(round(seconds * US_PER_S))
 
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs)?\s*$")
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs)\s*$")
 
 
 def parse_duration(text: str) -> float:
-    """Parse '1ms', '0.5 s', '250us' or a bare number of seconds into seconds."""
+    """Parse '1ms', '0.5 s' or '250us' into seconds. A unit is required: a bare '100' is refused
+    rather than guessed."""
     match = _DURATION.match(text)
     if not match:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 100ms, 0.1s, 250us)")
-    value = float(match.group(1))
-    unit = match.group(2) or "s"
-    return value * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}[unit]
+        hint = " (a unit is required)" if re.fullmatch(r"\s*[0-9.eE+-]+\s*", text) else ""
+        raise ValueError(f"not a duration: {text!r}{hint}; use e.g. 100ms, 0.1s, 250us")
+    value = float(match.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}[match.group(2)]
+    if not math.isfinite(value) or value > 1e12:
+        raise ValueError(f"duration {text!r} is out of range (at most 1e12 s)")
+    return value
 
 
 class LatencyModel(Protocol):

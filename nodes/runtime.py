@@ -13,6 +13,12 @@ Design (SPEC §2, "Speed"):
   re-arms itself at `k · period` (never by accumulating floats) and calls its action on
   every actor of the driver in registration order (`every`, `start_ticks`).
 
+Nodes report through their port (`Actor.emit`, `Actor.wake_at`): the runtime gives every
+actor the same port list and empties it after every delivery phase, periodic driver and
+timer — a wake-up becomes a timer calling the node's `on_timer(key, now)`, any other item is
+an event handed, in emission order, to the handlers `subscribe`d to its type. Observers
+(the harness) thus learn what happened without any node holding a reference to them.
+
 A run ends when something calls `stop(result)`: `finished` (an asyncio future) then holds
 `result`. An exception raised by any handler, tick or timer stops the runtime and is set on
 `finished`, so it surfaces where the run is awaited instead of being logged by the loop.
@@ -26,7 +32,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from nodes.actor import Actor
+from nodes.actor import Actor, WakeUp
 from nodes.network import US_PER_S, Network, to_us
 
 __all__ = ["Periodic", "Runtime"]
@@ -39,6 +45,19 @@ class _Instant:
         self.deliveries: list[tuple[int, Any]] = []
         self.periodic: list[Periodic] = []
         self.timers: list[tuple[Actor | None, Callable[[float], None]]] = []
+
+
+class _Wake:
+    """The timer callback of a node's wake-up."""
+
+    __slots__ = ("actor", "key")
+
+    def __init__(self, actor: Actor, key: Any) -> None:
+        self.actor = actor
+        self.key = key
+
+    def __call__(self, now: float) -> None:
+        self.actor.on_timer(self.key, now)
 
 
 def _call_on_tick(actor: Actor, now: float) -> None:
@@ -97,12 +116,16 @@ class Periodic:
                         actor.outbox.clear()
                 if batch:
                     runtime._post(batch)
+                if runtime._port:
+                    runtime._drain_port()
             else:
                 flush = runtime._flush
                 for actor in self.actors:
                     action(actor, now)
                     if actor.outbox:
                         flush(actor)
+                if runtime._port:
+                    runtime._drain_port()
         runtime.timer_events += len(self.actors)
         for hook in self.hooks:
             hook(now, self.count)
@@ -121,6 +144,11 @@ class Runtime:
         self.network = network
         self.actors: list[Actor] = list(actors)
         self._mailboxes: list[list[Any]] = [[] for _ in self.actors]
+        self._port: list[Any] = []
+        for actor in self.actors:
+            self._port += actor.port  # anything a node emitted or asked for before the run
+            actor.port = self._port
+        self._subscribers: dict[type, list[Callable[[Any], None]]] = {}
         self._inline_drain = [type(actor).drain is Actor.drain for actor in self.actors]
         self.now_us = to_us(loop.time())
         self.delivered = 0
@@ -150,6 +178,24 @@ class Runtime:
         """Run `callback(now)` at time `at` (seconds); then flush `actor`'s outbox if given."""
         at_us = max(to_us(at), self.now_us)
         self._instant(at_us).timers.append((actor, callback))
+
+    def subscribe(self, event_type: type, handler: Callable[[Any], None]) -> None:
+        """Call `handler(event)` for every event of `event_type` a node emits, in emission order."""
+        self._subscribers.setdefault(event_type, []).append(handler)
+
+    def _drain_port(self) -> None:
+        """Arm the wake-ups nodes asked for and publish their events."""
+        items = self._port[:]
+        self._port.clear()
+        subscribers = self._subscribers
+        for item in items:
+            if item.__class__ is WakeUp:
+                actor = self.actors[item.actor]
+                at_us = max(to_us(item.at), self.now_us)
+                self._instant(at_us).timers.append((actor, _Wake(actor, item.key)))
+            else:
+                for handler in subscribers.get(item.__class__, ()):
+                    handler(item)
 
     def every(
         self,
@@ -235,6 +281,8 @@ class Runtime:
         """Send what `actor` queued outside a handler (e.g. at start-up) now."""
         if actor.outbox:
             self._flush(actor)
+        if self._port:
+            self._drain_port()
 
     def _run_instant(self, at_us: int) -> None:
         instant = self._instants.pop(at_us)
@@ -287,6 +335,8 @@ class Runtime:
                         actor.outbox.clear()
             if batch:
                 self._post(batch)
+            if self._port:
+                self._drain_port()
         periodic = instant.periodic
         if periodic:
             if len(periodic) > 1:
@@ -302,6 +352,8 @@ class Runtime:
             self.timer_events += 1
             if owner is not None and owner.outbox:
                 self._flush(owner)
+            if self._port:
+                self._drain_port()
 
     @property
     def pending_instants(self) -> int:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodes.actor import Actor, handles
-from nodes.messages import Accept, Decline, Launch, Proposal, TaskRequest
+from nodes.actor import Actor
 from protocols.central import CentralRule, PendingTask
 from protocols.cluster import ClusterView
+from protocols.messages import Accept, Decline, Launch, Proposal, TaskRequest, handles
 from protocols.resources import Vector
 
 __all__ = ["CentralScheduler"]

@@ -1,122 +1,101 @@
-"""Resource nodes that allocate: the server roles of the distributed protocols (SPEC §3–4).
+"""The resource node of the distributed protocols: an overlay peer with a capacity that
+allocates, driven by its protocol's rule (SPEC §3–4).
 
-`AllocatingServer` is an overlay peer (Cyclon and gradient, `overlay.peer`) with a capacity.
+`ServerNode` owns what every distributed protocol shares: capacity and reservations, the
+handshake's proposals, placement walks (`protocols.placement`), the users homed on it
+(`protocols.homes`: their shares, saturation marks, the eq. 4.2 utility it keeps in its
+gradient) and the wake-ups that retry a saturated user's walk. What to allocate, and when,
+is its rule's (`protocols.rule.ServerRule`): the server calls the rule at every tick and
+hands it the messages the rule declares handlers for.
+
 It proposes tasks to their users, reserving the demand at once, so two proposals can never
-oversubscribe it; an `Accept` starts the task (and tells the harness), a `Decline` gives the
-reservation back. **Placement** (SPEC §4): a server that decides to allocate a task it has no
-room for sends it on a walk over its Cyclon neighbours; the first server on the walk with
-room proposes it. Decisions the thesis leaves open:
-- the walk never visits a server twice: it carries the servers it visited and its
-  *frontier*, the not-yet-visited servers named in the Cyclon views of the servers it
-  visited; each hop goes to a uniformly random frontier server. Every hop therefore reaches
-  a new server, and a walk of `|S| − 1` hops has tried every server the Cyclon graph
-  connects. A plain random walk (each hop to a random neighbour of the current server) of
-  `|S|` hops saw only about 90 % of the servers on the Google cases, and the users whose
-  walks missed the last servers with room were marked saturated while room existed: DGDRF
-  then made errors (0.2 % on 60 machines × 12 users) and runs ended with capacity unused;
-- it is bounded by `walk_ttl` hops (default: the number of servers); out of hops, or out of
-  frontier, it reports `WalkFailed` to the task's home server.
+oversubscribe it, and refuses (`CapacityViolation`) to propose what does not fit; an
+`Accept` starts the task and reports `TaskAllocated`, a `Decline` gives the reservation
+back. Everything it knows came in its constructor (its parameters, its own random streams),
+its mailbox and its wake-ups; everything it does leaves as messages, events and counters.
 
-`HomeServer` adds the users homed on the server (the `home` gateway, SPEC §3): the `G_i`
-each last reported (a user's share travels with its tasks), its pending task, and whether
-that task is out being placed ("busy": a user has one task at a time). Its utility is eq.
-4.2, `−min G_i` over its users, `−∞` without any. A failed walk marks the user *saturated*
-(`mark_saturated`, on by default): it then counts as `+∞` in that minimum, so a user that
-cannot grow does not hold up the rest (thesis ch. 6). Decision: a bounded walk can miss the
-last servers with room, so the home retries a marked user's walk in the background after
-`saturation_retry` seconds (the runner's default: 50 ticks), doubling the wait after every
-further failure. The user stays marked meanwhile — it does not reappear in the utility,
-which would pull the gradient's centre back to it every time — and a retry that finds room
-places the task; the user's next task then reports its new share and ends the mark.
-
-Protocol rules subclass these and implement `on_tick`; they read only their own state and
-what their messages told them.
+`server_class(rule)` is the node class of one protocol: `ServerNode` with the rule's message
+handlers added to its dispatch table (made once per rule class).
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterable, Mapping
-from typing import ClassVar
+import functools
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
-from nodes.actor import handles
-from nodes.messages import Accept, Decline, Proposal, TaskRequest, TaskStarted, WalkFailed, WalkTask
-from nodes.monitor import AllocationMonitor
+from nodes.overlay_peer import OverlayPeer
+from nodes.streams import NodeStreams
 from overlay.gradient import NEG_INF
-from overlay.peer import OverlayPeer
+from protocols.events import TaskAllocated
+from protocols.homes import HomeUser, HomeUsers
+from protocols.messages import (
+    Accept,
+    Decline,
+    Proposal,
+    TaskRequest,
+    TaskStarted,
+    WalkFailed,
+    WalkTask,
+    handles,
+)
+from protocols.placement import walk_step
 from protocols.resources import CapacityViolation, Vector, fits, give, take
+from protocols.rule import ServerRule
 
-__all__ = ["AllocatingServer", "HomeServer", "HomeUser", "PlacementStats"]
+__all__ = ["PLACEMENT_COUNTERS", "ServerNode", "server_class"]
 
-INF = float("inf")
-
-
-class PlacementStats:
-    """Counters shared by all servers of a run (the emulator reads them; nodes never do)."""
-
-    __slots__ = ("local", "walks", "walk_hops", "walks_placed", "walks_failed", "saturation_marks", "retries",
-                 "proposals", "declined")
-
-    def __init__(self) -> None:
-        self.local = 0
-        self.walks = 0
-        self.walk_hops = 0
-        self.walks_placed = 0
-        self.walks_failed = 0
-        self.saturation_marks = 0
-        self.retries = 0
-        self.proposals = 0
-        self.declined = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__slots__}
+PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_failed", "saturation_marks", "retries",
+                      "proposals", "declined")
+_RETRY = "retry"
 
 
-class AllocatingServer(OverlayPeer):
-    """A server that proposes tasks to users and places them locally or by a walk.
+class ServerNode(OverlayPeer):
+    """A server that proposes tasks to users and places them locally or by a walk."""
 
-    `TICKS_ALL` says whether every server of the protocol needs the allocation tick (or only
-    those with users); `counters()` are the protocol's own figures for the result document.
-    """
-
-    TICKS_ALL: ClassVar[bool] = True
-
-    __slots__ = ("capacity", "free", "monitor", "stats", "walk_ttl", "choices", "neighbours", "_reserved")
+    __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbours", "placement", "_walk_rng",
+                 "_streams", "_reserved")
 
     def __init__(
         self,
         actor_id: int,
         capacity: Vector,
-        monitor: AllocationMonitor,
-        stats: PlacementStats,
+        rule: ServerRule,
+        homed: Mapping[int, float],
+        streams: NodeStreams,
         *,
         view_size: int,
         cyclon_size: int,
         shuffle_length: int,
-        overlay_rng: random.Random,
-        choices: random.Random,
         walk_ttl: int,
-        max_age: float = INF,
+        max_age: float = float("inf"),
+        mark_saturated: bool = True,
+        saturation_retry: float = float("inf"),
     ) -> None:
-        super().__init__(actor_id, view_size, cyclon_size, shuffle_length, overlay_rng, NEG_INF, max_age)
+        """`homed` maps each user homed here to its task share `s_i`; `streams` are this node's own."""
+        super().__init__(actor_id, view_size, cyclon_size, shuffle_length, streams.python("overlay"), NEG_INF, max_age)
         self.capacity = capacity
         self.free = list(capacity)
-        self.monitor = monitor
-        self.stats = stats
+        self.rule = rule
+        self.homes = HomeUsers(homed, mark_saturated, saturation_retry)
         self.walk_ttl = walk_ttl
-        self.choices = choices  # this server's protocol choices (walk steps, ...)
-        self.neighbours: list[int] = []  # a fixed neighbour set, for protocols that use one
+        self.neighbours: list[int] = []  # a fixed neighbour set, for rules that use one
+        self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
+        self._streams = streams
+        self._walk_rng = None  # this node's walk stream, made at its first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
+        self.gradient.set_utility(self.homes.utility())
 
-    def set_neighbours(self, neighbours: Iterable[int]) -> None:
-        """Fix this server's neighbour set (protocols that use one)."""
+    def start(self, neighbours: Sequence[int] = ()) -> None:
+        """Set the fixed neighbour set the bootstrap drew (if the protocol uses one) and start the rule."""
         self.neighbours = list(neighbours)
+        self.rule.start(self)
 
     def counters(self) -> dict[str, int]:
-        """Protocol-specific counts, summed over servers into the result's `overlay` section."""
-        return {}
+        """The rule's figures for the result's `overlay` section."""
+        return self.rule.counters()
 
-    # -- capacity and the handshake -------------------------------------------------------
+    # -- what the rule calls --------------------------------------------------------------
     def fits(self, demand: Vector) -> bool:
         return fits(demand, self.free, self.capacity)
 
@@ -127,169 +106,102 @@ class AllocatingServer(OverlayPeer):
                                     f"with only {tuple(self.free)} free")
         take(self.free, demand)
         self._reserved[(user, task)] = demand
-        self.stats.proposals += 1
+        self.placement["proposals"] += 1
         self.send(user, Proposal(task, self.id))
 
-    @handles(Accept)
-    def on_accept(self, msg: Accept, now: float) -> None:
-        demand = self._reserved.pop((msg.user, msg.task))
-        self.monitor.on_allocation(now, self.id, msg.user, msg.task, demand)
-        self.send(msg.user, TaskStarted(msg.task, self.id))
-
-    @handles(Decline)
-    def on_decline(self, msg: Decline, now: float) -> None:
-        give(self.free, self._reserved.pop((msg.user, msg.task)))
-        self.stats.declined += 1
-
-    # -- placement ------------------------------------------------------------------------
-    def place(self, user: int, task: int, demand: Vector, home: int) -> None:
-        """Place a task this server decided to allocate: here if it fits, else by a walk."""
-        if fits(demand, self.free, self.capacity):
-            self.stats.local += 1
-            self.propose(user, task, demand)
-        else:
-            self.stats.walks += 1
-            self._step(WalkTask(user, task, demand, home, 0, (self.id,), ()))
-
-    @handles(WalkTask)
-    def on_walk(self, msg: WalkTask, now: float) -> None:
-        if fits(msg.demand, self.free, self.capacity):
-            self.stats.walks_placed += 1
-            self.propose(msg.user, msg.task, msg.demand)
-        else:
-            self._step(msg)
-
-    def _step(self, walk: WalkTask) -> None:
-        """Send the walk on to a random frontier server, or report that it found no room."""
-        visited, frontier = walk.visited, walk.frontier
-        known = set(visited)
-        known.update(frontier)
-        frontier += tuple(node for node in self.cyclon.entries if node not in known)
-        if walk.hops >= self.walk_ttl or not frontier:
-            self.stats.walks_failed += 1
-            self.send(walk.home, WalkFailed(walk.user, walk.task))
-            return
-        k = int(self.choices.random() * len(frontier))
-        nxt = frontier[k]
-        self.stats.walk_hops += 1
-        self.send(nxt, WalkTask(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited + (nxt,),
-                                frontier[:k] + frontier[k + 1:]))
-
-
-class HomeUser:
-    """What a home server knows of one of its users."""
-
-    __slots__ = ("share", "task_share", "pending", "busy", "saturated", "retry_at", "retry_wait")
-
-    def __init__(self, task_share: float) -> None:
-        self.share = 0.0  # G_i as the user last reported it
-        self.task_share = task_share  # s_i: what one more task adds to G_i
-        self.pending: TaskRequest | None = None  # the user's current task, once it arrived
-        self.busy = False  # that task is out being placed
-        self.saturated = False  # marked saturated: counts as +∞
-        self.retry_at = INF  # when a marked user's walk is tried again
-        self.retry_wait = 0.0  # the wait before the next retry after a failure
-
-    def idle(self) -> bool:
-        """The user has a task here that is not already being placed."""
-        return self.pending is not None and not self.busy
-
-
-class HomeServer(AllocatingServer):
-    """A server with users homed on it; keeps its gradient utility at eq. 4.2."""
-
-    TICKS_ALL: ClassVar[bool] = False  # a server without users has no one to allocate for
-
-    __slots__ = ("users", "mark_saturated", "saturation_retry", "_saturated")
-
-    def __init__(
-        self,
-        actor_id: int,
-        capacity: Vector,
-        monitor: AllocationMonitor,
-        stats: PlacementStats,
-        homed: Mapping[int, float],
-        *,
-        mark_saturated: bool = True,
-        saturation_retry: float = INF,
-        **overlay: object,
-    ) -> None:
-        """`homed` maps each user homed here to its task share `s_i` (the home knows `C`)."""
-        super().__init__(actor_id, capacity, monitor, stats, **overlay)  # type: ignore[arg-type]
-        self.users = {user: HomeUser(share) for user, share in sorted(homed.items())}
-        self.mark_saturated = mark_saturated
-        self.saturation_retry = saturation_retry
-        self._saturated = 0
-        self.gradient.set_utility(self.utility())
-
-    # -- what the server reports ----------------------------------------------------------
-    def counted(self) -> Iterable[tuple[int, HomeUser]]:
-        """Users that count in the minimum share (not marked saturated)."""
-        return ((u, r) for u, r in self.users.items() if not r.saturated)
-
-    def min_share(self) -> float:
-        """`min G_i` over the counted users; `+∞` when there are none."""
-        return min((r.share for _, r in self.counted()), default=INF)
-
-    def utility(self) -> float:
-        """Eq. 4.2: `−min G_i`, `−∞` for a server without (counted) users."""
-        return -self.min_share()
-
-    def lowest(self) -> tuple[int, HomeUser] | None:
-        """The counted user with the lowest `(G_i, id)`, or None."""
-        return min(self.counted(), key=lambda item: (item[1].share, item[0]), default=None)
-
-    def _changed(self) -> None:
-        self.gradient.set_utility(self.utility())
-
-    # -- users' tasks ---------------------------------------------------------------------
-    @handles(TaskRequest)
-    def on_task_request(self, msg: TaskRequest, now: float) -> None:
-        record = self.users.get(msg.user)
-        if record is None:
-            raise ValueError(f"server {self.id} got a task from user {msg.user}, which is not homed here")
-        record.share = msg.share
-        record.pending = msg
-        record.busy = False
-        self._unmark(record)
-        self._changed()
-
     def allocate(self, user: int, record: HomeUser) -> None:
-        """Allocate the user's pending task: place it here or send it walking."""
+        """Allocate a homed user's pending task: place it here or send it walking."""
         task = record.pending
         assert task is not None and not record.busy, "allocate() needs an idle user"
         record.busy = True
         self.place(user, task.task, task.demand, self.id)
 
+    def place(self, user: int, task: int, demand: Vector, home: int) -> None:
+        """Place a task this server decided to allocate: here if it fits, else by a walk."""
+        if fits(demand, self.free, self.capacity):
+            self.placement["local"] += 1
+            self.propose(user, task, demand)
+        else:
+            self.placement["walks"] += 1
+            self._step(WalkTask(user, task, demand, home, 0, (self.id,), ()))
+
+    def fix_neighbours(self, neighbours: Sequence[int], now: float) -> None:
+        """Fix the neighbour set and stop starting gradient exchanges (ddrf-gradient's freeze)."""
+        self.neighbours = list(neighbours)
+        self.gossip_gradient = False
+
+    # -- the handshake --------------------------------------------------------------------
+    @handles(Accept)
+    def on_accept(self, msg: Accept, now: float) -> None:
+        demand = self._reserved.pop((msg.user, msg.task))
+        self.emit(TaskAllocated(now, self.id, msg.user, msg.task, demand))
+        self.send(msg.user, TaskStarted(msg.task, self.id))
+
+    @handles(Decline)
+    def on_decline(self, msg: Decline, now: float) -> None:
+        give(self.free, self._reserved.pop((msg.user, msg.task)))
+        self.placement["declined"] += 1
+
+    # -- homed users ----------------------------------------------------------------------
+    @handles(TaskRequest)
+    def on_task_request(self, msg: TaskRequest, now: float) -> None:
+        self.homes.task_arrived(msg)
+        self.gradient.set_utility(self.homes.utility())
+
     @handles(WalkFailed)
     def on_walk_failed(self, msg: WalkFailed, now: float) -> None:
-        record = self.users[msg.user]
-        if record.pending is None or record.pending.task != msg.task:
-            return
-        record.busy = False
-        if not self.mark_saturated:
-            return
-        if record.saturated:
-            record.retry_wait *= 2
+        newly, retry_at = self.homes.walk_failed(msg.user, msg.task, now)
+        if newly:
+            self.placement["saturation_marks"] += 1
+            self.gradient.set_utility(self.homes.utility())
+        if retry_at is not None:
+            self.wake_at(retry_at, (_RETRY, msg.user, msg.task))
+
+    def on_timer(self, key: Any, now: float) -> None:
+        if key[0] == _RETRY:
+            _, user, task = key
+            if self.homes.retry_due(user, task):
+                self.placement["retries"] += 1
+                self.allocate(user, self.homes.records[user])
         else:
-            record.saturated = True
-            record.retry_wait = self.saturation_retry
-            self._saturated += 1
-            self.stats.saturation_marks += 1
-            self._changed()
-        record.retry_at = now + record.retry_wait
+            self.rule.on_timer(self, key[1], now)
 
-    def _unmark(self, record: HomeUser) -> None:
-        if record.saturated:
-            record.saturated = False
-            record.retry_at = INF
-            self._saturated -= 1
+    def wake_rule_at(self, at: float, key: Hashable) -> None:
+        """A wake-up for the rule (its `on_timer` gets `key`)."""
+        self.wake_at(at, ("rule", key))
 
-    def retry_saturated(self, now: float) -> None:
-        """Walk again for marked users whose retry is due (call at the start of a tick)."""
-        if not self._saturated:
-            return
-        for user, record in self.users.items():
-            if record.saturated and record.retry_at <= now and record.idle():
-                self.stats.retries += 1
-                self.allocate(user, record)
+    # -- walks ----------------------------------------------------------------------------
+    @handles(WalkTask)
+    def on_walk(self, msg: WalkTask, now: float) -> None:
+        if fits(msg.demand, self.free, self.capacity):
+            self.placement["walks_placed"] += 1
+            self.propose(msg.user, msg.task, msg.demand)
+        else:
+            self._step(msg)
+
+    def _step(self, walk: WalkTask) -> None:
+        if self._walk_rng is None:
+            self._walk_rng = self._streams.python("walk")
+        dst, message = walk_step(walk, self.cyclon.entries, self.walk_ttl, self._walk_rng)
+        self.placement["walks_failed" if message.__class__ is WalkFailed else "walk_hops"] += 1
+        self.send(dst, message)
+
+    # -- the tick -------------------------------------------------------------------------
+    def on_tick(self, now: float) -> None:
+        self.rule.on_tick(self, now)
+
+
+def _to_rule(handler: Callable[..., None]) -> Callable[[ServerNode, Any, float], None]:
+    def dispatch(node: ServerNode, msg: Any, now: float) -> None:
+        handler(node.rule, node, msg, now)
+
+    return dispatch
+
+
+@functools.cache
+def server_class(rule: type[ServerRule]) -> type[ServerNode]:
+    """The node class of servers run by `rule`: the rule's handlers join the dispatch table
+    (a rule's handler for a message the server also handles, such as `TaskRequest`, wins)."""
+    cls = type(f"{rule.__name__}Server", (ServerNode,), {"__slots__": (), "__module__": __name__})
+    cls.DISPATCH = {**ServerNode.DISPATCH, **{t: _to_rule(h) for t, h in rule.HANDLERS.items()}}
+    return cls

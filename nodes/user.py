@@ -8,8 +8,17 @@ adds one task to its allocation (`G_i = n_i · s_i`) and starts the next task.
 
 from __future__ import annotations
 
-from nodes.actor import Actor, handles
-from nodes.messages import Accept, Decline, Proposal, ServerReply, ServerRequest, TaskRequest, TaskStarted
+from nodes.actor import Actor
+from protocols.messages import (
+    Accept,
+    Decline,
+    Proposal,
+    ServerReply,
+    ServerRequest,
+    TaskRequest,
+    TaskStarted,
+    handles,
+)
 from protocols.resources import Vector, dominant_share
 
 __all__ = ["UserNode"]

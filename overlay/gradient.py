@@ -180,6 +180,19 @@ class Gradient:
         view = self.view
         return not view or view[0] < (self.utility, self.me)
 
+    def members(self) -> frozenset[int]:
+        """The nodes in the current view."""
+        return frozenset(map(NODE, self.view))
+
+    def validation_set(self) -> tuple[int, frozenset[int]]:
+        """Centre validation (thesis §3.3.1) from this node: its lowest neighbour `p` and the set
+        `p` must hold to confirm, `(view \\ {p}) ∪ {me}`. Needs a non-empty view."""
+        return validation_set(self.me, self.view)
+
+    def acknowledges(self, proposed: frozenset[int]) -> bool:
+        """Would this node confirm a centre's validation set (its view equals `proposed`)?"""
+        return acknowledges(self.view, proposed)
+
     def peek(self) -> list[Descriptor]:
         """The view the next read would produce, without merging (for observers)."""
         if not (self._pending or self._stale):

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import networkx as nx
 import numpy as np
 
-from overlay.gradient import acknowledges, is_above, validation_set
+from overlay.cyclon import Cyclon
+from overlay.gradient import Gradient, acknowledges, is_above, validation_set
 from overlay.messages import Descriptor
-from overlay.peer import OverlayPeer
 
 __all__ = [
     "CentreStatus",
@@ -56,8 +56,18 @@ class OverlaySnapshot:
     view_size: int
 
 
-def snapshot(peers: Sequence[OverlayPeer]) -> OverlaySnapshot:
-    """Read all peers (ids must be 0..n−1 in order) without changing any of them."""
+class _Peer(Protocol):
+    """What the observer reads of a peer (`nodes.overlay_peer.OverlayPeer`)."""
+
+    cyclon: Cyclon
+    gradient: Gradient
+
+
+def snapshot(peers: Sequence[_Peer]) -> OverlaySnapshot:
+    """Read all peers (ids must be 0..n−1 in order) without changing any of them.
+
+    This is the emulator-side observer of the overlay-only study (global knowledge, read
+    between rounds); allocation runs never use it on their nodes."""
     return OverlaySnapshot(
         utilities=tuple(p.gradient.utility for p in peers),
         cyclon=tuple(tuple(p.cyclon.neighbours()) for p in peers),

@@ -7,23 +7,34 @@ asks every neighbour for its current minimum share; the request carries the send
 value, which the receiver records too (Algorithm 5's `ONRESOURCEUPDATEREQ`), so knowledge
 flows both ways along a link. A server reports `+∞` when it has no counted users.
 
-The neighbour set is fixed for the run: `P` uniformly random servers (`ddrf-random`), or the
-gradient views once the overlay has converged at start (`ddrf-gradient`; the runner freezes
-it). Decision: only servers with users tick and poll — the thesis notes the others need not
+The neighbour set is fixed while the server allocates: `P` uniformly random servers
+(`ddrf-random`), or the server's own gradient view once it has settled (`ddrf-gradient`).
+Decision: only servers with users allocate and poll — the thesis notes the others need not
 (§4.3) — so the measured cost is `2·|homes|·P` messages a tick against eq. 4.3's worst case
 `2·|S|·P`.
+
+**ddrf-gradient's freeze is a node-local rule.** The thesis freezes the gradient "once
+converged", which only an observer with global knowledge can tell. Here every server runs
+the gradient from the start and, at each tick, compares its view's members with the tick
+before: once they have stayed the same for `freeze_after` ticks (or `warmup_cap` ticks have
+passed), it fixes them as its neighbour set, stops starting gradient exchanges (it still
+answers them) and reports `NeighboursFixed`. A server with users allocates only once it has
+frozen. Every server ticks under `ddrf-gradient` (a server without users only to freeze).
+The result reports when the last server with users froze and how many froze on their ideal
+view (measured by the observer, never used by the nodes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import ClassVar
 
-from nodes.actor import handles
-from nodes.messages import message
-from nodes.server import INF, HomeServer
+from protocols.events import NeighboursFixed
+from protocols.homes import INF
+from protocols.messages import handles, message
+from protocols.params import Kind, Param
+from protocols.rule import Server, ServerRule
 
-__all__ = ["DdrfServer", "MinShareReply", "MinShareRequest"]
+__all__ = ["DdrfGradientRule", "DdrfRule", "MinShareReply", "MinShareRequest"]
 
 
 @message
@@ -44,38 +55,77 @@ class MinShareReply:
     WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
-class DdrfServer(HomeServer):
-    """A DDRF home server; `neighbours` is set by the runner (random, or the frozen gradient)."""
+class DdrfRule(ServerRule):
+    """DDRF over the server's fixed `neighbours`."""
 
-    __slots__ = ("reported", "active")
+    __slots__ = ("reported",)
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self) -> None:
         self.reported: dict[int, float] = {}
-        self.active = True  # ddrf-gradient: False until the overlay is frozen
 
-    def set_neighbours(self, neighbours: Iterable[int]) -> None:
-        super().set_neighbours(neighbours)
-        self.reported = {n: INF for n in self.neighbours}
+    def start(self, server: Server) -> None:
+        self.reported = {n: INF for n in server.neighbours}
 
-    def on_tick(self, now: float) -> None:
-        if not self.active:
+    def on_tick(self, server: Server, now: float) -> None:
+        homes = server.homes
+        if not homes:
             return
-        self.retry_saturated(now)
         bound = min(self.reported.values(), default=INF)  # eq. 3.8 as Algorithm 5 tests it: G_i ≤ bound
-        for user, record in sorted(self.counted(), key=lambda item: (item[1].share, item[0])):
+        for user, record in sorted(homes.counted(), key=lambda item: (item[1].share, item[0])):
             if record.idle() and record.share <= bound:
-                self.allocate(user, record)
+                server.allocate(user, record)
                 break
-        request = MinShareRequest(self.id, self.min_share())
-        for neighbour in self.neighbours:
-            self.send(neighbour, request)
+        request = MinShareRequest(server.id, homes.min_share())
+        for neighbour in server.neighbours:
+            server.send(neighbour, request)
 
     @handles(MinShareRequest)
-    def on_min_share_request(self, msg: MinShareRequest, now: float) -> None:
+    def on_min_share_request(self, server: Server, msg: MinShareRequest, now: float) -> None:
         self.reported[msg.sender] = msg.share
-        self.send(msg.sender, MinShareReply(self.id, self.min_share()))
+        server.send(msg.sender, MinShareReply(server.id, server.homes.min_share()))
 
     @handles(MinShareReply)
-    def on_min_share_reply(self, msg: MinShareReply, now: float) -> None:
+    def on_min_share_reply(self, server: Server, msg: MinShareReply, now: float) -> None:
         self.reported[msg.sender] = msg.share
+
+
+class DdrfGradientRule(DdrfRule):
+    """DDRF over the server's gradient view, frozen by the node-local rule above."""
+
+    PARAMS = (
+        Param("freeze_after", Kind.INT, 20, "ddrf-gradient: a server freezes its gradient view once it has not "
+              "changed for this many ticks.", ge=1, unit="ticks", echo="freeze_after_ticks"),
+        Param("warmup_cap", Kind.INT, 500, "ddrf-gradient: a server freezes its view after this many ticks even "
+              "if it still changes.", ge=1, unit="ticks", echo="warmup_cap_ticks"),
+    )
+    TICKS_ALL = True
+
+    __slots__ = ("freeze_after", "warmup_cap", "frozen", "_ticks", "_stable", "_members")
+
+    def __init__(self, freeze_after: int = 20, warmup_cap: int = 500) -> None:
+        super().__init__()
+        self.freeze_after = freeze_after
+        self.warmup_cap = warmup_cap
+        self.frozen = False
+        self._ticks = 0
+        self._stable = 0
+        self._members: frozenset[int] = frozenset()
+
+    def on_tick(self, server: Server, now: float) -> None:
+        if not self.frozen:
+            self._ticks += 1
+            members = server.gradient.members()
+            if members == self._members:
+                self._stable += 1
+            else:
+                self._members, self._stable = members, 0
+            if self._stable < self.freeze_after and self._ticks < self.warmup_cap:
+                return
+            self.frozen = True
+            server.fix_neighbours([d[1] for d in server.gradient.view], now)
+            self.start(server)
+            server.emit(NeighboursFixed(now, server.id, tuple(server.neighbours)))
+        super().on_tick(server, now)
+
+    def counters(self) -> dict[str, int]:
+        return {"frozen_servers": int(self.frozen)}

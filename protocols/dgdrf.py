@@ -20,12 +20,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from nodes.actor import handles
-from nodes.messages import message
-from nodes.server import HomeServer
-from overlay.gradient import acknowledges, validation_set
+from protocols.messages import handles, message
+from protocols.rule import Server, ServerRule
 
-__all__ = ["CentreAck", "CentreCheck", "DgdrfServer"]
+__all__ = ["CentreAck", "CentreCheck", "DgdrfRule"]
 
 
 @message
@@ -47,43 +45,41 @@ class CentreAck:
     WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
-class DgdrfServer(HomeServer):
-    """A DGDRF server."""
+class DgdrfRule(ServerRule):
+    """A DGDRF server's rule."""
 
     __slots__ = ("checks", "_awaiting")
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self) -> None:
         self.checks = 0  # validations started
         self._awaiting = -1  # the number of the check whose acknowledgement would count
 
     def counters(self) -> dict[str, int]:
         return {"centre_checks": self.checks}
 
-    def on_tick(self, now: float) -> None:
-        self.retry_saturated(now)
-        lowest = self.lowest()
-        if lowest is None or not lowest[1].idle() or not self.gradient.believes_centre():
+    def on_tick(self, server: Server, now: float) -> None:
+        lowest = server.homes.lowest()
+        gradient = server.gradient
+        if lowest is None or not lowest[1].idle() or not gradient.believes_centre():
             return
-        view = self.gradient.view
-        if not view:
-            self.allocate(*lowest)
+        if not gradient.view:
+            server.allocate(*lowest)
             return
-        p, members = validation_set(self.id, view)
+        p, members = gradient.validation_set()
         self.checks += 1
         self._awaiting = self.checks
-        self.send(p, CentreCheck(self.id, self.checks, tuple(sorted(members))))
+        server.send(p, CentreCheck(server.id, self.checks, tuple(sorted(members))))
 
     @handles(CentreCheck)
-    def on_centre_check(self, msg: CentreCheck, now: float) -> None:
-        if acknowledges(self.gradient.view, frozenset(msg.members)):
-            self.send(msg.sender, CentreAck(self.id, msg.check))
+    def on_centre_check(self, server: Server, msg: CentreCheck, now: float) -> None:
+        if server.gradient.acknowledges(frozenset(msg.members)):
+            server.send(msg.sender, CentreAck(server.id, msg.check))
 
     @handles(CentreAck)
-    def on_centre_ack(self, msg: CentreAck, now: float) -> None:
+    def on_centre_ack(self, server: Server, msg: CentreAck, now: float) -> None:
         if msg.check != self._awaiting:
             return
         self._awaiting = -1
-        lowest = self.lowest()
-        if lowest is not None and lowest[1].idle() and self.gradient.believes_centre():
-            self.allocate(*lowest)
+        lowest = server.homes.lowest()
+        if lowest is not None and lowest[1].idle() and server.gradient.believes_centre():
+            server.allocate(*lowest)

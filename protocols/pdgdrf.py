@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from nodes.server import HomeServer
 from protocols.fairness import gini
+from protocols.rule import Server, ServerRule
 
-__all__ = ["PdgdrfServer", "lowers_gini"]
+__all__ = ["PdgdrfRule", "lowers_gini"]
 
 
 def lowers_gini(share: float, task_share: float, neighbour_utilities: Iterable[float]) -> bool:
@@ -26,29 +26,28 @@ def lowers_gini(share: float, task_share: float, neighbour_utilities: Iterable[f
     return gini([share + task_share, *others]) < gini([share, *others])
 
 
-class PdgdrfServer(HomeServer):
-    """A PDGDRF server."""
+class PdgdrfRule(ServerRule):
+    """A PDGDRF server's rule."""
 
     __slots__ = ("by_centre", "by_gini")
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self) -> None:
         self.by_centre = 0  # allocations decided as the centre
         self.by_gini = 0  # allocations decided by the Gini rule
 
     def counters(self) -> dict[str, int]:
         return {"allocations_as_centre": self.by_centre, "allocations_by_gini": self.by_gini}
 
-    def on_tick(self, now: float) -> None:
-        self.retry_saturated(now)
-        lowest = self.lowest()
+    def on_tick(self, server: Server, now: float) -> None:
+        lowest = server.homes.lowest()
         if lowest is None or not lowest[1].idle():
             return
         user, record = lowest
-        if self.gradient.believes_centre():
+        gradient = server.gradient
+        if gradient.believes_centre():
             self.by_centre += 1
-        elif lowers_gini(record.share, record.task_share, (d[0] for d in self.gradient.view)):
+        elif lowers_gini(record.share, record.task_share, (d[0] for d in gradient.view)):
             self.by_gini += 1
         else:
             return
-        self.allocate(user, record)
+        server.allocate(user, record)

@@ -16,15 +16,15 @@ anymore") and such a run ends as stalled. Ties in load go to the neighbour liste
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from nodes.actor import handles
-from nodes.messages import TaskRequest, message
-from nodes.server import AllocatingServer
+from protocols.messages import TaskRequest, handles, message
+from protocols.params import Kind, Param
 from protocols.resources import Vector
+from protocols.rule import Server, ServerRule
 
-__all__ = ["LoadReply", "LoadRequest", "ProbeServer", "ProbeTask"]
+__all__ = ["LoadReply", "LoadRequest", "ProbeRule", "ProbeTask"]
 
 
 @message
@@ -55,55 +55,64 @@ class LoadReply:
     WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
-class ProbeServer(AllocatingServer):
-    """A probe server; `neighbours` (fixed, random) is set by the runner."""
+def cpu_load(server: Server) -> float:
+    """Eq. 4.1 on the first resource (CPU)."""
+    return 1.0 - server.free[0] / server.capacity[0] if server.capacity[0] > 0 else 1.0
+
+
+class ProbeRule(ServerRule):
+    """A probe server's rule; the server's fixed random `neighbours` are its probe targets."""
+
+    PARAMS = (Param("probe_d", Kind.INT, 2, "probe: neighbours a task is forwarded to (at most --neighbors).", ge=1,
+                    echo="probe_d"),)
+    TICKS_ALL = True
 
     __slots__ = ("d", "loads", "stored")
 
-    def __init__(self, *args: object, probe_d: int = 2, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    @staticmethod
+    def check_params(values: Mapping[str, Any]) -> None:
+        """A task is forwarded to `d` of `P` neighbours, so `d` cannot exceed `P`."""
+        if values["probe_d"] > values["neighbors"]:
+            raise ValueError(f"--probe-d ({values['probe_d']}) must be at most --neighbors ({values['neighbors']})")
+
+    def __init__(self, probe_d: int = 2) -> None:
         self.d = probe_d
         self.loads: dict[int, float] = {}
         self.stored: dict[tuple[int, int], tuple[float, Vector]] = {}  # (user, task) -> (share, demand)
 
-    def set_neighbours(self, neighbours: Iterable[int]) -> None:
-        super().set_neighbours(neighbours)
-        self.loads = {n: 0.0 for n in self.neighbours}
-
-    def load(self) -> float:
-        """Eq. 4.1 on the first resource (CPU)."""
-        return 1.0 - self.free[0] / self.capacity[0] if self.capacity[0] > 0 else 1.0
+    def start(self, server: Server) -> None:
+        self.loads = {n: 0.0 for n in server.neighbours}
 
     @handles(TaskRequest)
-    def on_task_request(self, msg: TaskRequest, now: float) -> None:
+    def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
         self.stored[(msg.user, msg.task)] = (msg.share, msg.demand)
         loads = self.loads
-        lightest = sorted(self.neighbours, key=loads.__getitem__)[: self.d]
+        lightest = sorted(server.neighbours, key=loads.__getitem__)[: self.d]
         copy = ProbeTask(msg.user, msg.task, msg.demand, msg.share)
         for neighbour in lightest:
-            self.send(neighbour, copy)
+            server.send(neighbour, copy)
 
     @handles(ProbeTask)
-    def on_probe_task(self, msg: ProbeTask, now: float) -> None:
+    def on_probe_task(self, server: Server, msg: ProbeTask, now: float) -> None:
         self.stored[(msg.user, msg.task)] = (msg.share, msg.demand)
 
-    def on_tick(self, now: float) -> None:
-        poll = LoadRequest(self.id)
-        for neighbour in self.neighbours:
-            self.send(neighbour, poll)
+    def on_tick(self, server: Server, now: float) -> None:
+        poll = LoadRequest(server.id)
+        for neighbour in server.neighbours:
+            server.send(neighbour, poll)
         if not self.stored:
             return
         for key in sorted(self.stored, key=lambda k: (self.stored[k][0], k)):
             demand = self.stored[key][1]
-            if self.fits(demand):
+            if server.fits(demand):
                 del self.stored[key]
-                self.propose(key[0], key[1], demand)
+                server.propose(key[0], key[1], demand)
                 return
 
     @handles(LoadRequest)
-    def on_load_request(self, msg: LoadRequest, now: float) -> None:
-        self.send(msg.sender, LoadReply(self.id, self.load()))
+    def on_load_request(self, server: Server, msg: LoadRequest, now: float) -> None:
+        server.send(msg.sender, LoadReply(server.id, cpu_load(server)))
 
     @handles(LoadReply)
-    def on_load_reply(self, msg: LoadReply, now: float) -> None:
+    def on_load_reply(self, server: Server, msg: LoadReply, now: float) -> None:
         self.loads[msg.sender] = msg.load

@@ -1,43 +1,88 @@
-"""Allocation protocols by name. A new protocol is one module plus one `_register` line.
+"""Allocation protocols by name. A new protocol is one module plus one `register` call.
 
-`gateway` says how the gateway answers a user's request for a server (SPEC §3):
-`central` (the central scheduler), `random` (a uniformly random server per task) or `home`
-(the user's fixed home server, drawn uniformly at random at start).
+Everything that lists protocols — the CLI's help and `drfemu protocols`, the run-parameter
+schema, sweep validation, report styles, tests — reads this registry.
 
-A central protocol names its `central_rule`; a distributed one its `server` role (an
-`AllocatingServer` subclass) and how it uses the gradient overlay: `off` (a fixed random
-neighbour graph of out-degree `P`), `frozen` (the gradient runs until converged at start and
-its views become the fixed neighbour sets) or `live` (the gradient runs all the time).
+A protocol is either central (it names a `central_rule`: the central scheduler asks it once
+a tick) or distributed (it names a `server_rule`, a `protocols.rule.ServerRule`: every
+server runs one). `gateway` says how the gateway answers a user's request for a server
+(SPEC §3); `gradient` how a distributed protocol uses the gradient overlay. A protocol's own
+run parameters are its rule's `PARAMS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 from protocols.central import CentralRule
-from protocols.ddrf import DdrfServer
-from protocols.dgdrf import DgdrfServer
+from protocols.ddrf import DdrfGradientRule, DdrfRule
+from protocols.dgdrf import DgdrfRule
 from protocols.drf import DrfBestFit, DrfFirstFit
 from protocols.fifo import Fifo
-from protocols.pdgdrf import PdgdrfServer
-from protocols.probe import ProbeServer
+from protocols.messages import TaskRequest
+from protocols.params import Param
+from protocols.pdgdrf import PdgdrfRule
+from protocols.probe import ProbeRule
+from protocols.rule import ServerRule
 
-__all__ = ["PROTOCOLS", "ProtocolSpec", "UnknownProtocol", "get_protocol"]
+__all__ = ["PROTOCOLS", "Gateway", "GradientUse", "ProtocolSpec", "UnknownProtocol", "get_protocol", "register",
+           "unregister"]
+
+
+class Gateway(StrEnum):
+    """How the gateway answers a user's request for a server."""
+
+    CENTRAL = "central"  # always the central scheduler
+    RANDOM = "random"  # a uniformly random server per task (the server's rule handles TaskRequest)
+    HOME = "home"  # the user's home server, drawn uniformly at random at start
+
+
+class GradientUse(StrEnum):
+    """How a distributed protocol uses the gradient overlay."""
+
+    OFF = "off"  # fixed random neighbour sets of out-degree P; no gradient exchanges
+    FROZEN = "frozen"  # the gradient runs until each server freezes its view into its neighbour set
+    LIVE = "live"  # the gradient runs all the time
 
 
 @dataclass(frozen=True, slots=True)
 class ProtocolSpec:
     name: str
     summary: str
-    gateway: str
+    gateway: Gateway
     central_rule: Callable[[], CentralRule] | None = None
-    server: type | None = None
-    gradient: str = "off"
+    server_rule: type[ServerRule] | None = None
+    gradient: GradientUse = GradientUse.OFF
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gateway", Gateway(self.gateway))
+        object.__setattr__(self, "gradient", GradientUse(self.gradient))
+        if (self.central_rule is None) == (self.server_rule is None):
+            raise ValueError(f"protocol {self.name!r}: give exactly one of central_rule and server_rule")
+        if (self.gateway is Gateway.CENTRAL) != (self.central_rule is not None):
+            raise ValueError(f"protocol {self.name!r}: the central gateway goes with a central rule, and only with one")
+        if self.central_rule is not None and self.gradient is not GradientUse.OFF:
+            raise ValueError(f"protocol {self.name!r}: a central protocol runs no gradient")
+        if self.gateway is Gateway.RANDOM and TaskRequest not in self.server_rule.HANDLERS:  # type: ignore[union-attr]
+            raise ValueError(f"protocol {self.name!r}: with the random gateway tasks arrive at any server, "
+                             "so its rule must handle TaskRequest")
 
     @property
     def distributed(self) -> bool:
-        return self.server is not None
+        return self.server_rule is not None
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        """The protocol's own run parameters."""
+        rule = self.server_rule if self.server_rule is not None else self.central_rule
+        return tuple(getattr(rule, "PARAMS", ()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "summary": self.summary, "gateway": self.gateway.value,
+                "distributed": self.distributed, "gradient": self.gradient.value}
 
 
 class UnknownProtocol(ValueError):
@@ -47,22 +92,24 @@ class UnknownProtocol(ValueError):
 PROTOCOLS: dict[str, ProtocolSpec] = {}
 
 
-def _register(spec: ProtocolSpec) -> None:
+def register(spec: ProtocolSpec) -> ProtocolSpec:
+    """Add a protocol; its name must be new, and a parameter it declares must not clash with a
+    differently declared parameter of the same name."""
+    if spec.name in PROTOCOLS:
+        raise ValueError(f"protocol {spec.name!r} is registered already")
+    for param in spec.params:
+        for other in PROTOCOLS.values():
+            for theirs in other.params:
+                if theirs.name == param.name and theirs != param:
+                    raise ValueError(f"protocol {spec.name!r}: parameter {param.name!r} is declared differently by "
+                                     f"{other.name!r}")
     PROTOCOLS[spec.name] = spec
+    return spec
 
 
-_register(ProtocolSpec("drf", "central DRF, first-fit placement", "central", DrfFirstFit))
-_register(ProtocolSpec("drf-bestfit", "central DRF, DRFH best-fit placement", "central", DrfBestFit))
-_register(ProtocolSpec("fifo", "central FIFO, first-fit placement", "central", Fifo))
-_register(ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", "random",
-                       server=ProbeServer))
-_register(ProtocolSpec("ddrf-random", "DDRF over P fixed random neighbours", "home", server=DdrfServer))
-_register(ProtocolSpec("ddrf-gradient", "DDRF over the gradient's views, frozen once converged", "home",
-                       server=DdrfServer, gradient="frozen"))
-_register(ProtocolSpec("dgdrf", "the validated gradient centre allocates", "home", server=DgdrfServer,
-                       gradient="live"))
-_register(ProtocolSpec("pdgdrf", "the gradient centre, and any server whose allocation lowers the local Gini",
-                       "home", server=PdgdrfServer, gradient="live"))
+def unregister(name: str) -> None:
+    """Remove a protocol (tests that register one of their own)."""
+    del PROTOCOLS[name]
 
 
 def get_protocol(name: str) -> ProtocolSpec:
@@ -71,3 +118,17 @@ def get_protocol(name: str) -> ProtocolSpec:
     except KeyError:
         known = ", ".join(PROTOCOLS)
         raise UnknownProtocol(f"unknown protocol {name!r}; choose one of: {known}") from None
+
+
+register(ProtocolSpec("drf", "central DRF, first-fit placement", Gateway.CENTRAL, central_rule=DrfFirstFit))
+register(ProtocolSpec("drf-bestfit", "central DRF, DRFH best-fit placement", Gateway.CENTRAL, central_rule=DrfBestFit))
+register(ProtocolSpec("fifo", "central FIFO, first-fit placement", Gateway.CENTRAL, central_rule=Fifo))
+register(ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", Gateway.RANDOM,
+                      server_rule=ProbeRule))
+register(ProtocolSpec("ddrf-random", "DDRF over P fixed random neighbours", Gateway.HOME, server_rule=DdrfRule))
+register(ProtocolSpec("ddrf-gradient", "DDRF over each server's gradient view, frozen once it settles", Gateway.HOME,
+                      server_rule=DdrfGradientRule, gradient=GradientUse.FROZEN))
+register(ProtocolSpec("dgdrf", "the validated gradient centre allocates", Gateway.HOME, server_rule=DgdrfRule,
+                      gradient=GradientUse.LIVE))
+register(ProtocolSpec("pdgdrf", "the gradient centre, and any server whose allocation lowers the local Gini",
+                      Gateway.HOME, server_rule=PdgdrfRule, gradient=GradientUse.LIVE))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.bench import run_bench
 from experiments.cli import main
+from experiments.running.bench import run_bench
 
 RESULT_KEYS = {
     "protocol", "machines", "users", "seed", "saturated", "stalled", "run_time_s", "allocations",
@@ -83,8 +83,8 @@ def test_workload_google_then_run(tmp_path: Path) -> None:
         (["overlay", "--shuffles-per-tick", "-1"], "--shuffles-per-tick"),
         (["overlay", "--nodes", "20", "--cyclon-view", "4", "--shuffle-length", "9"], "--shuffle-length"),
         (["overlay", "--utilities", "google", "--nodes", "50", "--users", "600"], "505"),
-        (["run", "--protocol", "dgdrf", "--neighbors", "0"], "neighbors (P) must be at least 1"),
-        (["run", "--protocol", "pdgdrf", "--shuffles-per-tick", "0"], "shuffles-per-tick must be positive"),
+        (["run", "--protocol", "dgdrf", "--neighbors", "0"], "--neighbors must be at least 1"),
+        (["run", "--protocol", "pdgdrf", "--shuffles-per-tick", "0"], "--shuffles-per-tick must be positive"),
         (["run", "--protocol", "probe", "--probe-d", "0"], "probe-d"),
         (["run", "--protocol", "dgdrf", "--walk-ttl", "-1"], "walk-ttl"),
         (["run", "--protocol", "dgdrf", "--cyclon-view", "4", "--shuffle-length", "5"], "shuffle-length"),

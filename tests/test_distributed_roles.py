@@ -1,43 +1,42 @@
-"""The distributed protocols' server roles, driven by hand: no event loop, no network."""
+"""The distributed protocols' server nodes and rules, driven by hand: no event loop, no network."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 
-from nodes.messages import Accept, Decline, Proposal, TaskRequest, TaskStarted, WalkFailed, WalkTask
-from nodes.server import AllocatingServer, HomeServer, PlacementStats
+from nodes.actor import WakeUp
+from nodes.server import ServerNode, server_class
+from nodes.streams import NodeStreams
 from overlay.gradient import NEG_INF
-from protocols.ddrf import DdrfServer, MinShareReply, MinShareRequest
-from protocols.dgdrf import CentreAck, CentreCheck, DgdrfServer
+from protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRequest
+from protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
+from protocols.events import NeighboursFixed, TaskAllocated
 from protocols.fairness import gini
-from protocols.pdgdrf import PdgdrfServer, lowers_gini
-from protocols.probe import LoadReply, LoadRequest, ProbeServer, ProbeTask
+from protocols.messages import (
+    Accept,
+    Decline,
+    Proposal,
+    TaskRequest,
+    TaskStarted,
+    WalkFailed,
+    WalkTask,
+)
+from protocols.pdgdrf import PdgdrfRule, lowers_gini
+from protocols.probe import LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
 from protocols.resources import CapacityViolation
+from protocols.rule import ServerRule
 
 
-class Recorder:
-    """Stands in for the harness: records allocations."""
-
-    def __init__(self) -> None:
-        self.allocations: list[tuple[int, int, int]] = []
-
-    def on_allocation(self, now: float, server: int, user: int, task: int, demand: Any) -> None:
-        self.allocations.append((server, user, task))
-
-
-def overlay_kwargs(view: int = 2, ttl: int = 5) -> dict[str, Any]:
-    return {"view_size": view, "cyclon_size": 4, "shuffle_length": 2, "overlay_rng": random.Random(1),
-            "choices": random.Random(2), "walk_ttl": ttl}
-
-
-def home(cls: type = HomeServer, sid: int = 0, capacity: tuple[float, ...] = (4.0, 4.0),
-         homed: dict[int, float] | None = None, **kw: Any) -> Any:
-    extra = {k: kw.pop(k) for k in ("mark_saturated", "saturation_retry") if k in kw}
-    return cls(sid, capacity, Recorder(), PlacementStats(), homed if homed is not None else {100: 0.1},
-               **extra, **overlay_kwargs(**kw))
+def node(rule: ServerRule | None = None, sid: int = 0, capacity: tuple[float, ...] = (4.0, 4.0),
+         homed: dict[int, float] | None = None, view: int = 2, ttl: int = 5, neighbours: list[int] | None = None,
+         **kw: Any) -> Any:
+    rule = rule if rule is not None else DdrfRule()
+    s = server_class(type(rule))(sid, capacity, rule, homed if homed is not None else {100: 0.1}, NodeStreams(1, sid),
+                                 view_size=view, cyclon_size=4, shuffle_length=2, walk_ttl=ttl, **kw)
+    s.start(neighbours or [])
+    return s
 
 
 def request(user: int, task: int, share: float, demand: tuple[float, ...] = (1.0, 1.0)) -> TaskRequest:
@@ -47,7 +46,7 @@ def request(user: int, task: int, share: float, demand: tuple[float, ...] = (1.0
 # -- the allocating server: reservations, the handshake, walks ----------------------------------
 
 def test_a_proposal_reserves_and_a_decline_gives_it_back() -> None:
-    s = AllocatingServer(0, (2.0, 2.0), Recorder(), PlacementStats(), **overlay_kwargs())
+    s = node(capacity=(2.0, 2.0))
     s.propose(100, 0, (2.0, 1.0))
     assert s.take_outbox() == [(100, Proposal(0, 0))] and s.free == [0.0, 1.0]
     with pytest.raises(CapacityViolation):
@@ -57,16 +56,16 @@ def test_a_proposal_reserves_and_a_decline_gives_it_back() -> None:
 
 
 def test_an_accept_starts_the_task_and_tells_the_user() -> None:
-    s = AllocatingServer(3, (2.0, 2.0), Recorder(), PlacementStats(), **overlay_kwargs())
+    s = node(sid=3, capacity=(2.0, 2.0))
     s.propose(100, 7, (1.0, 1.0))
     s.take_outbox()
     s.receive(Accept(100, 7), 1.5)
-    assert s.monitor.allocations == [(3, 100, 7)]  # type: ignore[attr-defined]
+    assert s.take_port() == [TaskAllocated(1.5, 3, 100, 7, (1.0, 1.0))]  # reported, to whoever listens
     assert s.take_outbox() == [(100, TaskStarted(7, 3))] and s.free == [1.0, 1.0]
 
 
 def test_a_walk_without_room_goes_to_a_random_unvisited_server_it_has_heard_of() -> None:
-    s = AllocatingServer(0, (1.0, 1.0), Recorder(), PlacementStats(), **overlay_kwargs())
+    s = node(capacity=(1.0, 1.0))
     s.cyclon.bootstrap([(0.0, 1, 0.0), (0.0, 2, 0.0), (0.0, 7, 0.0)])
     s.receive(WalkTask(100, 4, (2.0, 1.0), 9, 3, (9, 1, 0), (5, 7)), 0.0)
     [(dst, walk)] = s.take_outbox()
@@ -76,65 +75,69 @@ def test_a_walk_without_room_goes_to_a_random_unvisited_server_it_has_heard_of()
 
 
 def test_a_walk_visits_every_server_once_and_then_reports_no_room() -> None:
-    s = AllocatingServer(0, (1.0, 1.0), Recorder(), PlacementStats(), **overlay_kwargs(ttl=50))
+    s = node(capacity=(1.0, 1.0), ttl=50)
     s.cyclon.bootstrap([(0.0, 1, 0.0)])
     s.receive(WalkTask(100, 4, (2.0, 1.0), 9, 3, (9, 1, 0), ()), 0.0)
     assert s.take_outbox() == [(9, WalkFailed(100, 4))]  # nothing left to visit
 
 
 def test_a_walk_with_room_proposes_and_one_out_of_hops_reports_to_the_home() -> None:
-    s = AllocatingServer(0, (4.0, 4.0), Recorder(), PlacementStats(), **overlay_kwargs(ttl=5))
+    s = node(capacity=(4.0, 4.0), ttl=5)
     s.cyclon.bootstrap([(0.0, 1, 0.0)])
     s.receive(WalkTask(100, 4, (2.0, 1.0), 9, 5, (9,), ()), 0.0)
     assert s.take_outbox() == [(100, Proposal(4, 0))]
     s.receive(WalkTask(100, 5, (3.0, 1.0), 9, 5, (9,), (3,)), 0.0)
-    assert s.take_outbox() == [(9, WalkFailed(100, 5))] and s.stats.walks_failed == 1
+    assert s.take_outbox() == [(9, WalkFailed(100, 5))] and s.placement["walks_failed"] == 1
 
 
 # -- the home server: utility, saturation marks and retries ------------------------------------
 
 def test_home_utility_is_minus_the_lowest_share_and_minus_infinity_without_users() -> None:
-    assert home(homed={}).gradient.utility == NEG_INF
-    s = home(homed={100: 0.1, 101: 0.2})
+    assert node(homed={}).gradient.utility == NEG_INF
+    s = node(homed={100: 0.1, 101: 0.2})
     assert s.gradient.utility == 0.0  # users known from the start, at G = 0 (eq. 4.2)
     s.receive(request(100, 3, 0.3), 0.0)
     s.receive(request(101, 1, 0.2), 0.0)
-    assert s.gradient.utility == -0.2 and s.lowest() == (101, s.users[101])
+    assert s.gradient.utility == -0.2 and s.homes.lowest() == (101, s.homes.records[101])
 
 
 def test_a_failed_walk_marks_the_user_saturated_and_retries_with_doubling_waits() -> None:
-    s = home(homed={100: 0.1, 101: 0.2}, capacity=(1.0, 1.0), saturation_retry=5.0)
+    s = node(homed={100: 0.1, 101: 0.2}, capacity=(1.0, 1.0), saturation_retry=5.0)
+    users = s.homes.records
     s.cyclon.bootstrap([(0.0, 1, 0.0)])
     s.receive(request(100, 0, 0.1, demand=(2.0, 2.0)), 0.0)
     s.receive(request(101, 0, 0.4), 0.0)
-    s.allocate(100, s.users[100])
-    assert s.users[100].busy and s.take_outbox()[0][1].__class__ is WalkTask
+    s.allocate(100, users[100])
+    assert users[100].busy and s.take_outbox()[0][1].__class__ is WalkTask
     s.receive(WalkFailed(100, 0), 1.0)
-    assert s.users[100].saturated and s.gradient.utility == -0.4  # +∞ for the marked user
-    s.retry_saturated(5.9)
-    assert s.take_outbox() == []
-    s.retry_saturated(6.0)
-    assert s.stats.retries == 1 and s.users[100].busy and s.take_outbox()
+    assert users[100].saturated and s.gradient.utility == -0.4  # +∞ for the marked user
+    [wake] = s.take_port()  # the node asks to be woken for the retry
+    assert isinstance(wake, WakeUp) and wake.at == 6.0
+    s.on_timer(wake.key, 6.0)
+    assert s.placement["retries"] == 1 and users[100].busy and s.take_outbox()
     s.receive(WalkFailed(100, 0), 7.0)
-    assert s.users[100].retry_at == 17.0  # the wait doubled
+    [wake] = s.take_port()
+    assert wake.at == 17.0  # the wait doubled
     s.receive(request(100, 1, 0.2), 8.0)  # a retry elsewhere placed it: the mark ends
-    assert not s.users[100].saturated and s.gradient.utility == -0.2
+    assert not users[100].saturated and s.gradient.utility == -0.2
+    s.on_timer(wake.key, 17.0)  # a wake-up no longer wanted is ignored
+    assert s.take_outbox() == [] and s.placement["retries"] == 1
 
 
 def test_without_marking_a_failed_walk_leaves_the_user_competing() -> None:
-    s = home(homed={100: 0.1}, capacity=(1.0, 1.0), mark_saturated=False)
+    s = node(homed={100: 0.1}, capacity=(1.0, 1.0), mark_saturated=False)
     s.cyclon.bootstrap([(0.0, 1, 0.0)])
     s.receive(request(100, 0, 0.1, demand=(2.0, 2.0)), 0.0)
-    s.allocate(100, s.users[100])
+    s.allocate(100, s.homes.records[100])
     s.receive(WalkFailed(100, 0), 1.0)
-    assert not s.users[100].saturated and s.users[100].idle() and s.gradient.utility == -0.1
+    record = s.homes.records[100]
+    assert not record.saturated and record.idle() and s.gradient.utility == -0.1 and s.take_port() == []
 
 
 # -- DDRF (Algorithm 5) ------------------------------------------------------------------------
 
 def test_ddrf_allocates_only_at_or_below_every_reported_minimum_then_polls() -> None:
-    s = home(DdrfServer, homed={100: 0.1, 101: 0.1})
-    s.set_neighbours([5, 6])
+    s = node(DdrfRule(), homed={100: 0.1, 101: 0.1}, neighbours=[5, 6])
     s.receive(request(100, 0, 0.3), 0.0)
     s.receive(request(101, 0, 0.5), 0.0)
     s.receive(MinShareReply(5, 0.2), 0.0)
@@ -146,8 +149,7 @@ def test_ddrf_allocates_only_at_or_below_every_reported_minimum_then_polls() -> 
 
 
 def test_ddrf_records_the_requesters_share_and_answers_with_its_own() -> None:
-    s = home(DdrfServer, homed={100: 0.1})
-    s.set_neighbours([5])
+    s = node(DdrfRule(), homed={100: 0.1}, neighbours=[5])
     s.receive(request(100, 0, 0.4), 0.0)
     s.receive(MinShareRequest(7, 0.1), 0.0)  # 7 is not a neighbour: recorded all the same
     assert s.take_outbox() == [(7, MinShareReply(0, 0.4))]
@@ -156,8 +158,7 @@ def test_ddrf_records_the_requesters_share_and_answers_with_its_own() -> None:
 
 
 def test_ddrf_skips_a_busy_lowest_user_for_the_next_one() -> None:
-    s = home(DdrfServer, homed={100: 0.1, 101: 0.1}, capacity=(8.0, 8.0))
-    s.set_neighbours([])
+    s = node(DdrfRule(), homed={100: 0.1, 101: 0.1}, capacity=(8.0, 8.0))
     s.receive(request(100, 0, 0.1), 0.0)
     s.receive(request(101, 0, 0.2), 0.0)
     s.on_tick(0.1)
@@ -168,8 +169,8 @@ def test_ddrf_skips_a_busy_lowest_user_for_the_next_one() -> None:
 
 # -- DGDRF: centre validation (thesis §3.3.1) ---------------------------------------------------
 
-def dgdrf_with_view(view: list[tuple[float, int, float]], sid: int = 0) -> DgdrfServer:
-    s = home(DgdrfServer, sid=sid, view=len(view))
+def dgdrf_with_view(view: list[tuple[float, int, float]], sid: int = 0) -> Any:
+    s = node(DgdrfRule(), sid=sid, view=len(view))
     s.receive(request(100, 0, 0.1), 0.0)
     s.gradient.offer(view)
     return s
@@ -219,17 +220,17 @@ def test_lowers_gini_examples() -> None:
 
 
 def test_pdgdrf_centre_allocates_and_others_follow_the_gini_rule() -> None:
-    centre = home(PdgdrfServer, homed={100: 0.05})
+    centre = node(PdgdrfRule(), homed={100: 0.05})
     centre.receive(request(100, 0, 0.1), 0.0)
     centre.gradient.offer([(-0.2, 3, 0.0), (-0.4, 4, 0.0)])
     centre.on_tick(0.1)
-    assert centre.take_outbox() == [(100, Proposal(0, 0))] and centre.by_centre == 1
-    middle = home(PdgdrfServer, homed={100: 0.05})
+    assert centre.take_outbox() == [(100, Proposal(0, 0))] and centre.rule.by_centre == 1
+    middle = node(PdgdrfRule(), homed={100: 0.05})
     middle.receive(request(100, 0, 0.2), 0.0)
     middle.gradient.offer([(-0.1, 3, 0.0), (-0.4, 4, 0.0)])
     middle.on_tick(0.1)
-    assert middle.take_outbox() == [(100, Proposal(0, 0))] and middle.by_gini == 1
-    low = home(PdgdrfServer, homed={100: 0.05})
+    assert middle.take_outbox() == [(100, Proposal(0, 0))] and middle.rule.by_gini == 1
+    low = node(PdgdrfRule(), homed={100: 0.05})
     low.receive(request(100, 0, 0.4), 0.0)
     low.gradient.offer([(-0.1, 3, 0.0), (-0.2, 4, 0.0)])
     low.on_tick(0.1)
@@ -238,10 +239,8 @@ def test_pdgdrf_centre_allocates_and_others_follow_the_gini_rule() -> None:
 
 # -- probes (Algorithm 4) ----------------------------------------------------------------------
 
-def probe(capacity: tuple[float, ...] = (4.0, 4.0)) -> ProbeServer:
-    s = ProbeServer(0, capacity, Recorder(), PlacementStats(), probe_d=2, **overlay_kwargs())
-    s.set_neighbours([1, 2, 3])
-    return s
+def probe(capacity: tuple[float, ...] = (4.0, 4.0)) -> Any:
+    return node(ProbeRule(probe_d=2), capacity=capacity, homed={}, neighbours=[1, 2, 3])
 
 
 def test_probe_forwards_to_the_two_least_loaded_neighbours() -> None:
@@ -262,6 +261,39 @@ def test_probe_tick_polls_and_proposes_the_lowest_share_task_that_fits() -> None
     out = s.take_outbox()
     assert out[:3] == [(n, LoadRequest(0)) for n in (1, 2, 3)]
     assert out[3:] == [(102, Proposal(0, 0))]
-    assert s.load() == pytest.approx(0.5)
+    assert cpu_load(s) == pytest.approx(0.5)
     s.receive(LoadRequest(2), 0.1)
     assert s.take_outbox() == [(2, LoadReply(0, 0.5))]
+
+
+# -- ddrf-gradient's node-local freeze ----------------------------------------------------------
+
+def test_ddrf_gradient_freezes_its_view_once_it_has_been_stable_and_only_then_allocates() -> None:
+    s = node(DdrfGradientRule(freeze_after=3, warmup_cap=100), homed={100: 0.1}, view=2)
+    s.receive(request(100, 0, 0.0), 0.0)
+    s.gradient.offer([(0.0, 3, 0.0), (0.0, 4, 0.0)])
+    for k in range(1, 4):  # the view is new at the first tick, then stable for two ticks
+        s.on_tick(k * 0.1)
+        assert s.take_outbox() == [] and s.take_port() == [] and s.gossip_gradient
+    s.on_tick(0.4)  # stable for three ticks: freeze, then allocate and poll as DDRF
+    assert s.take_port() == [NeighboursFixed(0.4, 0, (3, 4))]
+    assert s.neighbours == [3, 4] and not s.gossip_gradient and s.rule.counters() == {"frozen_servers": 1}
+    out = s.take_outbox()
+    assert out[0] == (100, Proposal(0, 0)) and [dst for dst, _ in out[1:]] == [3, 4]
+
+
+def test_ddrf_gradient_freezes_at_the_warmup_cap_even_if_its_view_keeps_changing() -> None:
+    s = node(DdrfGradientRule(freeze_after=50, warmup_cap=2), homed={}, view=2)
+    s.gradient.offer([(0.0, 3, 0.0)])
+    s.on_tick(0.1)
+    s.gradient.offer([(0.5, 4, 0.0)])
+    s.on_tick(0.2)
+    assert [type(e) for e in s.take_port()] == [NeighboursFixed]
+
+
+def test_a_rule_handler_wins_over_the_servers_and_every_rule_message_is_dispatched() -> None:
+    cls = server_class(ProbeRule)
+    assert cls.DISPATCH[TaskRequest] is not ServerNode.DISPATCH[TaskRequest]
+    assert server_class(ProbeRule) is cls  # made once per rule
+    for message_type in (ProbeTask, LoadRequest, LoadReply):
+        assert message_type in cls.DISPATCH

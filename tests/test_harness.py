@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.harness import SATURATED, STALLED, TIME_CAP, Harness, RunOutcome
+from experiments.running.harness import (
+    SATURATED,
+    STALLED,
+    TIME_CAP,
+    Harness,
+    RunOutcome,
+)
 from protocols.resources import CapacityViolation
 
 

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from overlay.gradient import NEG_INF
-from overlay.observe import OverlaySnapshot, cyclon_graph, ideal_views, measure, total_order
+from overlay.observe import (
+    OverlaySnapshot,
+    cyclon_graph,
+    ideal_views,
+    measure,
+    total_order,
+)
 
 
 def test_total_order_and_ideal_views() -> None:

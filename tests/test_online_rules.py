@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.jobsim import Job, load_first_hour_jobs, offered_load, relative_rmse, simulate
+from experiments.policies.jobsim import (
+    Job,
+    load_first_hour_jobs,
+    offered_load,
+    relative_rmse,
+    simulate,
+)
 from protocols.policies.online import RULES, OnlineScheduler
 from protocols.policies.pool import PolicyInputError
 from protocols.resources import CapacityViolation

@@ -75,7 +75,7 @@ def test_bad_alpha_and_beta_are_refused(call: object, needle: str) -> None:
 
 
 def test_adrf_swm_experiment_reports_gaps_next_to_the_seed() -> None:
-    from experiments.policy_experiments import adrf_vs_swm
+    from experiments.policies.experiments import adrf_vs_swm
 
     result = adrf_vs_swm(draws=4, seed=3)
     assert [row["alpha"] for row in result["rows"]] == [1.0, 1.5, 2.0]

@@ -7,22 +7,24 @@ import random
 import pytest
 
 from nodes.gateway import Gateway
-from nodes.messages import Accept, Decline, Launch, Proposal, ServerReply, ServerRequest, TaskRequest, TaskStarted
 from nodes.resource_node import ResourceNode
 from nodes.scheduler import CentralScheduler
 from nodes.user import UserNode
 from protocols.drf import DrfFirstFit
-from protocols.resources import CapacityViolation, Vector
+from protocols.events import TaskAllocated
+from protocols.messages import (
+    Accept,
+    Decline,
+    Launch,
+    Proposal,
+    ServerReply,
+    ServerRequest,
+    TaskRequest,
+    TaskStarted,
+)
+from protocols.resources import CapacityViolation
 
 TOTAL = (9.0, 18.0)
-
-
-class Allocations:
-    def __init__(self) -> None:
-        self.events: list[tuple[int, int, int]] = []
-
-    def on_allocation(self, now: float, server: int, user: int, task: int, demand: Vector) -> None:
-        self.events.append((server, user, task))
 
 
 def test_user_handshake_accepts_first_proposal_only() -> None:
@@ -73,10 +75,9 @@ def test_scheduler_proposes_launches_and_releases_on_decline() -> None:
 
 
 def test_resource_node_runs_tasks_and_refuses_overcommit() -> None:
-    monitor = Allocations()
-    node = ResourceNode(0, TOTAL, monitor)
+    node = ResourceNode(0, TOTAL)
     node.receive(Launch(5, 0, (3.0, 1.0)), 0.1)
     assert node.take_outbox() == [(5, TaskStarted(0, 0))]
-    assert monitor.events == [(0, 5, 0)] and node.free == [6.0, 17.0]
+    assert node.take_port() == [TaskAllocated(0.1, 0, 5, 0, (3.0, 1.0))] and node.free == [6.0, 17.0]
     with pytest.raises(CapacityViolation):
         node.receive(Launch(5, 1, (7.0, 1.0)), 0.2)

@@ -8,17 +8,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.google import google_case
-from experiments.runner import RunConfig, run_emulation
-from experiments.synthetic import synthetic_case
-from experiments.workload import Workload
+from experiments.running.runner import RunConfig, run_emulation
+from experiments.workloads.google import google_case
+from experiments.workloads.model import Workload
+from experiments.workloads.synthetic import synthetic_case
 from tests.conftest import workload
 
 WALL_CLOCK_KEYS = {"wall_time_s", "events_per_s"}
 
 
 def run(w: Workload, protocol: str = "drf", **kw: Any) -> dict[str, Any]:
-    return run_emulation(RunConfig(w, protocol=protocol, **kw)).to_dict()
+    return run_emulation(RunConfig.build(w, protocol=protocol, **kw)).to_dict()
 
 
 def test_drf_paper_example(drf_paper: Workload) -> None:
@@ -91,7 +91,8 @@ def test_unplaceable_user_is_reported_and_others_go_on() -> None:
 
 
 def test_lost_handshake_ends_as_stalled_not_crashed() -> None:
-    r = run(workload([[100, 100]], [[1, 1]]), loss=0.5, stall_ticks=20)
+    config = RunConfig.build(workload([[100, 100]], [[1, 1]]), stall_ticks=20)
+    r = run_emulation(RunConfig(config.workload, config.params, loss=0.5)).to_dict()
     assert r["stalled"] and not r["saturated"] and "20 ticks" in r["end_reason"]
 
 

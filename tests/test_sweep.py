@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-import experiments.sweep as sweep_module
+import experiments.running.runner as runner_module
 from experiments.cli import main
-from experiments.report import reference_cells, table_cells, write_report
-from experiments.report_data import PointData
-from experiments.sweep import process_pool, run_sweep
-from experiments.sweep_config import load_sweep
+from experiments.reports.data import PointData
+from experiments.reports.render import reference_cells, table_cells, write_report
+from experiments.sweeps.config import load_sweep
+from experiments.sweeps.execute import process_pool, run_sweep
 
 MEASURED_ON_THE_WALL = {"wall_time_s", "events_per_s"}
 
@@ -84,7 +84,7 @@ def records(out: Path) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sweep")
-    summary = run_sweep(load_sweep(config(out)), out / "out", process_pool(2))
+    summary = run_sweep(load_sweep(config(out)), out / "out", process_pool(2, runner_module.run_point))
     assert (summary.total, summary.ran, summary.failed) == (10, 10, 0)  # 2 drf + 4 pdgdrf + 4 ddrf-gradient
     return out / "out"
 
@@ -119,14 +119,14 @@ def test_a_second_sweep_runs_nothing(swept: Path, tmp_path: Path) -> None:
 
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    real = sweep_module.run_emulation
+    real = runner_module.run_emulation
 
     def flaky(run_config: Any, **kwargs: Any) -> Any:
-        if run_config.protocol == "ddrf-gradient":
+        if run_config.params.protocol == "ddrf-gradient":
             raise RuntimeError("the emulator broke")
         return real(run_config, **kwargs)
 
-    monkeypatch.setattr(sweep_module, "run_emulation", flaky)
+    monkeypatch.setattr(runner_module, "run_emulation", flaky)
     out = tmp_path / "out"
     assert main(["sweep", str(config(tmp_path)), "--out", str(out), "--workers", "1"]) == 1
     err = capsys.readouterr().err
@@ -136,7 +136,7 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path, monkeypa
     assert len(found) == 10 and len(failed) == 4
     assert all("RuntimeError: the emulator broke" == r["error"] and "Traceback" in r["traceback"] for r in failed)
     # The next sweep retries only the failed runs.
-    monkeypatch.setattr(sweep_module, "run_emulation", real)
+    monkeypatch.setattr(runner_module, "run_emulation", real)
     assert main(["sweep", str(config(tmp_path)), "--out", str(out), "--workers", "1"]) == 0
     assert "6 run(s) already finished" in capsys.readouterr().out
     assert all(r["status"] == "ok" for r in records(out).values())

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from experiments.run_params import DEFAULTS, build_run_config, canonical_params, run_id
-from experiments.runner import run_emulation
-from experiments.sweep_config import SweepConfigError, load_sweep
+from experiments.running.params import all_params, canonical_params, defaults, run_id
+from experiments.running.runner import build_run_config, run_emulation
+from experiments.sweeps.config import SweepConfigError, load_sweep
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 # Result fields that echo a parameter rather than measure the run, and the wall clock.
-ECHOES = {"neighbors", "shuffles_per_tick", "probe_d", "mark_saturated", "saturation_retry_ticks",
-          "gradient_max_age_periods", "cyclon_size", "shuffle_length", "walk_ttl", "wall_time_s", "events_per_s"}
+ECHOES = {p.echo for p in all_params() if p.echo and p.name not in ("protocol", "seed", "tick")} | {
+    "gradient_max_age_periods", "cyclon_size", "shuffle_length", "walk_ttl", "wall_time_s", "events_per_s"}
 
 
 def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
@@ -44,7 +44,7 @@ protocol = "drf"
     # 3 cases (the second expands to two) × (2 + 1 grid combinations) × 2 seeds.
     assert len(experiment.points) == 3 * 3 * 2
     first = experiment.points[0].params
-    assert first == dict(DEFAULTS, machines=12, users=4, tick="50ms", protocol="dgdrf", neighbors=2, seed=3, case_seed=3)
+    assert first == dict(defaults(), machines=12, users=4, tick="50ms", protocol="dgdrf", neighbors=2, seed=3, case_seed=3)
     assert {(p.params["users"], p.params["seed"]) for p in experiment.points} == {(u, s) for u in (4, 5, 6) for s in (3, 4)}
     assert len(sweep.runs) == len(experiment.points)
 
@@ -64,7 +64,7 @@ shuffles_per_tick = [1.0, 2.0]
     # drf reads neither P nor the exchange rate; ddrf-random reads P only; pdgdrf both.
     assert len(sweep.runs) == 1 + 2 + 4
     drf = {p.run for p in experiment.points if p.params["protocol"] == "drf"}
-    assert len(drf) == 1 and sweep.runs[drf.pop()]["neighbors"] == DEFAULTS["neighbors"]
+    assert len(drf) == 1 and sweep.runs[drf.pop()]["neighbors"] == defaults()["neighbors"]
     # The declared parameters stay as written, for the report's rows and columns.
     assert {p.params["neighbors"] for p in experiment.points if p.params["protocol"] == "drf"} == {2, 3}
 
@@ -74,9 +74,10 @@ def test_parameters_reset_as_unused_really_are_unused(protocol: str) -> None:
     """Sharing runs is sound: setting every parameter the reset drops changes nothing measured."""
     declared = {"protocol": protocol, "machines": 12, "users": 4, "seed": 2}
     odd = {"neighbors": 3, "shuffles_per_tick": 2.0, "probe_d": 3, "walk_ttl": 7, "cyclon_view": 6,
-           "shuffle_length": 3, "mark_saturated": False, "saturation_retry": 9, "max_age": 31, "warmup_cap": 40}
+           "shuffle_length": 3, "mark_saturated": False, "saturation_retry": 9, "max_age": 31, "warmup_cap": 40,
+           "freeze_after": 7}
     canonical = canonical_params(declared)
-    dropped = {k: v for k, v in odd.items() if canonical_params({**declared, **odd})[k] == DEFAULTS[k]}
+    dropped = {k: v for k, v in odd.items() if canonical_params({**declared, **odd})[k] == defaults()[k]}
     assert dropped, "every protocol ignores some parameter"
     as_set = dict(canonical, **dropped)  # built without the reset
     base = run_emulation(build_run_config(canonical)).to_dict()
@@ -105,9 +106,9 @@ def test_thesis_suite_loads_all_four_experiments() -> None:
     [
         ("bogus = 1\n[base]\n", "unknown key(s) bogus"),
         ("[base]\nneighbours = 3\n", "unknown run parameter(s): neighbours"),
-        ("[base]\nneighbors = 'three'\n", "'neighbors' must be an integer"),
+        ("[base]\nneighbors = 'three'\n", "--neighbors: must be an integer"),
         ("[base]\nprotocol = 'ddrf'\n", "unknown protocol 'ddrf'"),
-        ("[base]\nmark_saturated = 1\n", "must be true or false"),
+        ("[base]\nmark_saturated = 1\n", "--mark-saturated: must be true or false"),
         ("[[cases]]\nusers = 4\n[[grids]]\nusers = [5]\n", "users set by both a case and a grid"),
         ("seeds = []\n[base]\n", "seeds must be a non-empty list"),
         ("replicates = 2\nseeds = [1]\n[base]\n", "either seeds or replicates"),

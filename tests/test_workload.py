@@ -10,10 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.google import draw_request, google_case, load_google_trace
-from experiments.synthetic import synthetic_case
-from experiments.trace_extract import MACHINE_EVENTS, TASK_EVENTS, build_extract
-from experiments.workload import WorkloadError, load_workload, parse_workload
+from experiments.workloads.google import draw_request, google_case, load_google_trace
+from experiments.workloads.model import WorkloadError, load_workload, parse_workload
+from experiments.workloads.synthetic import synthetic_case
+from experiments.workloads.trace_extract import (
+    MACHINE_EVENTS,
+    TASK_EVENTS,
+    build_extract,
+)
 from tests.conftest import SHARED_TRACE
 
 ISSUE_EXAMPLE = {

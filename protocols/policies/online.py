@@ -2,7 +2,7 @@
 
 `OnlineScheduler` holds a pool's free capacity, the queued jobs (per user, in submission
 order) and what each user's running jobs hold. `submit`, `finish` and `schedule` are pure
-state changes with no notion of time; `experiments.jobsim` drives them with the trace's
+state changes with no notion of time; `experiments.policies.jobsim` drives them with the trace's
 arrivals and run times. Rules:
 
 - `c-adrf` (Algorithm 1): the user with the least adaptive dominant share W_i(x_i) starts its

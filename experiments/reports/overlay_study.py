@@ -1,6 +1,6 @@
 """The overlay study behind `docs/overlay.md`: convergence per view size, recovery, scale.
 
-    python -m experiments.overlay_study [--seeds 5] [--perturbations 100] [--csv rounds.csv] > study.md
+    python -m experiments.reports.overlay_study [--seeds 5] [--perturbations 100] [--csv rounds.csv] > study.md
 
 prints Markdown: (1) for P = 2..10 on 1,000 nodes with random static utilities, rounds to
 converge per seed and the ideal-view fraction every 5 rounds (seed 1); (2) the recovery
@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from experiments.overlay_run import OverlayConfig, run_overlay
+from experiments.running.overlay_run import OverlayConfig, run_overlay
 
 __all__ = ["main"]
 

@@ -2,7 +2,9 @@
 
 The allocation protocols' resource nodes subclass it and set the utility
 (`gradient.set_utility`); on its own, with a static utility, it is the node of the
-overlay-only emulation (`experiments.overlay_run`). The runtime calls `cyclon_round` and
+overlay-only emulation (`experiments.running.overlay_run`). Its choices come from the
+random stream it is given — its own (`nodes.streams.NodeStreams`), so no other node's
+draws move them. The runtime calls `cyclon_round` and
 `gradient_round` from periodic drivers. The entries of every Cyclon request and reply the
 node receives — uniformly random peers, and the requester's own fresh descriptor — are
 offered to the gradient as candidates (Kompics' Croupier publishes its samples to the
@@ -16,12 +18,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from nodes.actor import Actor, handles
+from nodes.actor import Actor
+from nodes.streams import NodeStreams
 from overlay.cyclon import Cyclon
 from overlay.gradient import NEG_INF, Gradient
 from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
+from protocols.messages import handles
 
-__all__ = ["OverlayPeer", "bootstrap", "check_overlay_parameters", "default_max_age_periods"]
+__all__ = ["OverlayPeer", "bootstrap", "check_overlay_parameters", "default_max_age_periods", "random_neighbours"]
 
 
 def default_max_age_periods(view: int) -> int:
@@ -55,7 +59,7 @@ def check_overlay_parameters(view: int, view_flag: str, cyclon_size: int, shuffl
 class OverlayPeer(Actor):
     """Node `actor_id` with a Cyclon view of `cyclon_size` and a gradient view of `view_size`."""
 
-    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges")
+    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient")
 
     def __init__(
         self,
@@ -72,6 +76,12 @@ class OverlayPeer(Actor):
         self.gradient = Gradient(actor_id, view_size, rng, utility, max_age)
         self.cyclon_exchanges = 0
         self.gradient_exchanges = 0
+        self.gossip_gradient = True  # False: answer gradient exchanges but start none
+
+    def join(self, entries: Sequence[tuple[float, int, float]]) -> None:
+        """Start from the bootstrap service's Cyclon view, offered to the gradient too."""
+        self.cyclon.bootstrap(entries)
+        self.gradient.offer(self.cyclon.samples())
 
     def cyclon_round(self, now: float) -> None:
         started = self.cyclon.initiate(self.gradient.descriptor(now))
@@ -80,6 +90,8 @@ class OverlayPeer(Actor):
             self.cyclon_exchanges += 1
 
     def gradient_round(self, now: float) -> None:
+        if not self.gossip_gradient:
+            return
         started = self.gradient.initiate(now)
         if started is not None:
             self.outbox.append(started)
@@ -104,11 +116,20 @@ class OverlayPeer(Actor):
         self.gradient.complete(msg)
 
 
-def bootstrap(peers: Sequence[OverlayPeer], utilities: Sequence[float], rng: random.Random) -> None:
-    """The bootstrap service: each peer (ids 0..n−1) starts with a Cyclon view of `c` distinct
-    random other peers, described as of time 0, and offers them to its gradient."""
+def bootstrap(peers: Sequence[OverlayPeer], utilities: Sequence[float], seed: int) -> None:
+    """The bootstrap service: each peer (ids 0..n−1) joins with a Cyclon view of `c` distinct
+    random other peers, described as of time 0, drawn from a stream of its own
+    (`(seed, peer id, "bootstrap")`), so adding a peer never changes another's start."""
     n = len(peers)
     for peer in peers:
+        rng = NodeStreams(seed, peer.id).python("bootstrap")
         picks = rng.sample(range(n - 1), min(peer.cyclon.size, n - 1))
-        peer.cyclon.bootstrap([(utilities[p + (p >= peer.id)], p + (p >= peer.id), 0.0) for p in picks])
-        peer.gradient.offer(peer.cyclon.samples())
+        peer.join([(utilities[p + (p >= peer.id)], p + (p >= peer.id), 0.0) for p in picks])
+
+
+def random_neighbours(n: int, degree: int, seed: int) -> list[list[int]]:
+    """A fixed random graph: each of nodes 0..n−1 gets `degree` distinct random others,
+    drawn from its own stream `(seed, node, "neighbours")`."""
+    return [[p + (p >= node) for p in NodeStreams(seed, node).python("neighbours").sample(range(n - 1),
+                                                                                          min(degree, n - 1))]
+            for node in range(n)]

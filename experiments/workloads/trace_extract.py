@@ -1,6 +1,6 @@
 """Build the compact Google 2011 extract that ships inside the package.
 
-    python -m experiments.trace_extract TRACE_DIR OUT_DIR
+    python -m experiments.workloads.trace_extract TRACE_DIR OUT_DIR
 
 reads `machine_events-part-00000-of-00001.csv.gz` and `task_events-part-00000-of-00500.csv.gz`
 of the Google cluster-usage trace clusterdata-2011-2 (CC-BY 4.0, Google) and writes:
@@ -20,7 +20,7 @@ of the Google cluster-usage trace clusterdata-2011-2 (CC-BY 4.0, Google) and wri
   SCHEDULEd in the shard. Times are seconds since 600 s, to the millisecond; `end` is the first FINISH, KILL,
   EVICT, FAIL or LOST after the schedule (`end_event` names it), or the end of the shard
   with `end_event` = `censored` when the task was still running then. The online job
-  simulator (`experiments.jobsim`) takes arrivals from `submit` and run times from
+  simulator (`experiments.policies.jobsim`) takes arrivals from `submit` and run times from
   `end − schedule`. Decision: the 39 tasks never scheduled (killed while pending) are left
   out, since they have no run time.
 
@@ -146,6 +146,6 @@ def build_extract(trace_dir: str | Path, out_dir: str | Path) -> tuple[int, int,
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: python -m experiments.trace_extract TRACE_DIR OUT_DIR")
+        sys.exit("usage: python -m experiments.workloads.trace_extract TRACE_DIR OUT_DIR")
     n_machines, n_rows, n_jobs = build_extract(sys.argv[1], sys.argv[2])
     print(f"{n_machines} machines, {n_rows} user-request rows, {n_jobs} first-hour jobs written to {sys.argv[2]}")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from experiments.workload import Server, User, Workload, WorkloadError
+from experiments.workloads.model import Server, User, Workload, WorkloadError
 from nodes.streams import RandomStreams
 
 __all__ = ["synthetic_case"]

@@ -25,13 +25,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
-from nodes.actor import Actor, handles
+from nodes.actor import Actor
 from nodes.clock import VirtualClockLoop
-from nodes.messages import message
 from nodes.gc_tuning import tuned_gc
 from nodes.network import ConstantLatency, Network
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
+from protocols.messages import handles, message
 
 __all__ = ["BenchResult", "run_bench"]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.records import load_records
-from experiments.tidy import flatten_result
+from experiments.sweeps.records import load_records
+from experiments.sweeps.tidy import flatten_result
 
 __all__ = ["PointData", "load_points", "mean_sd", "metric_values", "ordered"]
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from experiments.harness import TOLERANCES
-from experiments.run_params import DEFAULTS
+from experiments.running.harness import TOLERANCES
+from experiments.running.params import defaults
 
 __all__ = ["FIGURE_KINDS", "check_figure", "check_table", "matches"]
 
@@ -46,7 +46,7 @@ def _require(spec: Mapping[str, Any], what: str, keys: tuple[str, ...], optional
 
 
 def _parameter(what: str, name: Any) -> None:
-    if name not in DEFAULTS:
+    if name not in defaults():
         raise ValueError(f"{what}: {name!r} is not a run parameter")
 
 

@@ -4,14 +4,14 @@ A config holds:
 
 - `name`, `title`: the experiment's name (unique within a sweep) and a one-line title;
 - `include = ["other.toml", …]`: further configs (relative to this file) swept alongside;
-- `[base]`: run parameters shared by every point (any name of `run_params.DEFAULTS`);
+- `[base]`: run parameters shared by every point (any name of ``experiments.running.params``);
 - `[[cases]]`: parameter sets taken one at a time (e.g. machines and users together); a
   list value in a case expands that case like a grid;
 - `[[grids]]`: tables of lists; each grid is the cartesian product of its lists, and the
   points are every case × every combination of every grid;
 - `seeds = [1, 2, …]` or `replicates = N` (seeds 1..N): the replicates of every point;
 - `[[tables]]` and `[[figures]]`: what `drfemu report` draws from this experiment
-  (`experiments.report_spec` checks them).
+  (`experiments.sweeps.report_spec` checks them).
 
 A config without `cases` or `grids` has one empty case or grid; one with only `include`
 is a suite. Points that describe the same run (after `canonical_params`) share one run.
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.report_spec import check_figure, check_table
-from experiments.run_params import DEFAULTS, canonical_params, run_id
+from experiments.running.params import canonical_params, defaults, run_id
+from experiments.sweeps.report_spec import check_figure, check_table
+from experiments.workloads.model import WorkloadError
 from protocols.registry import UnknownProtocol
-from experiments.workload import WorkloadError
 
 __all__ = ["Experiment", "Point", "Sweep", "SweepConfigError", "load_sweep"]
 
@@ -176,7 +176,7 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
             canonical = canonical_params(declared, base_dir=path.parent)
         except (ValueError, UnknownProtocol, WorkloadError) as error:
             raise _fail(path, str(error)) from None
-        full = dict(DEFAULTS, **declared)
+        full = dict(defaults(), **declared)
         if full["workload"] != "google":
             full["workload"] = canonical["workload"]
         if full["case_seed"] is None:

@@ -23,7 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, fits, take, total_capacity
+from protocols.events import TaskAllocated
+from protocols.resources import (
+    REL_TOL,
+    CapacityViolation,
+    Vector,
+    dominant_share,
+    fits,
+    take,
+    total_capacity,
+)
 
 __all__ = ["TOLERANCES", "Harness", "RunOutcome"]
 
@@ -88,6 +97,10 @@ class Harness:
         self._last_progress_tick = 0
 
     # -- allocation events ----------------------------------------------------------------
+    def on_event(self, event: TaskAllocated) -> None:
+        """A node reported a task start (subscribed to the runtime's `TaskAllocated` events)."""
+        self.on_allocation(event.time, event.server, event.user, event.task, event.demand)
+
     def on_allocation(self, now: float, server: int, user: int, task: int, demand: Vector) -> None:
         k = self.user_index[user]
         free = self.free[server]

@@ -7,10 +7,12 @@ exits with status 3. Tracebacks are never shown for user errors.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,18 +21,38 @@ from typing import Annotated, Any
 import structlog
 import typer
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
-from experiments.bench import run_bench
-from experiments.google import google_case
-from experiments.overlay_run import OverlayConfig, run_overlay
-from experiments.run_params import build_run_config, canonical_params
-from experiments.runner import RunResult, run_emulation
-from experiments.synthetic import synthetic_case
-from experiments.workload import Workload, WorkloadError
+from experiments.running.bench import run_bench
+from experiments.running.overlay_run import OverlayConfig, run_overlay
+from experiments.running.params import (
+    all_params,
+    canonical_params,
+    param,
+    parameters_markdown,
+    readers,
+    unread_given,
+)
+from experiments.running.runner import (
+    RunResult,
+    build_run_config,
+    run_emulation,
+    run_point,
+)
+from experiments.workloads.google import google_case
+from experiments.workloads.model import Workload, WorkloadError
+from experiments.workloads.synthetic import synthetic_case
 from nodes.network import parse_duration
+from protocols.params import Kind, Param
 from protocols.registry import PROTOCOLS, UnknownProtocol
 from protocols.resources import CapacityViolation
 
@@ -63,6 +85,39 @@ def _duration(text: str, name: str) -> float:
     if seconds <= 0:
         raise CliError(f"--{name} must be positive")
     return seconds
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse, before any work, an output path that cannot be written."""
+    if path.is_dir():
+        raise CliError(f"cannot write {path}: it is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise CliError(f"cannot write {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CliError(f"cannot write {path}: permission denied")
+
+
+@contextmanager
+def _progress(start: str, every_s: float = 5.0) -> Iterator[Callable[[str], None]]:
+    """A progress reporter: a live spinner on a terminal, else one line on stderr every
+    `every_s` seconds of wall time (long commands are never silent)."""
+    if err.is_terminal:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                      transient=True) as bar:
+            task = bar.add_task(start, total=None)
+            yield lambda text: bar.update(task, description=text)
+        return
+    started = time.monotonic()
+    last = [started]
+
+    def report(text: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= every_s:
+            last[0] = now
+            print(f"drfemu: {text} ({now - started:.0f} s)", file=sys.stderr, flush=True)
+
+    yield report
 
 
 def _write_json(path: Path, document: dict[str, Any]) -> None:
@@ -133,53 +188,51 @@ def _summary(result: RunResult) -> Table:
     return table
 
 
-@app.command()
-def run(
-    protocol: Annotated[str, typer.Option(help=f"Allocation protocol: {', '.join(PROTOCOLS)}.")] = "drf",
-    machines: Annotated[int, typer.Option(help="Machines drawn from the Google 2011 trace.")] = 100,
-    users: Annotated[int, typer.Option(help="Users drawn from the Google 2011 trace.")] = 20,
-    seed: Annotated[int, typer.Option(help="Root seed of every random stream.")] = 1,
-    workload: Annotated[Path | None, typer.Option(help="Workload JSON file (instead of a Google case).")] = None,
-    tick: Annotated[str, typer.Option(help="Allocation tick, e.g. 100ms.")] = "100ms",
-    latency: Annotated[str, typer.Option(help="Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER].")] = "1ms",
-    stall_ticks: Annotated[int, typer.Option(help="End as stalled after this many ticks without an allocation.")] = 1000,
-    max_time: Annotated[str, typer.Option(help="Hard cap on virtual time, e.g. 20000s.")] = "20000s",
-    neighbors: Annotated[int, typer.Option(help="P: gradient view size / out-degree of the fixed neighbour graph.")] = 5,
-    shuffles_per_tick: Annotated[float, typer.Option(help="Gradient exchanges per node per tick (may be below 1).")] = 1.0,
-    probe_d: Annotated[int, typer.Option(help="probe: neighbours a task is forwarded to.")] = 2,
-    walk_ttl: Annotated[int, typer.Option(help="Hops a placement walk may take (0: the number of servers).")] = 0,
-    cyclon_view: Annotated[int, typer.Option(help="Cyclon view size c.")] = 10,
-    shuffle_length: Annotated[int, typer.Option(help="Cyclon shuffle length ℓ.")] = 5,
-    mark_saturated: Annotated[bool, typer.Option(help="A failed walk marks its user saturated (reports +∞).")] = True,
-    saturation_retry: Annotated[int, typer.Option(help="Ticks before a saturated user's walk is retried, doubling (0: never).")] = 50,
-    max_age: Annotated[int, typer.Option(help="Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).")] = 0,
-    warmup_cap: Annotated[int, typer.Option(help="ddrf-gradient: freeze the overlay after this many ticks even if not converged.")] = 500,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
-    log: Annotated[Path | None, typer.Option(help="Write one JSON line per allocation.")] = None,
-) -> None:
+def _option_type(p: Param) -> Any:
+    return {Kind.INT: int, Kind.FLOAT: float, Kind.BOOL: bool, Kind.TEXT: str, Kind.DURATION: str}[p.kind] | None
+
+
+def _option_help(p: Param) -> str:
+    if p.default is None:
+        return p.help
+    default = f"{p.default:g}s" if p.kind is Kind.DURATION else str(p.default).lower() if p.kind is Kind.BOOL else p.default
+    return f"{p.help} [default: {default}]"
+
+
+def _run_signature() -> inspect.Signature:
+    """`drfemu run`'s options: one per declared run parameter (core and every registered
+    protocol's own), all defaulting to None so that what the user gave can be told apart."""
+    parameters = []
+    for p in all_params():
+        flags = [f"{p.option}/--no-{p.option[2:]}"] if p.kind is Kind.BOOL else [p.option]
+        parameters.append(inspect.Parameter(
+            p.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+            annotation=Annotated[_option_type(p), typer.Option(*flags, help=_option_help(p), show_default=False)]))
+    parameters.append(inspect.Parameter("json_path", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        Path | None, typer.Option("--json", help="Write the result as JSON.")]))
+    parameters.append(inspect.Parameter("log", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        Path | None, typer.Option(help="Write one JSON line per allocation.")]))
+    return inspect.Signature(parameters)
+
+
+def run(**options: Any) -> None:
     """Run one emulation and print its summary."""
-    params = canonical_params({
-        "protocol": protocol, "workload": "google" if workload is None else str(workload), "machines": machines,
-        "users": users, "seed": seed, "tick": tick, "latency": latency, "stall_ticks": stall_ticks,
-        "max_time": max_time, "neighbors": neighbors, "shuffles_per_tick": shuffles_per_tick, "probe_d": probe_d,
-        "walk_ttl": walk_ttl, "cyclon_view": cyclon_view, "shuffle_length": shuffle_length,
-        "mark_saturated": mark_saturated, "saturation_retry": saturation_retry, "max_age": max_age,
-        "warmup_cap": warmup_cap,
-    })
+    json_path: Path | None = options.pop("json_path")
+    log: Path | None = options.pop("log")
+    given = {name: value for name, value in options.items() if value is not None}
+    params = canonical_params(given)
+    for option in unread_given(given):
+        print(f"drfemu: warning: {option} is not read by protocol {params['protocol']}; ignored", file=sys.stderr)
+    for path in (json_path, log):
+        if path is not None:
+            _check_writable(path)
     config = build_run_config(params)
     case = config.workload
-    with _allocation_log(log, case) as logger, Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
-        task = bar.add_task(f"{protocol}: starting", total=None)
+    protocol = params["protocol"]
+    with _allocation_log(log, case) as logger, _progress(f"{protocol}: starting") as report:
 
         def progress(now: float, allocations: int) -> None:
-            bar.update(task, description=f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
+            report(f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
 
         result = run_emulation(config, log=logger, progress=progress)
     demands = {u.id: list(u.demand) for u in case.users}
@@ -189,6 +242,14 @@ def run(
     out.print(_summary(result))
     if json_path is not None:
         _write_json(json_path, result.to_dict())
+
+
+def _install_run_command() -> None:
+    """(Re)declare `drfemu run` from the current registry, so a protocol registered after import
+    (a plug-in, a test) brings its options along."""
+    run.__signature__ = _run_signature()  # type: ignore[attr-defined]
+    app.registered_commands[:] = [c for c in app.registered_commands if c.name != "run"]
+    app.command("run")(run)
 
 
 @workload_app.command("google")
@@ -293,7 +354,7 @@ def overlay(
     if json_path is not None:
         _write_json(json_path, result)
     if plot is not None:
-        from experiments.overlay_plot import plot_overlay
+        from experiments.reports.overlay_plot import plot_overlay
 
         try:
             plot_overlay(result, plot)
@@ -309,8 +370,8 @@ def sweep(
     dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
 ) -> None:
     """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""
-    from experiments.sweep import dask_cluster, process_pool, run_sweep
-    from experiments.sweep_config import load_sweep
+    from experiments.sweeps.config import load_sweep
+    from experiments.sweeps.execute import dask_cluster, process_pool, run_sweep
 
     if dask is not None and workers is not None:
         raise CliError("give --workers or --dask, not both (a Dask cluster has its own workers)")
@@ -322,7 +383,7 @@ def sweep(
     except OSError as error:
         raise CliError(f"cannot create {out_dir}: {error.strerror}") from None
     n_workers = workers or os.cpu_count() or 1
-    executor = dask_cluster(dask) if dask is not None else process_pool(n_workers)
+    executor = dask_cluster(dask, run_point) if dask is not None else process_pool(n_workers, run_point)
     points = sum(len(e.points) for e in plan.experiments)
     out.print(f"sweep {config}: {len(plan.experiments)} experiment(s), {points} points, {len(plan.runs)} distinct runs "
               f"on {'Dask at ' + dask if dask else f'{n_workers} worker process(es)'}")
@@ -379,7 +440,7 @@ def report(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Where to write the report (default: SWEEP_DIR/report).")] = None,
 ) -> None:
     """Turn a sweep (finished or partial) into Markdown tables, PNG figures and one HTML page."""
-    from experiments.report import write_report
+    from experiments.reports.render import write_report
 
     target = out_dir if out_dir is not None else sweep_dir / "report"
     written = write_report(sweep_dir, target)
@@ -406,7 +467,7 @@ def policy(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run one policy of the library on one pool and print each user's allocation."""
-    from experiments.policy_run import PolicyOptions, run_policy
+    from experiments.policies.run import PolicyOptions, run_policy
 
     document = run_policy(name, _vector(capacity, "--capacity"), [_vector(d, "--demand") for d in demand],
                           PolicyOptions(divisible, alpha, beta))
@@ -440,7 +501,7 @@ def experiment(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run an experiment of the policy library and print it next to the seed's numbers."""
-    from experiments.policy_experiments import adrf_vs_swm, online_schedulers
+    from experiments.policies.experiments import adrf_vs_swm, online_schedulers
 
     if name == "adrf-swm":
         result = adrf_vs_swm(draws=draws, seed=seed)
@@ -465,7 +526,7 @@ def experiment(
             table.add_row(row["rule"], f"{row['alpha']:g}", f"{row['mean_rmse']:.2%}", f"{row['median_rmse']:.2%}",
                           f"{row['median_delay_s']:.0f}", f"{row['p90_delay_s']:.0f}", f"{row['makespan_s']:.0f}")
         if plots is not None:
-            from experiments.policy_plots import plot_online
+            from experiments.policies.plots import plot_online
 
             for path in plot_online(result, plots):
                 out.print(f"wrote {path}")
@@ -476,15 +537,43 @@ def experiment(
         _write_json(json_path, result)
 
 
+def _registry_document() -> list[dict[str, Any]]:
+    return [{**spec.to_dict(), "parameters": [p.name for p in all_params() if spec.name in readers(p.name)],
+             "own_parameters": [p.name for p in spec.params]} for spec in PROTOCOLS.values()]
+
+
 @app.command()
-def protocols() -> None:
-    """List the allocation protocols."""
+def protocols(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the registry as JSON.")] = False,
+) -> None:
+    """List the allocation protocols (name, gateway, gradient use, parameters read, summary)."""
+    if as_json:
+        print(json.dumps(_registry_document(), indent=2))
+        return
     table = Table(title="protocols")
-    table.add_column("name")
-    table.add_column("gateway")
-    table.add_column("what it does")
-    for spec in PROTOCOLS.values():
-        table.add_row(spec.name, spec.gateway, spec.summary)
+    for column in ("name", "gateway", "gradient", "own parameters", "what it does"):
+        table.add_column(column)
+    for entry in _registry_document():
+        table.add_row(entry["name"], entry["gateway"], entry["gradient"] if entry["distributed"] else "-",
+                      ", ".join(param(n).option for n in entry["own_parameters"]) or "-", entry["summary"])
+    out.print(table)
+
+
+@app.command()
+def params(
+    markdown: Annotated[bool, typer.Option(help="Print the table of docs/parameters.md.")] = False,
+) -> None:
+    """List every run parameter: option, type, default, range, which protocols read it."""
+    if markdown:
+        print(parameters_markdown(), end="")
+        return
+    table = Table(title="run parameters")
+    for column in ("option", "type", "default", "read by", "meaning"):
+        table.add_column(column)
+    for p in all_params():
+        who = readers(p.name)
+        table.add_row(p.option, p.kind.value, "-" if p.default is None else str(p.default),
+                      "all" if len(who) == len(PROTOCOLS) else ", ".join(who), p.help)
     out.print(table)
 
 
@@ -518,6 +607,7 @@ def _fail(message: str, status: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `drfemu` script; returns the exit status."""
+    _install_run_command()
     try:
         status = app(args=argv, prog_name="drfemu", standalone_mode=False)
     except typer.Exit as done:
@@ -534,7 +624,3 @@ def main(argv: list[str] | None = None) -> int:
     except CapacityViolation as error:
         return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)
     return status if isinstance(status, int) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

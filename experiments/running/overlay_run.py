@@ -29,8 +29,9 @@ Gradient descriptors expire after `max_age` gradient periods (default `max(20, 5
 static overlay the oldest descriptor in any view was 14 periods old for P = 10 and 7 for
 P = 2, so only stale copies expire; see `overlay.gradient`).
 
-Node choices (partners, samples) come from the stream `overlay` shared by all nodes:
-deterministic because the event order is, and a per-node generator would cost 2.5 KB a node.
+Each node's choices (partners, samples) come from its own stream `(seed, node, "overlay")`,
+so one node's extra draw never moves another's; that costs about 2.5 KB of generator state
+a node (25 MB for 10,000 nodes).
 """
 
 from __future__ import annotations
@@ -43,17 +44,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.google import google_case
-from experiments.workload import Workload, load_workload
+from experiments.workloads.google import google_case
+from experiments.workloads.model import Workload, load_workload
 from nodes.clock import VirtualClockLoop
 from nodes.gateway import draw_homes
 from nodes.gc_tuning import tuned_gc
 from nodes.network import Network, parse_latency
+from nodes.overlay_peer import (
+    OverlayPeer,
+    bootstrap,
+    check_overlay_parameters,
+    default_max_age_periods,
+)
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
 from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
-from overlay.observe import OverlayMetrics, centre_status, measure, snapshot, total_order
-from overlay.peer import OverlayPeer, bootstrap, check_overlay_parameters, default_max_age_periods
+from overlay.observe import (
+    OverlayMetrics,
+    centre_status,
+    measure,
+    snapshot,
+    total_order,
+)
 from protocols.resources import dominant_share
 
 __all__ = ["OverlayConfig", "run_overlay"]
@@ -254,11 +266,10 @@ def run_overlay(
                          f"and a Cyclon view of {config.cyclon_size}")
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)
-    choices = streams.python("overlay")
     max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
-    peers = [OverlayPeer(i, config.view, config.cyclon_size, config.shuffle_length, choices, utilities.values[i],
-                         max_age) for i in range(n)]
-    bootstrap(peers, utilities.values, streams.python("overlay/bootstrap"))
+    peers = [OverlayPeer(i, config.view, config.cyclon_size, config.shuffle_length,
+                         streams.node(i).python("overlay"), utilities.values[i], max_age) for i in range(n)]
+    bootstrap(peers, utilities.values, config.seed)
 
     loop = VirtualClockLoop()
     try:

@@ -1,6 +1,6 @@
 """Experiments of the policy library (seed 002 §VI): `drfemu experiment NAME`.
 
-`online`: see `online_schedulers` and `experiments.jobsim`.
+`online`: see `online_schedulers` and `experiments.policies.jobsim`.
 
 `adrf-swm`: `draws` times, pick 10–80 users uniformly at random from the Google 2011 trace
 extract (one submitted task's CPU and memory request per user, as the Google cases do) and
@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from experiments.google import draw_request, load_google_trace
+from experiments.workloads.google import draw_request, load_google_trace
 from nodes.streams import RandomStreams
 from protocols.policies.adrf import BETAS, adrf, social_welfare, swm
 
@@ -72,7 +72,13 @@ def online_schedulers(alphas: Sequence[float] = (1.0, 1.5), load_fraction: float
     use — uncapped, it hands every present user a share it has no jobs for, and every rule
     scores ≈ 1), and every job's queueing delay. The replay is deterministic.
     """
-    from experiments.jobsim import describe, load_first_hour_jobs, offered_load, sample_rmse, simulate
+    from experiments.policies.jobsim import (
+        describe,
+        load_first_hour_jobs,
+        offered_load,
+        sample_rmse,
+        simulate,
+    )
     from protocols.policies.online import RULES
 
     if not 0 < load_fraction:

@@ -10,31 +10,41 @@ bootstrap server, each starts with a Cyclon view of `c` random others (described
 the gradient, where the protocol uses it, exchanges `shuffles_per_tick` times a tick.
 Servers know their homed users from the start (the gateway's draw), so a home's utility is 0
 and every other server's `−∞` from time 0 (eq. 4.2). Only servers with users tick, except
-for probes, where every server does. For `ddrf-gradient` allocation waits until every home
-has its ideal gradient view (the observer's global check of SPEC §4.1) or `warmup_cap`
-ticks have passed; then every view becomes that server's fixed neighbour set and the
-gradient stops. For the protocols with fixed random neighbours each server draws `P`
+for probes, where every server does. For `ddrf-gradient` each server freezes its own gradient view
+into its neighbour set once the view has settled (`protocols.ddrf`). For the protocols with fixed random neighbours each server draws `P`
 distinct others. With fewer servers than `c + 1` (or `P + 1`), views are as large as the
 cluster allows; the result records the sizes used.
 
-Random streams used: `network/latency`, `network/loss`, `gateway` (home draws and random
-server choices), `overlay` (Cyclon and gradient choices), `overlay/bootstrap`,
-`neighbours` (fixed random neighbour sets), `protocol` (walk steps). Same `RunConfig` ⇒
-the same events in the same order ⇒ the same result, apart from the wall-clock fields.
+Random streams used: run-level `network/latency`, `network/loss` and `gateway` (home draws
+and random server choices); each server's own `overlay` (Cyclon and gradient choices) and
+`walk` (walk steps); the bootstrap service's per-server `bootstrap` (first Cyclon view) and
+`neighbours` (fixed random neighbour sets). Same `RunConfig` ⇒ the same events in the same
+order ⇒ the same result, apart from the wall-clock fields.
+
+The harness learns what happened from the nodes' `TaskAllocated` events; the distributed
+set-up sums the servers' counters after the run.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from experiments.harness import SATURATED, STALLED, TOLERANCES, Harness, RunOutcome
-from experiments.distributed import DistributedSetup
-from experiments.workload import Workload
+from experiments.running.distributed import DistributedSetup
+from experiments.running.harness import (
+    SATURATED,
+    STALLED,
+    TOLERANCES,
+    Harness,
+    RunOutcome,
+)
+from experiments.running.params import GOOGLE, RunParams, echo, run_params
+from experiments.workloads.google import google_case
+from experiments.workloads.model import Workload, load_workload
 from nodes.actor import Actor
 from nodes.clock import VirtualClockLoop
 from nodes.gateway import Gateway
@@ -45,61 +55,46 @@ from nodes.runtime import Runtime
 from nodes.scheduler import CentralScheduler
 from nodes.streams import RandomStreams
 from nodes.user import UserNode
-from overlay.peer import check_overlay_parameters, default_max_age_periods
+from protocols.events import TaskAllocated
 from protocols.fairness import gini, jain, ratio_20_20, sample_std
 from protocols.registry import get_protocol
 
-__all__ = ["RunConfig", "RunResult", "run_emulation"]
+__all__ = ["RunConfig", "RunResult", "build_run_config", "run_emulation", "run_point"]
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that determines a run. Times are in seconds of virtual time."""
+    """Everything that determines a run: the workload and the validated run parameters."""
 
     workload: Workload
-    protocol: str = "drf"
-    seed: int = 1
-    tick: float = 0.1
-    latency: str = "1ms"
+    params: RunParams
     loss: float = 0.0
-    stall_ticks: int = 1000
-    max_time: float = 20_000.0
     cost: CostModel = field(default_factory=CostModel)
-    neighbors: int = 5
-    shuffles_per_tick: float = 1.0
-    probe_d: int = 2
-    walk_ttl: int = 0
-    cyclon_size: int = 10
-    shuffle_length: int = 5
-    mark_saturated: bool = True
-    saturation_retry: int = 50
-    max_age: int = 0
-    warmup_cap: int = 500
 
-    @property
-    def max_age_periods(self) -> int:
-        """Gradient descriptor expiry in gradient periods; 0 asks for the default, max(20, 5·P)."""
-        return self.max_age or default_max_age_periods(self.neighbors)
+    @classmethod
+    def build(cls, workload: Workload, **params: Any) -> RunConfig:
+        """A config from parameters by name (validated; defaults fill the rest)."""
+        return cls(workload, run_params(**params))
 
     def validate(self) -> None:
-        get_protocol(self.protocol)
-        check_overlay_parameters(self.neighbors, "--neighbors (P)", self.cyclon_size, self.shuffle_length,
-                                 self.shuffles_per_tick, self.tick, self.max_age)
-        if self.probe_d < 1:
-            raise ValueError("probe-d must be at least 1")
-        if self.walk_ttl < 0:
-            raise ValueError("walk-ttl must be non-negative (0: the number of servers)")
-        if self.saturation_retry < 0:
-            raise ValueError("saturation-retry must be non-negative (0: never retry)")
-        if self.warmup_cap < 1:
-            raise ValueError("warmup-cap must be at least 1")
-        if self.stall_ticks < 1:
-            raise ValueError("stall-ticks must be at least 1")
-        if not self.max_time > 0:
-            raise ValueError("max-time must be positive")
-        parse_latency(self.latency, random.Random(0))  # reject a bad spec before any side effect
-        if self.seed < 0:
-            raise ValueError("seed must be non-negative")
+        """Checks that need the workload as well as the parameters."""
+        spec = get_protocol(self.params.protocol)  # type: ignore[attr-defined]
+        servers = len(self.workload.servers)
+        if spec.distributed and servers > 1 and self.params.neighbors >= servers:  # type: ignore[attr-defined]
+            raise ValueError(f"--neighbors ({self.params.neighbors}) must be below the number of servers "  # type: ignore[attr-defined]
+                             f"({servers})")
+
+
+def build_run_config(params: Mapping[str, Any]) -> RunConfig:
+    """The validated `RunConfig` of canonical `params` (loads or draws the workload)."""
+    if params["workload"] == GOOGLE:
+        workload = google_case(params["machines"], params["users"], params["case_seed"])
+    else:
+        workload = load_workload(Path(params["workload"]))
+    config = RunConfig(workload, run_params(**{k: v for k, v in params.items()
+                                                if k not in ("workload", "machines", "users", "case_seed")}))
+    config.validate()
+    return config
 
 
 @dataclass(frozen=True)
@@ -127,9 +122,10 @@ def run_emulation(
 ) -> RunResult:
     """Run one emulation to saturation, stall or the time cap."""
     config.validate()
-    spec = get_protocol(config.protocol)
+    params: Any = config.params
+    spec = get_protocol(params.protocol)
     workload = config.workload
-    streams = RandomStreams(config.seed)
+    streams = RandomStreams(params.seed)
     n_servers, n_users = len(workload.servers), len(workload.users)
     server_ids = list(range(n_servers))
     user_ids = list(range(n_servers, n_servers + n_users))
@@ -146,9 +142,9 @@ def run_emulation(
             capacities=[s.capacity for s in workload.servers],
             demands=[u.demand for u in workload.users],
             user_actors=user_ids,
-            tick=config.tick,
-            stall_ticks=config.stall_ticks,
-            max_time=config.max_time,
+            tick=params.tick,
+            stall_ticks=params.stall_ticks,
+            max_time=params.max_time,
             on_finish=on_finish,
             log=log,
             progress=progress,
@@ -160,11 +156,11 @@ def run_emulation(
         tickers: list[Actor] = []
         if spec.distributed:
             demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
-            distributed = DistributedSetup(config, spec, capacities, total, demands, gateway.homes, harness, streams)
+            distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams)
             actors = list(distributed.servers)
             tickers.extend(distributed.tickers)
         else:
-            actors = [ResourceNode(i, c, harness) for i, c in zip(server_ids, capacities)]
+            actors = [ResourceNode(i, c) for i, c in zip(server_ids, capacities)]
         users = [UserNode(a, gateway_id, u.demand, total) for a, u in zip(user_ids, workload.users)]
         actors.extend(users)
         actors.append(gateway)
@@ -173,15 +169,16 @@ def run_emulation(
             actors.append(scheduler)
             tickers.append(scheduler)
         network = Network(
-            parse_latency(config.latency, streams.python("network/latency")),
+            parse_latency(params.latency, streams.python("network/latency")),
             loss=config.loss,
             loss_rng=streams.python("network/loss"),
             cost=config.cost,
         )
         runtime = Runtime(loop, network, actors)
+        runtime.subscribe(TaskAllocated, harness.on_event)
         for user in users:
             runtime.call_at(0.0, user.start, actor=user)
-        ticks = runtime.start_ticks(config.tick, tickers)
+        ticks = runtime.start_ticks(params.tick, tickers)
         if distributed is not None:
             distributed.start(runtime)
         runtime.add_tick_hook(harness.on_tick)
@@ -203,12 +200,12 @@ def run_emulation(
     error_ratios = harness.error_ratios()
     series = harness.error_series()
     values: dict[str, Any] = {
-        "protocol": config.protocol,
+        "protocol": params.protocol,
         "machines": n_servers,
         "users": n_users,
-        "seed": config.seed,
+        "seed": params.seed,
         "resources": list(workload.resources),
-        "tick_s": config.tick,
+        "tick_s": params.tick,
         "latency": network.latency.describe(),
         "saturated": outcome.status == SATURATED,
         "stalled": outcome.status == STALLED,
@@ -241,14 +238,14 @@ def run_emulation(
         "unplaceable_users": [labels[k] for k in sorted(unplaceable)],
         "workload": dict(workload.source),
         "distributed": spec.distributed,
-        "neighbors": config.neighbors,
-        "shuffles_per_tick": config.shuffles_per_tick,
-        "probe_d": config.probe_d,
-        "mark_saturated": config.mark_saturated,
-        "saturation_retry_ticks": config.saturation_retry,
-        "gradient_max_age_periods": config.max_age_periods,
+        **echo(params),
         "ticks": ticks.fired,
     }
     if distributed is not None:
         values.update(distributed.report())
     return RunResult(values)
+
+
+def run_point(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The result document of the run that canonical `params` describe (a sweep's unit of work)."""
+    return run_emulation(build_run_config(params)).to_dict()

@@ -6,7 +6,7 @@ The output directory holds
 - `runs/<run id>.json`: one record per finished run — `id`, `params` (canonical), `status`
   (`ok` or `failed`), `result` (the `drfemu run --json` document) or `error` and
   `traceback`, and the `drfemu_version` that ran it;
-- `runs.csv` and `runs.parquet`: the tidy table of every record (`experiments.tidy`).
+- `runs.csv` and `runs.parquet`: the tidy table of every record (`experiments.sweeps.tidy`).
 
 Resuming: a run whose record says `ok` is never run again; a failed run is run again on
 the next sweep (failures are mostly crashes or resource limits worth retrying; a config
@@ -31,14 +31,19 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from experiments.records import Record, load_records, write_atomic, write_record
-from experiments.run_params import build_run_config
-from experiments.runner import run_emulation
-from experiments.sweep_config import Experiment, Sweep
-from experiments.tidy import write_tidy
-from protocols.registry import get_protocol
+from experiments.sweeps.config import Experiment, Sweep
+from experiments.sweeps.records import Record, load_records, write_atomic, write_record
+from experiments.sweeps.tidy import write_tidy
+from protocols.registry import GradientUse, get_protocol
 
-__all__ = ["SweepSummary", "dask_cluster", "execute_run", "order_runs", "process_pool", "run_sweep", "write_manifest"]
+__all__ = ["RunPoint", "SweepSummary", "dask_cluster", "execute_run", "order_runs", "process_pool", "run_sweep",
+           "write_manifest"]
+
+RunPoint = Callable[[Mapping[str, Any]], dict[str, Any]]
+"""Canonical parameters → the run's result document (`experiments.running.runner.run_point`).
+The sweep stage is given it rather than importing it, so it loads no actor; for a process
+pool or Dask it must be a module-level function (it is pickled by reference)."""
+
 
 def _drfemu_version() -> str:
     try:
@@ -53,10 +58,10 @@ def failed_record(run: str, params: Mapping[str, Any], error: str, trace: str = 
             "error": error, "traceback": trace}
 
 
-def execute_run(run: str, params: Mapping[str, Any]) -> Record:
+def execute_run(run_point: RunPoint, run: str, params: Mapping[str, Any]) -> Record:
     """Run one point and return its record; an exception becomes a `failed` record."""
     try:
-        result = run_emulation(build_run_config(params)).to_dict()
+        result = run_point(params)
     except Exception as error:  # a failed run is a result of the sweep, not the end of it
         return failed_record(run, params, f"{type(error).__name__}: {error}", traceback.format_exc())
     return {"id": run, "params": dict(params), "drfemu_version": _drfemu_version(), "status": "ok", "result": result}
@@ -67,7 +72,7 @@ def _expected_cost(params: Mapping[str, Any]) -> tuple[float, ...]:
     size = params["machines"] * (1 + params["users"] / 40)
     if not spec.distributed:
         return (0.0, size)
-    gradient = spec.gradient == "live"
+    gradient = spec.gradient is GradientUse.LIVE
     return (1.0 if gradient else 0.5, size * (params["neighbors"] if gradient else 1)
             / (params["shuffles_per_tick"] ** 0.5 if gradient else 1.0))
 
@@ -102,7 +107,7 @@ class SweepSummary:
 Executor = Callable[[list[tuple[str, dict[str, Any]]]], Iterator[Record]]
 
 
-def process_pool(workers: int) -> Executor:
+def process_pool(workers: int, run_point: RunPoint) -> Executor:
     """Runs in `workers` processes (in this process when 1), yielding records as they finish.
 
     A worker that dies takes the runs in flight with it: they are recorded as failed.
@@ -111,11 +116,11 @@ def process_pool(workers: int) -> Executor:
     def execute(todo: list[tuple[str, dict[str, Any]]]) -> Iterator[Record]:
         if workers == 1:
             for run, params in todo:
-                yield execute_run(run, params)
+                yield execute_run(run_point, run, params)
             return
         pool = ProcessPoolExecutor(max_workers=workers)
         try:
-            futures = {pool.submit(execute_run, run, params): (run, params) for run, params in todo}
+            futures = {pool.submit(execute_run, run_point, run, params): (run, params) for run, params in todo}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -130,7 +135,7 @@ def process_pool(workers: int) -> Executor:
     return execute
 
 
-def dask_cluster(address: str) -> Executor:
+def dask_cluster(address: str, run_point: RunPoint) -> Executor:
     """Runs on the dask.distributed scheduler at `address`, yielding records as they finish."""
     try:
         from distributed import Client, as_completed
@@ -143,7 +148,7 @@ def dask_cluster(address: str) -> Executor:
         except (OSError, TimeoutError) as error:
             raise ValueError(f"cannot reach the Dask scheduler at {address}: {error}") from None
         try:
-            futures = [client.submit(execute_run, run, params, key=f"drfemu-{run}", pure=False)
+            futures = [client.submit(execute_run, run_point, run, params, key=f"drfemu-{run}", pure=False)
                        for run, params in todo]
             by_key = {f.key: (run, params) for f, (run, params) in zip(futures, todo)}
             for future in as_completed(futures):

@@ -27,6 +27,7 @@ to the user itself; a walk out of hops reports `WalkFailed` to the task's home s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 __all__ = [
@@ -40,10 +41,27 @@ __all__ = [
     "TaskStarted",
     "WalkFailed",
     "WalkTask",
+    "handles",
     "message",
 ]
 
 C = TypeVar("C", bound=type)
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def handles(*message_types: type) -> Callable[[F], F]:
+    """Mark a method as the handler of `message_types`.
+
+    Node roles (`nodes.actor.Actor`) mark `(self, msg, now)` methods; distributed rules
+    (`protocols.rule.ServerRule`) mark `(self, server, msg, now)` methods, which the server
+    role dispatches to.
+    """
+
+    def mark(fn: F) -> F:
+        fn.__handles__ = message_types  # type: ignore[attr-defined]
+        return fn
+
+    return mark
 
 
 def _check_wire(cls: type) -> None:

@@ -18,9 +18,9 @@ import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from experiments.harness import TOLERANCES  # noqa: E402
-from experiments.report_data import PointData, mean_sd, metric_values, ordered  # noqa: E402
-from experiments.report_spec import matches  # noqa: E402
+from experiments.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
+from experiments.running.harness import TOLERANCES  # noqa: E402
+from experiments.sweeps.report_spec import matches  # noqa: E402
 
 __all__ = ["PROTOCOL_STYLE", "draw_figure"]
 

@@ -26,7 +26,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from experiments.workload import Server, User, Workload, WorkloadError
+from experiments.workloads.model import Server, User, Workload, WorkloadError
 from nodes.streams import RandomStreams
 
 __all__ = ["GoogleTrace", "draw_request", "google_case", "load_google_trace"]

@@ -1,7 +1,7 @@
 """`drfemu report`: a sweep directory → Markdown tables, PNG figures and one HTML page.
 
 Reads `sweep.json` and the run records of a sweep (finished or partial) and draws every
-experiment's `[[tables]]` and `[[figures]]` (`experiments.report_spec`). A cell or a plotted
+experiment's `[[tables]]` and `[[figures]]` (`experiments.sweeps.report_spec`). A cell or a plotted
 point is the mean over the points that match it (the replicates); with more than one, the
 spread is the sample standard deviation, shown as `mean ± sd` in tables and as error bars
 in figures. Points whose run has no record yet, or failed, are left out and counted in the
@@ -21,9 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.report_data import PointData, load_points, mean_sd, metric_values, ordered
-from experiments.report_plots import draw_figure
-from experiments.report_spec import matches
+from experiments.reports.data import (
+    PointData,
+    load_points,
+    mean_sd,
+    metric_values,
+    ordered,
+)
+from experiments.reports.plots import draw_figure
+from experiments.sweeps.report_spec import matches
 
 __all__ = ["ReportSummary", "reference_cells", "table_cells", "write_report"]
 

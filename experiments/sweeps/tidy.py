@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.records import load_records
-from experiments.run_params import DEFAULTS
+from experiments.running.params import defaults
+from experiments.sweeps.records import load_records
 
 __all__ = ["flatten_result", "tidy_rows", "write_tidy"]
 
@@ -56,7 +56,7 @@ def tidy_rows(out: Path) -> list[dict[str, Any]]:
     for run, record in sorted(load_records(out).items()):
         row: dict[str, Any] = {"id": run, "experiments": ";".join(membership.get(run, [])),
                                "status": record["status"], "error": record.get("error")}
-        row.update({name: record["params"].get(name) for name in DEFAULTS})
+        row.update({name: record["params"].get(name) for name in defaults()})
         result = record.get("result") or {}
         row["outcome"] = result.get("status")
         row.update(flatten_result(result))

@@ -1,0 +1,111 @@
+"""Building the servers of a distributed protocol and reading their figures after the run.
+
+Each server is built from its parameters, its own random streams (`(seed, server id,
+name)`) and its protocol's rule; the bootstrap service gives it its first Cyclon view and,
+for protocols without the gradient, its fixed random neighbours. During the run nothing here
+touches a server: what the report needs of the run comes from the servers' events
+(`NeighboursFixed`) and, afterwards, from their counters, summed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbours
+from nodes.runtime import Runtime
+from nodes.server import PLACEMENT_COUNTERS, ServerNode, server_class
+from nodes.streams import RandomStreams
+from overlay.observe import ideal_views
+from protocols.events import NeighboursFixed
+from protocols.registry import GradientUse, ProtocolSpec
+from protocols.resources import Vector, dominant_share
+
+__all__ = ["DistributedSetup"]
+
+
+class DistributedSetup:
+    """The servers of one distributed run, their overlay drivers and their figures."""
+
+    def __init__(
+        self,
+        params: Any,
+        spec: ProtocolSpec,
+        capacities: Sequence[Vector],
+        total: Vector,
+        demands: Mapping[int, Vector],
+        homes: Mapping[int, int],
+        streams: RandomStreams,
+    ) -> None:
+        assert spec.server_rule is not None
+        self.params = params
+        self.spec = spec
+        n = len(capacities)
+        self.cyclon_size = min(params.cyclon_view, n - 1) if n > 1 else 1
+        self.shuffle_length = min(params.shuffle_length, self.cyclon_size)
+        self.walk_ttl = params.walk_ttl or n
+        period = params.tick / params.shuffles_per_tick
+        homed: dict[int, dict[int, float]] = {}
+        for user, server in homes.items():
+            homed.setdefault(server, {})[user] = dominant_share(demands[user], total)
+        retry = params.saturation_retry * params.tick if params.saturation_retry else math.inf
+        rule_params = {p.name: getattr(params, p.name) for p in spec.params}
+        node_class = server_class(spec.server_rule)
+        self.servers: list[ServerNode] = [
+            node_class(server, capacity, spec.server_rule(**rule_params), homed.get(server, {}), streams.node(server),
+                       view_size=params.neighbors, cyclon_size=self.cyclon_size, shuffle_length=self.shuffle_length,
+                       walk_ttl=self.walk_ttl, max_age=params.max_age_periods * period,
+                       mark_saturated=params.mark_saturated, saturation_retry=retry)
+            for server, capacity in enumerate(capacities)
+        ]
+        self.homes = sorted(homed)
+        bootstrap(self.servers, [s.gradient.utility for s in self.servers], streams.seed)
+        fixed = (random_neighbours(n, params.neighbors, streams.seed) if spec.gradient is GradientUse.OFF
+                 else [[] for _ in range(n)])
+        for node, neighbours in zip(self.servers, fixed):
+            node.start(neighbours)
+        self._ideal = ideal_views([s.gradient.utility for s in self.servers], params.neighbors)
+        self.frozen: dict[int, tuple[float, bool]] = {}  # server -> (time, froze on its ideal view)
+
+    @property
+    def tickers(self) -> list[ServerNode]:
+        """The servers the allocation tick drives."""
+        if self.spec.server_rule.TICKS_ALL:  # type: ignore[union-attr]
+            return list(self.servers)
+        return [self.servers[h] for h in self.homes]
+
+    def start(self, runtime: Runtime) -> None:
+        """Create the overlay drivers (after the allocation tick, so a tick decides first)."""
+        runtime.every(self.params.tick, self.servers, OverlayPeer.cyclon_round)
+        if self.spec.gradient is not GradientUse.OFF:
+            runtime.every(self.params.tick / self.params.shuffles_per_tick, self.servers, OverlayPeer.gradient_round)
+        runtime.subscribe(NeighboursFixed, self._on_fixed)
+
+    def _on_fixed(self, event: NeighboursFixed) -> None:
+        self.frozen[event.server] = (event.time, frozenset(event.members) == self._ideal[event.server])
+
+    def report(self) -> dict[str, Any]:
+        """The distributed part of the result document."""
+        overlay: dict[str, Any] = {"gradient": self.spec.gradient.value}
+        if self.spec.gradient is GradientUse.FROZEN:
+            homes = [self.frozen[h] for h in self.homes if h in self.frozen]
+            overlay.update(
+                frozen_at_s=max((t for t, _ in homes), default=None),
+                homes_frozen=len(homes),
+                homes_frozen_on_ideal_view=sum(ideal for _, ideal in homes),
+            )
+        placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
+        for node in self.servers:
+            for name, count in node.placement.items():
+                placement[name] += count
+            for name, count in node.counters().items():
+                overlay[name] = overlay.get(name, 0) + count
+        return {
+            "homes": len(self.homes),
+            "cyclon_size": self.cyclon_size,
+            "shuffle_length": self.shuffle_length,
+            "walk_ttl": self.walk_ttl,
+            "placement": placement,
+            "overlay": overlay,
+        }

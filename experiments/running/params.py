@@ -1,0 +1,349 @@
+"""The run parameters: declared once here (and in each protocol's rule), used everywhere.
+
+`CORE` declares every parameter a run has whatever its protocol; a protocol's own
+parameters are its rule's `PARAMS` (`protocols.params.Param`), found through the registry.
+From these declarations come
+- the typed, validated run parameters (`RunParams`, a pydantic model made from them);
+- the `drfemu run` options (`experiments.cli.run_options`) and their help;
+- sweep-config validation (`canonical_params`), with the same one-line errors;
+- the reset of parameters a protocol never reads (`readers`), so two sweep points that
+  describe the same run get the same `run_id` and run once;
+- the result's echo of the parameters (`echo`) and the table in `docs/parameters.md`
+  (`drfemu params --markdown`).
+
+Why pydantic: it validates a model built at run time from the declarations (`create_model`),
+with bounds (`ge`, `gt`, `le`) and strict types, and reports every failure with its field,
+which becomes our one-line error. msgspec is faster but its constraints and errors are
+thinner, and validation here runs once per run, not per message.
+
+Decisions: durations are text with a unit (`"100ms"`); a bare number in a config or in
+Python is seconds, but a text without a unit (`--tick 100`) is refused. `case_seed` (the
+Google case draw) defaults to `seed`, so replicates over seeds draw different cases unless
+a config pins it. A parameter given but not read by the protocol is reset to its default
+(sweeps), and `unread_given` names such parameters so the CLI can say so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    create_model,
+)
+from pydantic.functional_validators import BeforeValidator
+
+from nodes.network import parse_duration, parse_latency
+from nodes.overlay_peer import default_max_age_periods
+from protocols.params import Kind, Param
+from protocols.registry import PROTOCOLS, GradientUse, ProtocolSpec, get_protocol
+
+__all__ = ["CASE", "CORE", "GOOGLE", "RunParams", "all_params", "canonical_params", "defaults", "echo", "param", "parameters_markdown",
+           "readers", "run_id", "run_params", "unread_given"]
+
+GOOGLE = "google"
+
+CORE: tuple[Param, ...] = (
+    Param("protocol", Kind.TEXT, "drf", "Allocation protocol (drfemu protocols lists them).", echo="protocol"),
+    Param("workload", Kind.TEXT, GOOGLE, "'google' (a case drawn from the Google 2011 trace) or a workload JSON file."),
+    Param("machines", Kind.INT, 100, "Machines drawn from the Google 2011 trace (with --workload google).", ge=1,
+          le=100_000),
+    Param("users", Kind.INT, 20, "Users drawn from the Google 2011 trace (with --workload google).", ge=1,
+          le=100_000),
+    Param("seed", Kind.INT, 1, "Root seed of every random stream.", ge=0, le=2**63 - 1, echo="seed"),
+    Param("case_seed", Kind.INT, None, "Seed of the Google case draw (default: --seed).", ge=0, le=2**63 - 1),
+    Param("tick", Kind.DURATION, 0.1, "Allocation tick.", ge=1e-6, unit="s", echo="tick_s"),
+    Param("latency", Kind.TEXT, "1ms", "Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER]."),
+    Param("stall_ticks", Kind.INT, 1000, "End as stalled after this many ticks without an allocation.", ge=1,
+          le=10**9, unit="ticks"),
+    Param("max_time", Kind.DURATION, 20_000.0, "Hard cap on virtual time.", gt=0, le=1e9, unit="s"),
+    Param("neighbors", Kind.INT, 5, "P: gradient view size / out-degree of the fixed neighbour graph.", ge=1,
+          le=10_000, echo="neighbors"),
+    Param("shuffles_per_tick", Kind.FLOAT, 1.0, "Gradient exchanges per node per tick (may be below 1).", gt=0,
+          le=1e6, echo="shuffles_per_tick"),
+    Param("walk_ttl", Kind.INT, 0, "Hops a placement walk may take (0: the number of servers).", ge=0, le=10**9,
+          unit="hops"),
+    Param("cyclon_view", Kind.INT, 10, "Cyclon view size c.", ge=1, le=10_000),
+    Param("shuffle_length", Kind.INT, 5, "Cyclon shuffle length ℓ (at most c).", ge=1, le=10_000),
+    Param("mark_saturated", Kind.BOOL, True, "A failed walk marks its user saturated (reports +∞).",
+          echo="mark_saturated"),
+    Param("saturation_retry", Kind.INT, 50, "Ticks before a saturated user's walk is retried, doubling (0: never).",
+          ge=0, le=10**9, unit="ticks", echo="saturation_retry_ticks"),
+    Param("max_age", Kind.INT, 0, "Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).",
+          ge=0, le=10**9, unit="periods"),
+)
+
+CASE = ("workload", "machines", "users", "case_seed")  # what the workload is, not how it is run
+
+_DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "mark_saturated", "saturation_retry")
+_GRADIENT = ("shuffles_per_tick", "max_age")
+
+
+def _core_reader(name: str) -> Callable[[ProtocolSpec], bool]:
+    if name in _DISTRIBUTED:
+        return lambda spec: spec.distributed
+    if name in _GRADIENT:
+        return lambda spec: spec.gradient is not GradientUse.OFF
+    return lambda spec: True
+
+
+def all_params() -> tuple[Param, ...]:
+    """The core parameters, then every registered protocol's own (each once), in registry order."""
+    seen = {p.name for p in CORE}
+    own: list[Param] = []
+    for spec in PROTOCOLS.values():
+        for p in spec.params:
+            if p.name not in seen:
+                seen.add(p.name)
+                own.append(p)
+    return CORE + tuple(own)
+
+
+def defaults() -> dict[str, Any]:
+    """Every parameter's default, by name (durations in seconds)."""
+    return {p.name: p.default for p in all_params()}
+
+
+def param(name: str) -> Param:
+    for p in all_params():
+        if p.name == name:
+            return p
+    raise KeyError(name)
+
+
+def readers(name: str) -> list[str]:
+    """The protocols that read parameter `name` (every protocol for the core ones that all read)."""
+    if any(p.name == name for p in CORE):
+        read = _core_reader(name)
+        return [s.name for s in PROTOCOLS.values() if read(s)]
+    return [s.name for s in PROTOCOLS.values() if any(p.name == name for p in s.params)]
+
+
+def _reads(spec: ProtocolSpec, name: str) -> bool:
+    if any(p.name == name for p in CORE):
+        return _core_reader(name)(spec)
+    return any(p.name == name for p in spec.params)
+
+
+# -- validation ---------------------------------------------------------------------------------
+def _duration(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_duration(value)
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as '100ms'")
+    return value
+
+
+def _annotation(p: Param) -> Any:
+    bounds = {k: v for k, v in (("ge", p.ge), ("gt", p.gt), ("le", p.le)) if v is not None}
+    if p.kind is Kind.INT:
+        base: Any = StrictInt
+    elif p.kind is Kind.BOOL:
+        return StrictBool
+    elif p.kind is Kind.TEXT:
+        return str
+    elif p.kind is Kind.DURATION:
+        return Annotated[float, BeforeValidator(_duration), Field(allow_inf_nan=False, **bounds)]
+    else:
+        base = float
+        return Annotated[base, BeforeValidator(_no_bool), Field(strict=False, allow_inf_nan=False, **bounds)]
+    if p.default is None:
+        return Annotated[base | None, Field(**bounds)]
+    return Annotated[base, Field(**bounds)]
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, (bool, str)):
+        raise ValueError("expected a number")
+    return value
+
+
+class RunParams(BaseModel):
+    """Base of the generated model: frozen, no unknown fields. Attribute access by name; times in seconds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @property
+    def max_age_periods(self) -> int:
+        """Gradient descriptor expiry in gradient periods; 0 asks for the default, max(20, 5·P)."""
+        return self.max_age or default_max_age_periods(self.neighbors)  # type: ignore[attr-defined]
+
+
+@cache
+def _model(names: tuple[str, ...]) -> type[RunParams]:
+    fields = {p.name: (_annotation(p), p.default) for p in all_params() if p.name not in CASE}
+    return create_model("RunParamsModel", __base__=RunParams, **fields)  # type: ignore[call-overload, no-any-return]
+
+
+def _current_model() -> type[RunParams]:
+    return _model(tuple(p.name for p in all_params()))
+
+
+def _one_line(error: ValidationError) -> str:
+    first = error.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else "?"
+    if first["type"] == "extra_forbidden":
+        return f"unknown run parameter {name!r} (known: {', '.join(p.name for p in all_params())})"
+    try:
+        option = param(name).option
+    except KeyError:
+        option = name
+    context = first.get("ctx", {})
+    kind = first["type"]
+    if kind == "greater_than_equal":
+        message = f"must be at least {context['ge']:g}"
+    elif kind == "greater_than":
+        message = "must be positive" if context["gt"] == 0 else f"must be above {context['gt']:g}"
+    elif kind == "less_than_equal":
+        message = f"must be at most {context['le']:g}"
+    elif kind == "int_type" or kind == "int_parsing":
+        message = "must be an integer"
+    elif kind == "bool_type":
+        message = "must be true or false"
+    elif kind in ("float_type", "float_parsing", "finite_number"):
+        message = "must be a finite number"
+    elif kind == "string_type":
+        message = "must be a text"
+    else:
+        message = first["msg"].removeprefix("Value error, ")
+    return f"{option} {message}, got {first.get('input')!r}" if kind.endswith(("_equal", "_than")) \
+        else f"{option}: {message}, got {first.get('input')!r}"
+
+
+def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
+    """Checks that involve two parameters, or a parameter and the protocol."""
+    try:
+        parse_latency(values["latency"], random.Random(0))
+    except ValueError as error:
+        raise ValueError(f"--latency: {error}") from None
+    if spec.distributed:
+        if values["shuffle_length"] > values["cyclon_view"]:
+            raise ValueError(f"--shuffle-length ({values['shuffle_length']}) must be at most --cyclon-view "
+                             f"({values['cyclon_view']})")
+    if spec.gradient is not GradientUse.OFF and round(values["tick"] / values["shuffles_per_tick"] * 1e6) < 1:
+        raise ValueError("--shuffles-per-tick is too high for --tick (a gradient period below 1 µs)")
+    check = getattr(spec.server_rule or spec.central_rule, "check_params", None)
+    if check is not None:
+        check(values)
+
+
+def run_params(**values: Any) -> RunParams:
+    """Validated run parameters (no case parameters) from keywords; defaults fill the rest.
+    Raises `ValueError` with one line naming the option."""
+    model = _current_model()
+    try:
+        params = model(**values)
+    except ValidationError as error:
+        raise ValueError(_one_line(error)) from None
+    spec = get_protocol(params.protocol)  # type: ignore[attr-defined]
+    _cross_checks(params.model_dump(), spec)
+    return params
+
+
+def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, Any]:
+    """All parameters with defaults filled in, types and bounds checked and unread ones reset.
+
+    A workload path is made absolute (relative to `base_dir`) and must be a readable file;
+    `machines`, `users` and `case_seed` describe a Google case and are refused beside a
+    workload file. Durations become seconds. Raises `ValueError` with one line.
+    """
+    known = {p.name for p in all_params()}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"unknown run parameter(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    given = {k: v for k, v in params.items() if v is not None}
+    workload = given.get("workload", GOOGLE)
+    if not isinstance(workload, str):
+        raise ValueError(f"--workload: expected 'google' or a file path, got {workload!r}")
+    case: dict[str, Any] = {"workload": workload}
+    if workload != GOOGLE:
+        stray = [param(n).option for n in ("machines", "users", "case_seed") if n in given]
+        if stray:
+            raise ValueError(f"{', '.join(stray)} describe a Google case and cannot be combined with --workload FILE")
+        path = Path(workload).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        if path.is_dir():
+            raise ValueError(f"--workload: {str(path)!r} is a directory, not a workload file")
+        if not path.is_file():
+            raise ValueError(f"--workload: file {str(path)!r} not found")
+        case.update(workload=str(path.resolve()), machines=None, users=None, case_seed=None)
+    else:
+        for name in ("machines", "users", "case_seed"):
+            case[name] = given.get(name, param(name).default)
+        for name in ("machines", "users", "case_seed"):
+            value = case[name]
+            p = param(name)
+            if value is None:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{p.option}: expected an integer, got {value!r}")
+            if (p.ge is not None and value < p.ge) or (p.le is not None and value > p.le):
+                raise ValueError(f"{p.option}: must be between {p.ge:g} and {p.le:g}, got {value!r}")
+    validated = run_params(**{k: v for k, v in given.items() if k not in CASE}).model_dump()
+    spec = get_protocol(validated["protocol"])
+    if workload == GOOGLE and case["case_seed"] is None:
+        case["case_seed"] = validated["seed"]
+    merged = {**case, **validated}
+    for name in list(merged):
+        if name not in CASE and not _reads(spec, name):
+            merged[name] = param(name).default
+    return {p.name: merged[p.name] for p in all_params() if p.name in merged}
+
+
+def unread_given(params: Mapping[str, Any]) -> list[str]:
+    """The options given (not None) that the chosen protocol never reads."""
+    spec = get_protocol(params.get("protocol") or "drf")
+    return [param(n).option for n, v in params.items()
+            if v is not None and n not in CASE and n != "protocol" and not _reads(spec, n)
+            and v != param(n).default]
+
+
+def run_id(params: Mapping[str, Any]) -> str:
+    """A readable, stable name for canonical `params`: protocol, size and a content hash.
+
+    A workload file enters the hash by its content, not its path.
+    """
+    keyed = dict(params)
+    if keyed["workload"] != GOOGLE:
+        keyed["workload"] = hashlib.sha256(Path(keyed["workload"]).read_bytes()).hexdigest()
+    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]
+    size = f"{params['machines']}x{params['users']}" if params["workload"] == GOOGLE else "file"
+    return f"{params['protocol']}-{size}-s{params['seed']}-{digest}"
+
+
+def echo(params: RunParams) -> dict[str, Any]:
+    """The parameters the result document repeats, under their `echo` keys."""
+    values = params.model_dump()
+    document = {p.echo: values[p.name] for p in all_params() if p.echo is not None and p.name in values}
+    document["gradient_max_age_periods"] = params.max_age_periods
+    return document
+
+
+def _markdown(params: Iterable[Param]) -> str:
+    lines = ["| option | type | default | range | read by | meaning |", "|---|---|---|---|---|---|"]
+    for p in params:
+        bounds = [f"≥ {p.ge:g}" if p.ge is not None else "", f"> {p.gt:g}" if p.gt is not None else "",
+                  f"≤ {p.le:g}" if p.le is not None else ""]
+        range_ = ", ".join(b for b in bounds if b) + (f" {p.unit}" if p.unit and any(bounds) else "")
+        who = readers(p.name) if p.name not in CASE else ["(the workload)"]
+        read_by = "all" if len(who) == len(PROTOCOLS) else ", ".join(who)
+        default = "—" if p.default is None else (f"{p.default:g} s" if p.kind is Kind.DURATION else repr(p.default))
+        lines.append(f"| `{p.option}` | {p.kind.value} | {default} | {range_ or '—'} | {read_by} | {p.help} |")
+    return "\n".join(lines) + "\n"
+
+
+def parameters_markdown() -> str:
+    """The parameter table of `docs/parameters.md`."""
+    return _markdown(all_params())

@@ -1,0 +1,114 @@
+"""What a home server knows of the users homed on it (the `home` gateway, SPEC §3).
+
+For each user: the `G_i` it last reported (a user's share travels with its tasks), its task
+share `s_i`, its pending task, and whether that task is out being placed ("busy": a user has
+one task at a time). The server's utility is eq. 4.2, `−min G_i` over its users, `−∞`
+without any.
+
+A walk that found no room marks its user *saturated* (`mark_saturated`, on by default): it
+then counts as `+∞` in that minimum, so a user that cannot grow does not hold up the rest
+(thesis ch. 6). Decision: a bounded walk can miss the last servers with room, so the home
+retries a marked user's walk after `saturation_retry` seconds, doubling the wait after every
+further failure (the server asks to be woken for it). The user stays marked meanwhile — it
+does not reappear in the utility, which would pull the gradient's centre back to it every
+time — and a retry that finds room places the task; the user's next task then reports its
+new share and ends the mark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+from protocols.messages import TaskRequest
+
+__all__ = ["HomeUser", "HomeUsers", "INF"]
+
+INF = float("inf")
+
+
+class HomeUser:
+    """What a home server knows of one of its users."""
+
+    __slots__ = ("share", "task_share", "pending", "busy", "saturated", "retry_wait")
+
+    def __init__(self, task_share: float) -> None:
+        self.share = 0.0  # G_i as the user last reported it
+        self.task_share = task_share  # s_i: what one more task adds to G_i
+        self.pending: TaskRequest | None = None  # the user's current task, once it arrived
+        self.busy = False  # that task is out being placed
+        self.saturated = False  # marked saturated: counts as +∞
+        self.retry_wait = 0.0  # the wait before the next retry after a failure
+
+    def idle(self) -> bool:
+        """The user has a task here that is not already being placed."""
+        return self.pending is not None and not self.busy
+
+
+class HomeUsers:
+    """The users homed on one server, by id (ascending)."""
+
+    __slots__ = ("records", "mark_saturated", "saturation_retry", "saturated")
+
+    def __init__(self, homed: Mapping[int, float], mark_saturated: bool = True, saturation_retry: float = INF) -> None:
+        """`homed` maps each user homed here to its task share `s_i` (the home knows `C`)."""
+        self.records = {user: HomeUser(share) for user, share in sorted(homed.items())}
+        self.mark_saturated = mark_saturated
+        self.saturation_retry = saturation_retry
+        self.saturated = 0  # users marked saturated now
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+    def __iter__(self) -> Iterator[tuple[int, HomeUser]]:
+        return iter(self.records.items())
+
+    def counted(self) -> Iterable[tuple[int, HomeUser]]:
+        """Users that count in the minimum share (not marked saturated)."""
+        return ((u, r) for u, r in self.records.items() if not r.saturated)
+
+    def min_share(self) -> float:
+        """`min G_i` over the counted users; `+∞` when there are none."""
+        return min((r.share for _, r in self.counted()), default=INF)
+
+    def utility(self) -> float:
+        """Eq. 4.2: `−min G_i`, `−∞` for a server without (counted) users."""
+        return -self.min_share()
+
+    def lowest(self) -> tuple[int, HomeUser] | None:
+        """The counted user with the lowest `(G_i, id)`, or None."""
+        return min(self.counted(), key=lambda item: (item[1].share, item[0]), default=None)
+
+    def task_arrived(self, msg: TaskRequest) -> None:
+        """A homed user's next task, carrying its current share; ends a saturation mark."""
+        record = self.records.get(msg.user)
+        if record is None:
+            raise ValueError(f"user {msg.user} sent a task to a server it is not homed on")
+        record.share = msg.share
+        record.pending = msg
+        record.busy = False
+        if record.saturated:
+            record.saturated = False
+            self.saturated -= 1
+
+    def walk_failed(self, user: int, task: int, now: float) -> tuple[bool, float | None]:
+        """The walk of `user`'s `task` found no room. Returns `(newly marked, retry time)`:
+        whether the user was just marked saturated, and when to retry its walk (None: never)."""
+        record = self.records[user]
+        if record.pending is None or record.pending.task != task:
+            return False, None
+        record.busy = False
+        if not self.mark_saturated:
+            return False, None
+        newly = not record.saturated
+        if newly:
+            record.saturated = True
+            record.retry_wait = self.saturation_retry
+            self.saturated += 1
+        else:
+            record.retry_wait *= 2
+        return newly, now + record.retry_wait if record.retry_wait < INF else None
+
+    def retry_due(self, user: int, task: int) -> bool:
+        """Is a retry of `user`'s `task` still wanted (marked, that task, not being placed)?"""
+        record = self.records[user]
+        return record.saturated and record.idle() and record.pending is not None and record.pending.task == task

@@ -1,0 +1,100 @@
+"""Distributed allocation rules: the strategy a server node calls (SPEC §4).
+
+A central protocol is a `CentralRule` the central scheduler asks once a tick. A distributed
+protocol is a `ServerRule`: one instance per server, holding that server's protocol state
+and deciding, given `now` and an input (a tick, or a message of the protocol's own), what to
+do — through the narrow `Server` interface of its node: send a message, propose or place a
+task, allocate for a homed user, fix the neighbour set. The node role (`nodes.server`) owns
+capacity, reservations, walks, saturation retries, timers and the overlays; the rule owns
+the decision. A rule reads nothing else: no clock, no other node, no global state.
+
+A rule declares
+- `PARAMS`: run parameters of its own (`protocols.params.Param`); the CLI, sweep configs and
+  docs learn them from the registry, and the rule is built with their values as keywords;
+- `TICKS_ALL`: whether every server ticks, or only those with homed users;
+- handlers: methods `(self, server, msg, now)` marked with `protocols.messages.handles`;
+- `counters()`: its figures, summed over servers into the result's `overlay` section;
+- optionally `check_params(values)`, a static method that rejects combinations of run
+  parameters it cannot run with (`ValueError`, one line naming the options).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, ClassVar, Protocol
+
+from protocols.homes import HomeUser, HomeUsers
+from protocols.params import Param
+from protocols.resources import Vector
+
+__all__ = ["GradientView", "Server", "ServerRule"]
+
+
+class GradientView(Protocol):
+    """What a rule may read of its server's gradient overlay (`overlay.gradient.Gradient`)."""
+
+    @property
+    def view(self) -> list[tuple[float, int, float]]: ...
+
+    def believes_centre(self) -> bool: ...
+
+    def members(self) -> frozenset[int]: ...
+
+    def validation_set(self) -> tuple[int, frozenset[int]]: ...
+
+    def acknowledges(self, proposed: frozenset[int]) -> bool: ...
+
+
+class Server(Protocol):
+    """What a rule may use of its server node (`nodes.server.ServerNode`)."""
+
+    id: int
+    capacity: Vector
+    free: list[float]
+    neighbours: list[int]
+    homes: HomeUsers
+    gradient: GradientView
+
+    def send(self, dst: int, msg: Any) -> None: ...
+
+    def emit(self, event: Any) -> None: ...
+
+    def wake_rule_at(self, at: float, key: Hashable) -> None: ...
+
+    def fits(self, demand: Vector) -> bool: ...
+
+    def propose(self, user: int, task: int, demand: Vector) -> None: ...
+
+    def allocate(self, user: int, record: HomeUser) -> None: ...
+
+    def fix_neighbours(self, neighbours: Sequence[int], now: float) -> None: ...
+
+
+class ServerRule:
+    """Base class of distributed rules; see the module docstring."""
+
+    PARAMS: ClassVar[tuple[Param, ...]] = ()
+    TICKS_ALL: ClassVar[bool] = False
+    HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers: dict[type, Callable[..., None]] = {}
+        for klass in reversed(cls.__mro__):
+            for value in vars(klass).values():
+                for message_type in getattr(value, "__handles__", ()):
+                    handlers[message_type] = value
+        cls.HANDLERS = handlers
+
+    def start(self, server: Server) -> None:
+        """Called once the server is built and its neighbours are set, before the run."""
+
+    def on_tick(self, server: Server, now: float) -> None:
+        """The allocation tick."""
+
+    def on_timer(self, server: Server, key: Hashable, now: float) -> None:
+        """A wake-up this rule asked for (`server.wake_rule_at(at, key)`)."""
+
+    def counters(self) -> dict[str, int]:
+        """This server's protocol figures (summed over servers after the run)."""
+        return {}

@@ -1,0 +1,167 @@
+"""The architecture's promises, checked: protocols as plug-ins, nodes that stand alone."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments.cli import main
+from experiments.running.params import readers
+from experiments.running.runner import RunConfig, run_emulation
+from experiments.workloads.google import google_case
+from nodes.streams import NodeStreams, RandomStreams
+from protocols.registry import PROTOCOLS, unregister
+from tests.toy_protocol import register_toy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def toy() -> Iterator[None]:
+    register_toy()
+    try:
+        yield
+    finally:
+        unregister("toy")
+
+
+def test_a_protocol_with_its_own_parameter_runs_from_the_cli_and_in_a_sweep(toy: None, tmp_path: Path) -> None:
+    assert readers("toy_every") == ["toy"]
+    out = tmp_path / "toy.json"
+    assert main(["run", "--protocol", "toy", "--toy-every", "3", "--machines", "12", "--users", "4",
+                 "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["toy_every"] == 3 and result["overlay"]["toy_allocations"] >= result["allocations"] > 0  # some walks fail
+    assert main(["run", "--protocol", "toy", "--toy-every", "0"]) == 2  # its bound is enforced like any other
+    config = tmp_path / "toy.toml"
+    config.write_text('name = "toy"\ntitle = "toy"\n[base]\nprotocol = "toy"\nmachines = 12\nusers = 4\n'
+                      "[[grids]]\ntoy_every = [1, 4]\n")
+    assert main(["sweep", str(config), "--out", str(tmp_path / "sweep"), "--workers", "1"]) == 0
+    records = [json.loads(p.read_text()) for p in (tmp_path / "sweep" / "runs").glob("*.json")]
+    assert sorted(r["result"]["toy_every"] for r in records) == [1, 4]
+    assert main(["protocols", "--json"]) == 0
+
+
+def test_the_registry_prints_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["protocols", "--json"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    assert [e["name"] for e in entries] == list(PROTOCOLS)
+    probe = next(e for e in entries if e["name"] == "probe")
+    assert probe["gateway"] == "random" and probe["own_parameters"] == ["probe_d"] and "neighbors" in probe["parameters"]
+
+
+def test_one_extra_draw_in_one_node_leaves_every_other_nodes_draws_unchanged() -> None:
+    def draws(extra_in: int | None) -> dict[int, list[float]]:
+        streams = RandomStreams(7)
+        nodes = {n: streams.node(n) for n in range(5)}
+        if extra_in is not None:
+            nodes[extra_in].python("overlay").random()
+        return {n: [s.python("overlay").random() for _ in range(3)] for n, s in nodes.items()}
+
+    plain, shifted = draws(None), draws(2)
+    assert plain[2] != shifted[2]
+    assert {n: d for n, d in plain.items() if n != 2} == {n: d for n, d in shifted.items() if n != 2}
+    assert NodeStreams(7, 3).python("walk").random() == RandomStreams(7).node(3).python("walk").random()
+    assert NodeStreams(7, 3).python("walk").random() != RandomStreams(7).python("walk").random()
+
+
+def _reachable(value: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
+    if id(value) in seen or depth > 6:
+        return
+    seen.add(id(value))
+    yield value
+    if isinstance(value, dict):
+        children = list(value.keys()) + list(value.values())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        children = list(value)
+    else:
+        names = [n for k in type(value).__mro__ for n in getattr(k, "__slots__", ())]
+        children = [getattr(value, n) for n in names if hasattr(value, n)] + list(getattr(value, "__dict__", {}).values())
+    for child in children:
+        yield from _reachable(child, seen, depth + 1)
+
+
+@pytest.mark.parametrize("protocol", ["drf", "probe", "ddrf-gradient", "pdgdrf"])
+def test_after_a_run_no_node_holds_a_harness_sweep_or_cli_object(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nodes.runtime
+
+    built: list[Any] = []
+    real = nodes.runtime.Runtime.__init__
+
+    def spy(self: Any, loop: Any, network: Any, actors: Any) -> None:
+        built.extend(actors)
+        real(self, loop, network, actors)
+
+    monkeypatch.setattr(nodes.runtime.Runtime, "__init__", spy)
+    run_emulation(RunConfig.build(google_case(12, 4, 1), protocol=protocol, neighbors=2))
+    assert built
+    for actor in built:
+        for value in _reachable(actor, set()):
+            module = type(value).__module__
+            assert not module.startswith("experiments"), f"{type(actor).__name__} {actor.id} reaches {type(value)}"
+            assert not str(getattr(value, "__module__", None) or "").startswith("experiments")  # no bound callback either
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return names
+
+
+LAYERS = ["protocols", "overlay", "nodes", "experiments"]  # each may import only those before it
+
+
+@pytest.mark.parametrize("package", LAYERS)
+def test_packages_import_only_lower_layers(package: str) -> None:
+    later = LAYERS[LAYERS.index(package) + 1:]
+    for path in (ROOT / package).rglob("*.py"):
+        bad = [m for m in _imports(path) if m.split(".")[0] in later]
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+STAGES = ["workloads", "running", "sweeps", "reports"]  # experiments' stages, in order
+
+
+@pytest.mark.parametrize("stage", STAGES + ["policies"])
+def test_experiment_stages_never_import_a_later_stage_and_sweeps_and_reports_no_actor(stage: str) -> None:
+    later = STAGES[STAGES.index(stage) + 1:] + ["cli"] if stage in STAGES else ["sweeps", "reports", "cli", "running"]
+    for path in (ROOT / "experiments" / stage).rglob("*.py"):
+        for module in _imports(path):
+            parts = module.split(".")
+            assert not (parts[0] == "experiments" and len(parts) > 1 and parts[1] in later), \
+                f"{path.relative_to(ROOT)} imports {module}"
+            if stage in ("sweeps", "reports"):
+                assert parts[0] != "nodes" and module not in ("experiments.running.runner",
+                                                              "experiments.running.distributed"), \
+                    f"{path.relative_to(ROOT)} imports {module}, which loads actors"
+
+
+def test_no_import_cycles_among_modules() -> None:
+    graph: dict[str, set[str]] = {}
+    for package in LAYERS:
+        for path in (ROOT / package).rglob("*.py"):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            graph[module] = {m for m in _imports(path) if m.split(".")[0] in LAYERS}
+    state: dict[str, int] = {}
+
+    def visit(module: str, trail: list[str]) -> None:
+        state[module] = 1
+        for target in graph.get(module, ()):
+            if state.get(target) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(trail + [module, target]))
+            if target in graph and not state.get(target):
+                visit(target, trail + [module])
+        state[module] = 2
+
+    for module in graph:
+        if not state.get(module):
+            visit(module, [])
