@@ -165,3 +165,9 @@ def test_no_import_cycles_among_modules() -> None:
     for module in graph:
         if not state.get(module):
             visit(module, [])
+
+
+def test_the_parameter_table_in_the_docs_is_the_one_the_schema_derives() -> None:
+    from experiments.running.params import parameters_markdown
+
+    assert parameters_markdown() in (ROOT / "docs" / "parameters.md").read_text(encoding="utf-8")

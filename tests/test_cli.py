@@ -77,7 +77,7 @@ def test_workload_google_then_run(tmp_path: Path) -> None:
         (["run", "--tick", "soon"], "--tick"),
         (["run", "--latency", "pair:1ms"], "bad latency"),
         (["run", "--bogus"], "No such option"),
-        (["workload", "google", "--users", "0"], "at least 1"),
+        (["workload", "google", "--users", "0", "-o", "unused.json"], "at least 1"),
         (["overlay", "--nodes", "5", "--view", "5"], "needs more than 5 nodes"),
         (["overlay", "--utilities", "nowhere.json"], "neither random, google nor a workload file"),
         (["overlay", "--shuffles-per-tick", "-1"], "--shuffles-per-tick"),

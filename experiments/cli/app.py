@@ -73,6 +73,9 @@ out = Console()
 err = Console(stderr=True)
 
 
+MAX_OVERLAY_NODES = 200_000  # a documented bound: about 0.6 GB of node state at the most
+
+
 class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
@@ -254,10 +257,10 @@ def _install_run_command() -> None:
 
 @workload_app.command("google")
 def workload_google(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
     machines: Annotated[int, typer.Option(help="Machines to draw.")] = 100,
     users: Annotated[int, typer.Option(help="Users to draw.")] = 20,
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON.")] = Path("case.json"),
 ) -> None:
     """Write a Google 2011 test case (thesis §5.1) as a workload file."""
     case = google_case(machines, users, seed)
@@ -267,11 +270,11 @@ def workload_google(
 
 @workload_app.command("synthetic")
 def workload_synthetic(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
     servers: Annotated[int, typer.Option(help="Servers to generate.")] = 100,
     users: Annotated[int, typer.Option(help="Users to generate.")] = 20,
     resources: Annotated[str, typer.Option(help="Comma-separated resource names.")] = "cpu,mem",
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON.")] = Path("case.json"),
 ) -> None:
     """Write a synthetic workload with any number of resources."""
     names = tuple(name.strip() for name in resources.split(",") if name.strip())
@@ -317,6 +320,8 @@ def overlay(
     plot: Annotated[Path | None, typer.Option(help="Write a PNG of convergence (and recovery).")] = None,
 ) -> None:
     """Run Cyclon and the gradient overlay alone and print their convergence per round."""
+    if nodes is not None and not 2 <= nodes <= MAX_OVERLAY_NODES:
+        raise CliError(f"--nodes must be between 2 and {MAX_OVERLAY_NODES:,} (about 3 KB of state a node)")
     if utilities not in ("random", "google"):
         if not Path(utilities).is_file():
             raise CliError(f"--utilities: {utilities!r} is neither random, google nor a workload file")
@@ -503,6 +508,14 @@ def experiment(
     """Run an experiment of the policy library and print it next to the seed's numbers."""
     from experiments.policies.experiments import adrf_vs_swm, online_schedulers
 
+    if plots is not None:
+        try:
+            plots.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise CliError(f"--plots: cannot create {plots}: {error.strerror}") from None
+        _check_writable(plots / "probe.png")
+    if json_path is not None:
+        _check_writable(json_path)
     if name == "adrf-swm":
         result = adrf_vs_swm(draws=draws, seed=seed)
         table = Table(title=f"ADRF against the SWM optimum: {draws} draws of 10–80 Google 2011 users "

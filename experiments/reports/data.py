@@ -27,14 +27,30 @@ class PointData:
     result: dict[str, Any]
 
 
+def _manifest_shape(document: Any) -> bool:
+    experiments = document.get("experiments") if isinstance(document, dict) else None
+    return isinstance(experiments, list) and all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("points"), list)
+        and all(isinstance(p, dict) and isinstance(p.get("params"), dict) and isinstance(p.get("run"), str)
+                for p in e["points"])
+        for e in experiments)
+
+
 def load_points(sweep_dir: Path) -> list[tuple[dict[str, Any], list[PointData]]]:
     """Each experiment of the sweep with its points joined to their run records."""
     manifest = sweep_dir / "sweep.json"
     if not manifest.is_file():
         raise ValueError(f"{sweep_dir} is not a sweep directory (no sweep.json)")
     records = load_records(sweep_dir)
+    try:
+        document = json.loads(manifest.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise ValueError(f"{manifest}: not a sweep manifest ({type(error).__name__})") from None
+    if not _manifest_shape(document):
+        raise ValueError(f"{manifest}: not a sweep manifest (expected experiments, each with name and points of "
+                         "params and run)")
     experiments = []
-    for experiment in json.loads(manifest.read_text(encoding="utf-8"))["experiments"]:
+    for experiment in document["experiments"]:
         points = []
         for point in experiment["points"]:
             record = records.get(point["run"])

@@ -217,6 +217,8 @@ def _one_line(error: ValidationError) -> str:
         message = "must be a text"
     else:
         message = first["msg"].removeprefix("Value error, ")
+    if kind == "value_error":
+        return f"{option}: {message}"
     return f"{option} {message}, got {first.get('input')!r}" if kind.endswith(("_equal", "_than")) \
         else f"{option}: {message}, got {first.get('input')!r}"
 
@@ -270,7 +272,8 @@ def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) ->
     if workload != GOOGLE:
         stray = [param(n).option for n in ("machines", "users", "case_seed") if n in given]
         if stray:
-            raise ValueError(f"{', '.join(stray)} describe a Google case and cannot be combined with --workload FILE")
+            raise ValueError(f"{', '.join(stray)} {'describe' if len(stray) > 1 else 'describes'} a Google case and "
+                             "cannot be combined with --workload FILE")
         path = Path(workload).expanduser()
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path

@@ -27,6 +27,13 @@ def load_records(out: Path) -> dict[str, Record]:
     """Every run record in `out/runs`, by id."""
     records = {}
     for path in sorted((out / "runs").glob("*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+            raise ValueError(f"{path}: not a run record ({type(error).__name__}); delete it to re-run that point") from None
+        if not (isinstance(record, dict) and isinstance(record.get("id"), str) and record.get("status") in ("ok", "failed")
+                and isinstance(record.get("params"), dict) and (record["status"] != "ok" or isinstance(record.get("result"), dict))):
+            raise ValueError(f"{path}: not a run record (it needs id, params, status and, when ok, result); "
+                             "delete it to re-run that point")
         records[record["id"]] = record
     return records

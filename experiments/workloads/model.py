@@ -22,7 +22,6 @@ least one positive entry, since a zero task would never fill the cluster.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,26 +83,51 @@ class Workload:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
 
 
+SMALLEST, LARGEST = 1e-9, 1e12  # the range of a non-zero capacity or demand entry
+
+
+def _number_text(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 40 else text[:20] + f"… ({len(text)} characters)"
+
+
 def _vector(value: Any, length: int, where: str) -> Vector:
+    """A capacity or demand vector. Decision: every non-zero entry lies in [1e-9, 1e12], so
+    shares never underflow and a run's task counts stay bounded (documented in docs/workloads.md)."""
     if not isinstance(value, list | tuple):
         raise WorkloadError(f"{where} must be a list of {length} numbers")
     if len(value) != length:
         raise WorkloadError(f"{where} has {len(value)} entries but there are {length} resources")
     out = []
     for x in value:
-        if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-            raise WorkloadError(f"{where} must hold finite numbers, got {x!r}")
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            raise WorkloadError(f"{where} must hold numbers, got {_number_text(x)}")
         if x < 0:
-            raise WorkloadError(f"{where} has a negative entry {x!r}")
+            raise WorkloadError(f"{where} has a negative entry {_number_text(x)}")
+        if x != 0 and not SMALLEST <= x <= LARGEST:
+            raise WorkloadError(f"{where} entry {_number_text(x)} is outside [{SMALLEST:g}, {LARGEST:g}] (or 0)")
         out.append(float(x))
     return tuple(out)
+
+
+def _check_keys(entry: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    unknown = sorted(str(k) for k in entry if k not in allowed)
+    if unknown:
+        raise WorkloadError(f"{where} has unknown key(s) {', '.join(unknown)} (allowed: {', '.join(allowed)})")
+
+
+def _id(entry: Mapping[str, Any], default: str, where: str) -> str:
+    value = entry.get("id", default)
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        raise WorkloadError(f"{where} id must be a non-empty string (or an integer), got {value!r}")
+    return str(value)
 
 
 def _seconds(entry: Mapping[str, Any], key: str, where: str, positive: bool) -> float | None:
     if key not in entry or entry[key] is None:
         return None
     x = entry[key]
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) or x < 0 or (positive and x == 0):
+    if isinstance(x, bool) or not isinstance(x, int | float) or not 0 <= x <= LARGEST or (positive and x == 0):
         raise WorkloadError(f"{where} {key} must be a {'positive' if positive else 'non-negative'} number of seconds")
     return float(x)
 
@@ -130,6 +154,7 @@ def parse_workload(data: Any) -> Workload:
     """Validate a decoded JSON document and build a `Workload`."""
     if not isinstance(data, Mapping):
         raise WorkloadError("workload must be a JSON object with resources, servers and users")
+    _check_keys(data, ("resources", "servers", "users", "source"), "the workload")
     resources = data.get("resources")
     if (
         not isinstance(resources, list)
@@ -142,14 +167,16 @@ def parse_workload(data: Any) -> Workload:
     m = len(resources)
     servers = []
     for i, entry in enumerate(_entries(data, "servers")):
-        sid = str(entry.get("id", f"s{i}"))
+        _check_keys(entry, ("id", "capacity"), f"servers[{i}]")
+        sid = _id(entry, f"s{i}", f"servers[{i}]")
         capacity = _vector(entry.get("capacity"), m, f"server {sid!r} capacity")
         if not any(capacity):
             raise WorkloadError(f"server {sid!r} has zero capacity in every resource")
         servers.append(Server(sid, capacity))
     users = []
     for i, entry in enumerate(_entries(data, "users")):
-        uid = str(entry.get("id", f"u{i}"))
+        _check_keys(entry, ("id", "demand", "arrival", "duration"), f"users[{i}]")
+        uid = _id(entry, f"u{i}", f"users[{i}]")
         demand = _vector(entry.get("demand"), m, f"user {uid!r} demand")
         if not any(demand):
             raise WorkloadError(f"user {uid!r} demands nothing (all zeros)")
@@ -175,12 +202,16 @@ def load_workload(path: str | Path) -> Workload:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise WorkloadError(f"workload file not found: {p}") from None
+    except IsADirectoryError:
+        raise WorkloadError(f"{p} is a directory, not a workload file") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
         raise WorkloadError(f"cannot read workload file {p}: {error}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise WorkloadError(f"{p} is not valid JSON: {error.msg} at line {error.lineno}") from None
+    except RecursionError:
+        raise WorkloadError(f"{p} is nested too deeply to be a workload") from None
     try:
         return parse_workload(data)
     except WorkloadError as error:

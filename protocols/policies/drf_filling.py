@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocols.policies.pool import check_pool
+from protocols.policies.pool import PolicyInputError, check_pool
 from protocols.resources import REL_TOL
 
 __all__ = ["Allocation", "drf_divisible", "drf_tasks"]
@@ -41,9 +41,20 @@ def _allocation(capacity: tuple[float, ...], demands: list[tuple[float, ...]], t
     return Allocation(capacity, tuple(tasks), held, shares)
 
 
+MAX_TASKS = 1_000_000
+
+
 def drf_tasks(capacity: Sequence[float], demands: Sequence[Sequence[float]]) -> Allocation:
-    """Discrete DRF progressive filling; `tasks` are whole numbers."""
+    """Discrete DRF progressive filling; `tasks` are whole numbers.
+
+    Bound: it places one task per step, so a pool that would hold more than `MAX_TASKS` tasks
+    in all is refused (`PolicyInputError`) rather than filled for hours; `drf_divisible`
+    answers such pools in a few steps."""
     cap, users = check_pool(capacity, demands)
+    most = sum(min(c / d for d, c in zip(demand, cap) if d > 0) for demand in users)
+    if most > MAX_TASKS:
+        raise PolicyInputError(f"the pool holds up to {most:.3g} whole tasks, more than the {MAX_TASKS:,} drf fills "
+                               "one by one; use --divisible")
     per_task = [max(d / c for d, c in zip(demand, cap)) for demand in users]
     used = [0.0] * len(cap)
     tasks = [0] * len(users)
