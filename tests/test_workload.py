@@ -56,7 +56,7 @@ def test_three_resources_and_optional_fields() -> None:
         (lambda d: d["servers"][0].update(capacity=[0, 0]), "zero capacity in every resource"),
         (lambda d: d["servers"][0].update(capacity=[0, 18]), "no server has any 'cpu' capacity"),
         (lambda d: d["users"][0].update(demand=[0, 0]), "demands nothing"),
-        (lambda d: d["users"][0].update(demand=["1", 4]), "finite numbers"),
+        (lambda d: d["users"][0].update(demand=["1", 4]), "must hold numbers"),
         (lambda d: d["users"].append({"id": "A", "demand": [1, 1]}), "duplicate user id 'A'"),
         (lambda d: d.pop("servers"), "non-empty list 'servers'"),
         (lambda d: d.update(resources=[]), "resources"),
