@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
+from protocols.messages import collect_handlers
+
 __all__ = ["Actor", "UnhandledMessage", "WakeUp"]
 
 
@@ -57,12 +59,7 @@ class Actor:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        dispatch: dict[type, Callable[[Any, Any, float], None]] = {}
-        for klass in reversed(cls.__mro__):
-            for value in vars(klass).values():
-                for message_type in getattr(value, "__handles__", ()):
-                    dispatch[message_type] = value
-        cls.DISPATCH = dispatch
+        cls.DISPATCH = collect_handlers(cls)
 
     def __init__(self, actor_id: int) -> None:
         self.id = actor_id

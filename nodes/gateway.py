@@ -12,10 +12,9 @@ from collections.abc import Sequence
 
 from nodes.actor import Actor
 from protocols.messages import ServerReply, ServerRequest, handles
+from protocols.registry import Gateway as Mode
 
-__all__ = ["GATEWAY_MODES", "Gateway", "draw_homes"]
-
-GATEWAY_MODES = ("central", "random", "home")
+__all__ = ["Gateway", "draw_homes"]
 
 
 def draw_homes(servers: Sequence[int], users: Sequence[int], rng: random.Random) -> dict[int, int]:
@@ -30,23 +29,21 @@ class Gateway(Actor):
     def __init__(
         self,
         actor_id: int,
-        mode: str,
+        mode: Mode | str,
         servers: Sequence[int],
         users: Sequence[int],
         rng: random.Random,
         central: int = -1,
     ) -> None:
         super().__init__(actor_id)
-        if mode not in GATEWAY_MODES:
-            raise ValueError(f"unknown gateway mode {mode!r}")
-        if mode == "central" and central < 0:
+        self.mode = Mode(mode)
+        if self.mode is Mode.CENTRAL and central < 0:
             raise ValueError("a central gateway needs the scheduler's address")
-        self.mode = mode
         self.central = central
         self.servers = list(servers)
         self._random = rng.random
         self.homes: dict[int, int] = {}
-        if mode == "home":
+        if self.mode is Mode.HOME:
             self.homes = draw_homes(self.servers, users, rng)
 
     def _pick(self) -> int:
@@ -54,9 +51,9 @@ class Gateway(Actor):
 
     @handles(ServerRequest)
     def on_server_request(self, msg: ServerRequest, now: float) -> None:
-        if self.mode == "central":
+        if self.mode is Mode.CENTRAL:
             server = self.central
-        elif self.mode == "random":
+        elif self.mode is Mode.RANDOM:
             server = self._pick()
         else:
             server = self.homes[msg.user]

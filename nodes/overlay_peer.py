@@ -25,7 +25,7 @@ from overlay.gradient import NEG_INF, Gradient
 from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from protocols.messages import handles
 
-__all__ = ["OverlayPeer", "bootstrap", "check_overlay_parameters", "default_max_age_periods", "random_neighbours"]
+__all__ = ["OverlayPeer", "bootstrap", "default_max_age_periods", "random_neighbours"]
 
 
 def default_max_age_periods(view: int) -> int:
@@ -35,25 +35,6 @@ def default_max_age_periods(view: int) -> int:
     for P = 2, so only stale copies expire (`docs/overlay.md`).
     """
     return max(20, 5 * view)
-
-
-def check_overlay_parameters(view: int, view_flag: str, cyclon_size: int, shuffle_length: int,
-                             shuffles_per_tick: float, tick: float, max_age: int) -> None:
-    """Reject overlay parameters no run can use, with a one-line `ValueError` naming the option."""
-    if view < 1:
-        raise ValueError(f"{view_flag} must be at least 1")
-    if cyclon_size < 1:
-        raise ValueError("--cyclon-view must be at least 1")
-    if not 1 <= shuffle_length <= cyclon_size:
-        raise ValueError("--shuffle-length must be between 1 and --cyclon-view")
-    if not tick > 0:
-        raise ValueError("--tick must be positive")
-    if not shuffles_per_tick > 0:
-        raise ValueError("--shuffles-per-tick must be positive")
-    if round(tick / shuffles_per_tick * 1e6) < 1:
-        raise ValueError("--shuffles-per-tick is too high for the tick (period below 1 µs)")
-    if max_age < 0:
-        raise ValueError("--max-age must be non-negative (0: the default)")
 
 
 class OverlayPeer(Actor):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from nodes.actor import Actor, WakeUp
@@ -45,19 +46,6 @@ class _Instant:
         self.deliveries: list[tuple[int, Any]] = []
         self.periodic: list[Periodic] = []
         self.timers: list[tuple[Actor | None, Callable[[float], None]]] = []
-
-
-class _Wake:
-    """The timer callback of a node's wake-up."""
-
-    __slots__ = ("actor", "key")
-
-    def __init__(self, actor: Actor, key: Any) -> None:
-        self.actor = actor
-        self.key = key
-
-    def __call__(self, now: float) -> None:
-        self.actor.on_timer(self.key, now)
 
 
 def _call_on_tick(actor: Actor, now: float) -> None:
@@ -192,7 +180,7 @@ class Runtime:
             if item.__class__ is WakeUp:
                 actor = self.actors[item.actor]
                 at_us = max(to_us(item.at), self.now_us)
-                self._instant(at_us).timers.append((actor, _Wake(actor, item.key)))
+                self._instant(at_us).timers.append((actor, partial(actor.on_timer, item.key)))
             else:
                 for handler in subscribers.get(item.__class__, ()):
                     handler(item)

@@ -21,7 +21,7 @@ handlers added to its dispatch table (made once per rule class).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodes.overlay_peer import OverlayPeer
@@ -47,14 +47,12 @@ __all__ = ["PLACEMENT_COUNTERS", "ServerNode", "server_class"]
 
 PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_failed", "saturation_marks", "retries",
                       "proposals", "declined")
-_RETRY = "retry"
 
 
 class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
-    __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbours", "placement", "_walk_rng",
-                 "_streams", "_reserved")
+    __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbours", "placement", "_streams", "_reserved")
 
     def __init__(
         self,
@@ -81,8 +79,7 @@ class ServerNode(OverlayPeer):
         self.walk_ttl = walk_ttl
         self.neighbours: list[int] = []  # a fixed neighbour set, for rules that use one
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
-        self._streams = streams
-        self._walk_rng = None  # this node's walk stream, made at its first walk
+        self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self.gradient.set_utility(self.homes.utility())
 
@@ -155,20 +152,14 @@ class ServerNode(OverlayPeer):
             self.placement["saturation_marks"] += 1
             self.gradient.set_utility(self.homes.utility())
         if retry_at is not None:
-            self.wake_at(retry_at, (_RETRY, msg.user, msg.task))
+            self.wake_at(retry_at, (msg.user, msg.task))
 
-    def on_timer(self, key: Any, now: float) -> None:
-        if key[0] == _RETRY:
-            _, user, task = key
-            if self.homes.retry_due(user, task):
-                self.placement["retries"] += 1
-                self.allocate(user, self.homes.records[user])
-        else:
-            self.rule.on_timer(self, key[1], now)
-
-    def wake_rule_at(self, at: float, key: Hashable) -> None:
-        """A wake-up for the rule (its `on_timer` gets `key`)."""
-        self.wake_at(at, ("rule", key))
+    def on_timer(self, key: tuple[int, int], now: float) -> None:
+        """A saturated user's retry is due: walk again if it is still wanted."""
+        user, task = key
+        if self.homes.retry_due(user, task):
+            self.placement["retries"] += 1
+            self.allocate(user, self.homes.records[user])
 
     # -- walks ----------------------------------------------------------------------------
     @handles(WalkTask)
@@ -180,9 +171,7 @@ class ServerNode(OverlayPeer):
             self._step(msg)
 
     def _step(self, walk: WalkTask) -> None:
-        if self._walk_rng is None:
-            self._walk_rng = self._streams.python("walk")
-        dst, message = walk_step(walk, self.cyclon.entries, self.walk_ttl, self._walk_rng)
+        dst, message = walk_step(walk, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))
         self.placement["walks_failed" if message.__class__ is WalkFailed else "walk_hops"] += 1
         self.send(dst, message)
 

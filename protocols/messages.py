@@ -41,6 +41,7 @@ __all__ = [
     "TaskStarted",
     "WalkFailed",
     "WalkTask",
+    "collect_handlers",
     "handles",
     "message",
 ]
@@ -62,6 +63,17 @@ def handles(*message_types: type) -> Callable[[F], F]:
         return fn
 
     return mark
+
+
+def collect_handlers(cls: type) -> dict[type, Callable[..., None]]:
+    """The methods of `cls` and its bases marked with `handles`, by message type (a subclass's
+    handler for a type overrides its base's)."""
+    handlers: dict[type, Callable[..., None]] = {}
+    for klass in reversed(cls.__mro__):
+        for value in vars(klass).values():
+            for message_type in getattr(value, "__handles__", ()):
+                handlers[message_type] = value
+    return handlers
 
 
 def _check_wire(cls: type) -> None:

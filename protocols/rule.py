@@ -20,10 +20,11 @@ A rule declares
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Protocol
 
 from protocols.homes import HomeUser, HomeUsers
+from protocols.messages import collect_handlers
 from protocols.params import Param
 from protocols.resources import Vector
 
@@ -59,8 +60,6 @@ class Server(Protocol):
 
     def emit(self, event: Any) -> None: ...
 
-    def wake_rule_at(self, at: float, key: Hashable) -> None: ...
-
     def fits(self, demand: Vector) -> bool: ...
 
     def propose(self, user: int, task: int, demand: Vector) -> None: ...
@@ -79,21 +78,13 @@ class ServerRule:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        handlers: dict[type, Callable[..., None]] = {}
-        for klass in reversed(cls.__mro__):
-            for value in vars(klass).values():
-                for message_type in getattr(value, "__handles__", ()):
-                    handlers[message_type] = value
-        cls.HANDLERS = handlers
+        cls.HANDLERS = collect_handlers(cls)
 
     def start(self, server: Server) -> None:
         """Called once the server is built and its neighbours are set, before the run."""
 
     def on_tick(self, server: Server, now: float) -> None:
         """The allocation tick."""
-
-    def on_timer(self, server: Server, key: Hashable, now: float) -> None:
-        """A wake-up this rule asked for (`server.wake_rule_at(at, key)`)."""
 
     def counters(self) -> dict[str, int]:
         """This server's protocol figures (summed over servers after the run)."""

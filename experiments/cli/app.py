@@ -334,12 +334,10 @@ def overlay(
         recovery_cap=recovery_cap, observe_every=observe_every, max_age=max_age,
     )
     config.validate()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("overlay: starting", total=None)
+    with _progress("overlay: starting") as report:
 
         def progress(round_number: int, _: object) -> None:
-            bar.update(task, description=f"overlay: round {round_number:,}")
+            report(f"overlay: round {round_number:,}")
 
         result = run_overlay(config, progress=progress)
     out.print(_overlay_rounds_table(result))

@@ -65,8 +65,10 @@ class DistributedSetup:
                  else [[] for _ in range(n)])
         for node, neighbours in zip(self.servers, fixed):
             node.start(neighbours)
-        self._ideal = ideal_views([s.gradient.utility for s in self.servers], params.neighbors)
         self.frozen: dict[int, tuple[float, bool]] = {}  # server -> (time, froze on its ideal view)
+        self._ideal: list[frozenset[int]] = []  # the views before any allocation (ddrf-gradient's report)
+        if spec.gradient is GradientUse.FROZEN:
+            self._ideal = ideal_views([s.gradient.utility for s in self.servers], params.neighbors)
 
     @property
     def tickers(self) -> list[ServerNode]:

@@ -50,12 +50,7 @@ from nodes.clock import VirtualClockLoop
 from nodes.gateway import draw_homes
 from nodes.gc_tuning import tuned_gc
 from nodes.network import Network, parse_latency
-from nodes.overlay_peer import (
-    OverlayPeer,
-    bootstrap,
-    check_overlay_parameters,
-    default_max_age_periods,
-)
+from nodes.overlay_peer import OverlayPeer, bootstrap, default_max_age_periods
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
 from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
@@ -69,6 +64,25 @@ from overlay.observe import (
 from protocols.resources import dominant_share
 
 __all__ = ["OverlayConfig", "run_overlay"]
+
+
+def _check_overlay_parameters(view: int, cyclon_size: int, shuffle_length: int,
+                             shuffles_per_tick: float, tick: float, max_age: int) -> None:
+    """Reject overlay parameters no run can use, with a one-line `ValueError` naming the option."""
+    if view < 1:
+        raise ValueError("--view must be at least 1")
+    if cyclon_size < 1:
+        raise ValueError("--cyclon-view must be at least 1")
+    if not 1 <= shuffle_length <= cyclon_size:
+        raise ValueError("--shuffle-length must be between 1 and --cyclon-view")
+    if not tick > 0:
+        raise ValueError("--tick must be positive")
+    if not shuffles_per_tick > 0:
+        raise ValueError("--shuffles-per-tick must be positive")
+    if round(tick / shuffles_per_tick * 1e6) < 1:
+        raise ValueError("--shuffles-per-tick is too high for the tick (period below 1 µs)")
+    if max_age < 0:
+        raise ValueError("--max-age must be non-negative (0: the default)")
 
 
 @dataclass(frozen=True)
@@ -100,7 +114,7 @@ class OverlayConfig:
     def validate(self) -> None:
         if self.nodes < 2:
             raise ValueError("an overlay needs at least 2 nodes")
-        check_overlay_parameters(self.view, "--view", self.cyclon_size, self.shuffle_length, self.shuffles_per_tick,
+        _check_overlay_parameters(self.view, self.cyclon_size, self.shuffle_length, self.shuffles_per_tick,
                                  self.tick, self.max_age)
         if self.view >= self.nodes:
             raise ValueError(f"--view {self.view} needs more than {self.view} nodes (got {self.nodes})")

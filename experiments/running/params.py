@@ -181,13 +181,17 @@ class RunParams(BaseModel):
 
 
 @cache
-def _model(names: tuple[str, ...]) -> type[RunParams]:
-    fields = {p.name: (_annotation(p), p.default) for p in all_params() if p.name not in CASE}
+def _model(params: tuple[Param, ...]) -> type[RunParams]:
+    """The pydantic model of `params` (made once per set of declarations)."""
+    fields = {p.name: (_annotation(p), p.default) for p in params}
     return create_model("RunParamsModel", __base__=RunParams, **fields)  # type: ignore[call-overload, no-any-return]
 
 
-def _current_model() -> type[RunParams]:
-    return _model(tuple(p.name for p in all_params()))
+def _validate(params: tuple[Param, ...], values: Mapping[str, Any]) -> RunParams:
+    try:
+        return _model(params)(**values)
+    except ValidationError as error:
+        raise ValueError(_one_line(error)) from None
 
 
 def _one_line(error: ValidationError) -> str:
@@ -199,28 +203,20 @@ def _one_line(error: ValidationError) -> str:
         option = param(name).option
     except KeyError:
         option = name
-    context = first.get("ctx", {})
-    kind = first["type"]
+    kind, context, got = first["type"], first.get("ctx", {}), f", got {first.get('input')!r}"
     if kind == "greater_than_equal":
-        message = f"must be at least {context['ge']:g}"
-    elif kind == "greater_than":
-        message = "must be positive" if context["gt"] == 0 else f"must be above {context['gt']:g}"
-    elif kind == "less_than_equal":
-        message = f"must be at most {context['le']:g}"
-    elif kind == "int_type" or kind == "int_parsing":
-        message = "must be an integer"
-    elif kind == "bool_type":
-        message = "must be true or false"
-    elif kind in ("float_type", "float_parsing", "finite_number"):
-        message = "must be a finite number"
-    elif kind == "string_type":
-        message = "must be a text"
-    else:
-        message = first["msg"].removeprefix("Value error, ")
-    if kind == "value_error":
-        return f"{option}: {message}"
-    return f"{option} {message}, got {first.get('input')!r}" if kind.endswith(("_equal", "_than")) \
-        else f"{option}: {message}, got {first.get('input')!r}"
+        return f"{option} must be at least {context['ge']:g}{got}"
+    if kind == "greater_than":
+        bound = "positive" if context["gt"] == 0 else f"above {context['gt']:g}"
+        return f"{option} must be {bound}{got}"
+    if kind == "less_than_equal":
+        return f"{option} must be at most {context['le']:g}{got}"
+    if kind == "value_error":  # our own validators' messages name the value already
+        return f"{option}: {first['msg'].removeprefix('Value error, ')}"
+    expected = {"int_type": "an integer", "int_parsing": "an integer", "bool_type": "true or false",
+                "float_type": "a finite number", "float_parsing": "a finite number", "finite_number": "a finite number",
+                "string_type": "a text"}.get(kind)
+    return f"{option}: {'must be ' + expected if expected else first['msg']}{got}"
 
 
 def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
@@ -243,11 +239,7 @@ def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
 def run_params(**values: Any) -> RunParams:
     """Validated run parameters (no case parameters) from keywords; defaults fill the rest.
     Raises `ValueError` with one line naming the option."""
-    model = _current_model()
-    try:
-        params = model(**values)
-    except ValidationError as error:
-        raise ValueError(_one_line(error)) from None
+    params = _validate(tuple(p for p in all_params() if p.name not in CASE), values)
     spec = get_protocol(params.protocol)  # type: ignore[attr-defined]
     _cross_checks(params.model_dump(), spec)
     return params
@@ -283,17 +275,8 @@ def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) ->
             raise ValueError(f"--workload: file {str(path)!r} not found")
         case.update(workload=str(path.resolve()), machines=None, users=None, case_seed=None)
     else:
-        for name in ("machines", "users", "case_seed"):
-            case[name] = given.get(name, param(name).default)
-        for name in ("machines", "users", "case_seed"):
-            value = case[name]
-            p = param(name)
-            if value is None:
-                continue
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"{p.option}: expected an integer, got {value!r}")
-            if (p.ge is not None and value < p.ge) or (p.le is not None and value > p.le):
-                raise ValueError(f"{p.option}: must be between {p.ge:g} and {p.le:g}, got {value!r}")
+        google = tuple(param(n) for n in CASE if n != "workload")
+        case.update(_validate(google, {p.name: given[p.name] for p in google if p.name in given}).model_dump())
     validated = run_params(**{k: v for k, v in given.items() if k not in CASE}).model_dump()
     spec = get_protocol(validated["protocol"])
     if workload == GOOGLE and case["case_seed"] is None:
