@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any, Protocol
 
+from protocols.errors import InputError
+
 __all__ = [
     "ConstantLatency",
     "CostModel",
@@ -56,10 +58,10 @@ def parse_duration(text: str) -> float:
     match = _DURATION.match(text)
     if not match:
         hint = " (a unit is required)" if re.fullmatch(r"\s*[0-9.eE+-]+\s*", text) else ""
-        raise ValueError(f"not a duration: {text!r}{hint}; use e.g. 100ms, 0.1s, 250us")
+        raise InputError(f"not a duration: {text!r}{hint}; use e.g. 100ms, 0.1s, 250us")
     value = float(match.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}[match.group(2)]
     if not math.isfinite(value) or value > 1e12:
-        raise ValueError(f"duration {text!r} is out of range (at most 1e12 s)")
+        raise InputError(f"duration {text!r} is out of range (at most 1e12 s)")
     return value
 
 
@@ -78,7 +80,7 @@ class ConstantLatency:
 
     def __init__(self, seconds: float = 0.001) -> None:
         if seconds < 0:
-            raise ValueError("latency must be non-negative")
+            raise InputError("latency must be non-negative")
         self.us = to_us(seconds)
 
     def latency_us(self, src: int, dst: int) -> int:
@@ -95,7 +97,7 @@ class UniformLatency:
 
     def __init__(self, low: float, high: float, rng: random.Random) -> None:
         if not 0 <= low <= high:
-            raise ValueError("uniform latency needs 0 <= low <= high")
+            raise InputError("uniform latency needs 0 <= low <= high")
         self.low_us = to_us(low)
         self.span = to_us(high) - self.low_us + 1
         self._random = rng.random
@@ -126,7 +128,7 @@ class PairLatency:
 
     def __init__(self, low: float, high: float, rng: random.Random, jitter: float = 0.0) -> None:
         if not 0 <= low <= high or jitter < 0:
-            raise ValueError("pair latency needs 0 <= low <= high and jitter >= 0")
+            raise InputError("pair latency needs 0 <= low <= high and jitter >= 0")
         self.low_us = to_us(low)
         self.span = to_us(high) - self.low_us + 1
         self.jitter_span = to_us(jitter) + 1 if jitter > 0 else 0
@@ -157,8 +159,8 @@ def parse_latency(text: str, rng: random.Random) -> LatencyModel:
         if kind == "pair" and len(args) in (2, 3):
             return PairLatency(args[0], args[1], rng, *args[2:])
     except ValueError as error:
-        raise ValueError(f"bad latency {text!r}: {error}") from None
-    raise ValueError(f"bad latency {text!r}: use 1ms, uniform:LOW:HIGH or pair:LOW:HIGH[:JITTER]")
+        raise InputError(f"bad latency {text!r}: {error}") from None
+    raise InputError(f"bad latency {text!r}: use 1ms, uniform:LOW:HIGH or pair:LOW:HIGH[:JITTER]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +204,7 @@ class Network:
         cost: CostModel | None = None,
     ) -> None:
         if not 0.0 <= loss < 1.0:
-            raise ValueError(f"loss probability must be in [0, 1), got {loss}")
+            raise InputError(f"loss probability must be in [0, 1), got {loss}")
         if loss > 0 and loss_rng is None:
             raise ValueError("a lossy network needs its own random stream")
         self.latency: LatencyModel = latency if latency is not None else ConstantLatency()

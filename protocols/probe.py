@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from protocols.errors import InputError
 from protocols.messages import TaskRequest, handles, message
 from protocols.params import Kind, Param
 from protocols.resources import Vector
@@ -73,7 +74,7 @@ class ProbeRule(ServerRule):
     def check_params(values: Mapping[str, Any]) -> None:
         """A task is forwarded to `d` of `P` neighbours, so `d` cannot exceed `P`."""
         if values["probe_d"] > values["neighbors"]:
-            raise ValueError(f"--probe-d ({values['probe_d']}) must be at most --neighbors ({values['neighbors']})")
+            raise InputError(f"--probe-d ({values['probe_d']}) must be at most --neighbors ({values['neighbors']})")
 
     def __init__(self, probe_d: int = 2) -> None:
         self.d = probe_d

@@ -21,6 +21,7 @@ from protocols.central import CentralRule
 from protocols.ddrf import DdrfGradientRule, DdrfRule
 from protocols.dgdrf import DgdrfRule
 from protocols.drf import DrfBestFit, DrfFirstFit
+from protocols.errors import InputError
 from protocols.fifo import Fifo
 from protocols.messages import TaskRequest
 from protocols.params import Param
@@ -85,7 +86,7 @@ class ProtocolSpec:
                 "distributed": self.distributed, "gradient": self.gradient.value}
 
 
-class UnknownProtocol(ValueError):
+class UnknownProtocol(InputError):
     """No protocol is registered under that name."""
 
 

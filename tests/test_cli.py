@@ -272,3 +272,11 @@ def test_experiment_online_replays_the_first_hour(tmp_path: Path) -> None:
 def test_experiment_online_rejects_an_empty_pool(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["experiment", "online", "--load-fraction", "0"]) == 2
     assert "fraction must be positive" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_overlay_study_prints_markdown_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = tmp_path / "rounds.csv"
+    assert main(["overlay-study", "--seeds", "1", "--rounds", "5", "--perturbations", "0", "--csv", str(rows)]) == 0
+    assert "### Convergence on 1,000 nodes" in capsys.readouterr().out
+    assert rows.read_text().splitlines()[0] == "view,round,ideal_view_fraction,centre_correct,centre_view_exact"

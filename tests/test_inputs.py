@@ -87,3 +87,17 @@ def test_a_sweep_config_with_bad_values_is_a_config_error(tmp_path: Path, capsys
         assert main(["sweep", str(config), "--out", str(tmp_path / "out"), "--workers", "1"]) == 2
         err = capsys.readouterr().err
         assert needle in err and err.count("\n") == 1, err
+
+
+def test_an_internal_bug_shows_its_traceback_and_exits_70(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import experiments.cli.commands as commands
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("an emulator bug, not the user's input")
+
+    monkeypatch.setattr(commands, "run_emulation", broken)
+    assert main(["run", "--machines", "10", "--users", "3"]) == 70
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "internal error (a bug in drfemu" in err
+    assert "an emulator bug" in err.splitlines()[-1]

@@ -2,6 +2,6 @@
 
 import sys
 
-from experiments.cli.app import main
+from experiments.cli.commands import main
 
 sys.exit(main())

@@ -19,6 +19,7 @@ from typing import Any
 
 from experiments.workloads.google import draw_request, load_google_trace
 from nodes.streams import RandomStreams
+from protocols.errors import InputError
 from protocols.policies.adrf import BETAS, adrf, social_welfare, swm
 
 __all__ = ["SEED_TABLE_2", "adrf_vs_swm", "online_schedulers"]
@@ -31,10 +32,10 @@ def adrf_vs_swm(draws: int = 100, min_users: int = 10, max_users: int = 80, alph
                 seed: int = 1) -> dict[str, Any]:
     """Mean welfare of SWM and ADRF (every β reading) over `draws` random sets of trace users."""
     if draws < 1 or not 1 <= min_users <= max_users:
-        raise ValueError("draws must be ≥ 1 and 1 ≤ min-users ≤ max-users")
+        raise InputError("draws must be ≥ 1 and 1 ≤ min-users ≤ max-users")
     trace = load_google_trace()
     if max_users > len(trace.users):
-        raise ValueError(f"max-users {max_users} exceeds the {len(trace.users)} users of the trace extract")
+        raise InputError(f"max-users {max_users} exceeds the {len(trace.users)} users of the trace extract")
     rng = RandomStreams(seed).numpy("experiments/adrf-swm")
     welfare: dict[float, dict[str, list[float]]] = {a: {"swm": [], **{b: [] for b in BETAS}} for a in alphas}
     sizes = []
@@ -82,7 +83,7 @@ def online_schedulers(alphas: Sequence[float] = (1.0, 1.5), load_fraction: float
     from protocols.policies.online import RULES
 
     if not 0 < load_fraction:
-        raise ValueError("the pool fraction must be positive")
+        raise InputError("the pool fraction must be positive")
     jobs, users = load_first_hour_jobs()
     load = offered_load(jobs)
     capacity = (load_fraction * load[0], load_fraction * load[1])

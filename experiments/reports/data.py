@@ -12,6 +12,7 @@ from typing import Any
 
 from experiments.sweeps.records import load_records
 from experiments.sweeps.tidy import flatten_result
+from protocols.errors import InputError
 
 __all__ = ["PointData", "load_points", "mean_sd", "metric_values", "ordered"]
 
@@ -40,14 +41,14 @@ def load_points(sweep_dir: Path) -> list[tuple[dict[str, Any], list[PointData]]]
     """Each experiment of the sweep with its points joined to their run records."""
     manifest = sweep_dir / "sweep.json"
     if not manifest.is_file():
-        raise ValueError(f"{sweep_dir} is not a sweep directory (no sweep.json)")
+        raise InputError(f"{sweep_dir} is not a sweep directory (no sweep.json)")
     records = load_records(sweep_dir)
     try:
         document = json.loads(manifest.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise ValueError(f"{manifest}: not a sweep manifest ({type(error).__name__})") from None
+        raise InputError(f"{manifest}: not a sweep manifest ({type(error).__name__})") from None
     if not _manifest_shape(document):
-        raise ValueError(f"{manifest}: not a sweep manifest (expected experiments, each with name and points of "
+        raise InputError(f"{manifest}: not a sweep manifest (expected experiments, each with name and points of "
                          "params and run)")
     experiments = []
     for experiment in document["experiments"]:

@@ -1,6 +1,6 @@
 """The overlay study behind `docs/overlay.md`: convergence per view size, recovery, scale.
 
-    python -m experiments.reports.overlay_study [--seeds 5] [--perturbations 100] [--csv rounds.csv] > study.md
+    drfemu overlay-study [--seeds 5] [--perturbations 100] [--csv rounds.csv] > study.md
 
 prints Markdown: (1) for P = 2..10 on 1,000 nodes with random static utilities, rounds to
 converge per seed and the ideal-view fraction every 5 rounds (seed 1); (2) the recovery
@@ -10,15 +10,12 @@ case; (3) nothing about wall time — that is `drfemu overlay --nodes 10000 ...`
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from experiments.running.overlay_run import OverlayConfig, run_overlay
 
-__all__ = ["main"]
+__all__ = ["overlay_study"]
 
 
 def _convergence(seeds: int, rounds: int, csv_rows: list[list[str]]) -> list[str]:
@@ -87,22 +84,11 @@ def _recovery(perturbations: int) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=50)
-    parser.add_argument("--perturbations", type=int, default=100, help="0 skips the recovery study")
-    parser.add_argument("--csv", type=Path, help="also write every round of seed 1: P, round, fraction, centre ok, view exact")
-    args = parser.parse_args(argv)
+def overlay_study(seeds: int = 5, rounds: int = 50, perturbations: int = 100) -> tuple[str, list[list[str]]]:
+    """The study's Markdown, and every round of seed 1 as CSV rows (P, round, fraction, centre ok,
+    view exact); `perturbations = 0` skips the recovery study."""
     csv_rows: list[list[str]] = [["view", "round", "ideal_view_fraction", "centre_correct", "centre_view_exact"]]
-    lines = _convergence(args.seeds, args.rounds, csv_rows)
-    if args.perturbations:
-        lines += [""] + _recovery(args.perturbations)
-    sys.stdout.write("\n".join(lines) + "\n")
-    if args.csv is not None:
-        args.csv.write_text("\n".join(",".join(row) for row in csv_rows) + "\n", encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    lines = _convergence(seeds, rounds, csv_rows)
+    if perturbations:
+        lines += [""] + _recovery(perturbations)
+    return "\n".join(lines) + "\n", csv_rows

@@ -21,27 +21,26 @@ import matplotlib.pyplot as plt  # noqa: E402
 from experiments.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
 from experiments.running.harness import TOLERANCES  # noqa: E402
 from experiments.sweeps.report_spec import matches  # noqa: E402
+from protocols.registry import PROTOCOLS  # noqa: E402
 
-__all__ = ["PROTOCOL_STYLE", "draw_figure"]
+__all__ = ["draw_figure", "protocol_style"]
 
-PROTOCOL_STYLE: dict[str, dict[str, Any]] = {
-    "drf": {"color": "black", "marker": "o", "linestyle": "-"},
-    "fifo": {"color": "#7f7f7f", "marker": "x", "linestyle": ":"},
-    "probe": {"color": "#1f77b4", "marker": "s", "linestyle": "--"},
-    "ddrf-random": {"color": "#d62728", "marker": "v", "linestyle": "-."},
-    "ddrf-gradient": {"color": "#ff7f0e", "marker": "^", "linestyle": "--"},
-    "dgdrf": {"color": "#2ca02c", "marker": "D", "linestyle": "-"},
-    "pdgdrf": {"color": "#9467bd", "marker": "P", "linestyle": "-."},
-}
 _PALETTE = [{"color": c, "marker": m, "linestyle": ls} for c, m, ls in
-            zip(("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"),
-                "osD^vP*X", ("-", "--", "-.", ":", "-", "--", "-.", ":"))]
+            zip(("black", "#8c564b", "#7f7f7f", "#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#e377c2",
+                 "#17becf"), "o*xsv^DPXh", ("-", ":", ":", "--", "-.", "--", "-", "-.", ":", "--"))]
+
+
+def protocol_style(protocol: str) -> dict[str, Any]:
+    """A protocol's colour, marker and line style in every figure: fixed by its place in the
+    registry, so each protocol looks the same across figures and reports."""
+    names = list(PROTOCOLS)
+    index = names.index(protocol) if protocol in names else len(names)
+    return dict(_PALETTE[index % len(_PALETTE)])
 
 
 def _styles(series_param: str, values: list[Any]) -> dict[Any, dict[str, Any]]:
     if series_param == "protocol":
-        fallback = cycle(_PALETTE)
-        return {v: PROTOCOL_STYLE.get(v) or next(fallback) for v in values}
+        return {v: protocol_style(v) for v in values}
     return dict(zip(values, cycle(_PALETTE)))
 
 
@@ -112,7 +111,7 @@ def _ratio(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> bool:
 
 
 def _curve_style(curve: Mapping[str, Any], index: int) -> dict[str, Any]:
-    base = dict(PROTOCOL_STYLE.get(curve.get("protocol"), _PALETTE[index % len(_PALETTE)]))
+    base = protocol_style(curve["protocol"]) if "protocol" in curve else dict(_PALETTE[index % len(_PALETTE)])
     base["marker"] = None
     if curve.get("tolerance", 0.0):
         base["linestyle"] = ":"
@@ -146,7 +145,7 @@ def _tolerance(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> boo
     for i, curve in enumerate(spec["curves"]):
         chosen = _selected(points, _curve_where(spec, curve))
         groups = [metric_values(chosen, f"error_ratio_by_tolerance.{tau:g}") for tau in TOLERANCES]
-        style = dict(PROTOCOL_STYLE.get(curve.get("protocol"), _PALETTE[i % len(_PALETTE)]))
+        style = protocol_style(curve["protocol"]) if "protocol" in curve else dict(_PALETTE[i % len(_PALETTE)])
         drawn |= _plot_mean(ax, xs, groups, curve["label"], style)
     ax.set_xlabel(f"{spec.get('xlabel', 'tolerance τ')} (%)")
     ax.set_ylabel(spec.get("ylabel", "error ratio"))

@@ -30,6 +30,7 @@ from experiments.reports.data import (
 )
 from experiments.reports.plots import draw_figure
 from experiments.sweeps.report_spec import matches
+from protocols.errors import InputError
 
 __all__ = ["ReportSummary", "reference_cells", "table_cells", "write_report"]
 
@@ -129,7 +130,7 @@ def write_report(sweep_dir: Path, out: Path) -> ReportSummary:
     try:
         figures_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise ValueError(f"cannot create {figures_dir}: {error.strerror}") from None
+        raise InputError(f"cannot create {figures_dir}: {error.strerror}") from None
     md = ["# drfemu sweep report", "", f"Sweep directory: `{sweep_dir}`. Cells and plotted points are means over "
           "replicates (± sample standard deviation when there are several); – marks a point without a result.", ""]
     page = [f"<!doctype html><html><head><meta charset='utf-8'><title>drfemu sweep report</title><style>{_CSS}</style>"

@@ -31,6 +31,7 @@ from nodes.gc_tuning import tuned_gc
 from nodes.network import ConstantLatency, Network
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
+from protocols.errors import InputError
 from protocols.messages import handles, message
 
 __all__ = ["BenchResult", "run_bench"]
@@ -168,7 +169,7 @@ def run_bench(
     ever slows a run down, and interleaving exposes both designs to the same background load.
     """
     if actors < 1 or in_flight < 1 or repeats < 1 or latency <= 0:
-        raise ValueError("bench needs actors >= 1, in-flight >= 1, repeats >= 1 and latency > 0")
+        raise InputError("bench needs actors >= 1, in-flight >= 1, repeats >= 1 and latency > 0")
     samples: list[float] = []
     naive_samples: list[float] = []
     context = multiprocessing.get_context("spawn")

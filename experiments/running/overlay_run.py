@@ -61,6 +61,7 @@ from overlay.observe import (
     snapshot,
     total_order,
 )
+from protocols.errors import InputError
 from protocols.resources import dominant_share
 
 __all__ = ["OverlayConfig", "run_overlay"]
@@ -70,19 +71,19 @@ def _check_overlay_parameters(view: int, cyclon_size: int, shuffle_length: int,
                              shuffles_per_tick: float, tick: float, max_age: int) -> None:
     """Reject overlay parameters no run can use, with a one-line `ValueError` naming the option."""
     if view < 1:
-        raise ValueError("--view must be at least 1")
+        raise InputError("--view must be at least 1")
     if cyclon_size < 1:
-        raise ValueError("--cyclon-view must be at least 1")
+        raise InputError("--cyclon-view must be at least 1")
     if not 1 <= shuffle_length <= cyclon_size:
-        raise ValueError("--shuffle-length must be between 1 and --cyclon-view")
+        raise InputError("--shuffle-length must be between 1 and --cyclon-view")
     if not tick > 0:
-        raise ValueError("--tick must be positive")
+        raise InputError("--tick must be positive")
     if not shuffles_per_tick > 0:
-        raise ValueError("--shuffles-per-tick must be positive")
+        raise InputError("--shuffles-per-tick must be positive")
     if round(tick / shuffles_per_tick * 1e6) < 1:
-        raise ValueError("--shuffles-per-tick is too high for the tick (period below 1 µs)")
+        raise InputError("--shuffles-per-tick is too high for the tick (period below 1 µs)")
     if max_age < 0:
-        raise ValueError("--max-age must be non-negative (0: the default)")
+        raise InputError("--max-age must be non-negative (0: the default)")
 
 
 @dataclass(frozen=True)
@@ -113,25 +114,25 @@ class OverlayConfig:
 
     def validate(self) -> None:
         if self.nodes < 2:
-            raise ValueError("an overlay needs at least 2 nodes")
+            raise InputError("an overlay needs at least 2 nodes")
         _check_overlay_parameters(self.view, self.cyclon_size, self.shuffle_length, self.shuffles_per_tick,
                                  self.tick, self.max_age)
         if self.view >= self.nodes:
-            raise ValueError(f"--view {self.view} needs more than {self.view} nodes (got {self.nodes})")
+            raise InputError(f"--view {self.view} needs more than {self.view} nodes (got {self.nodes})")
         if self.rounds < 0:
-            raise ValueError("--rounds must be non-negative")
+            raise InputError("--rounds must be non-negative")
         if self.seed < 0:
-            raise ValueError("--seed must be non-negative")
+            raise InputError("--seed must be non-negative")
         if self.cyclon_size >= self.nodes:
-            raise ValueError(f"--cyclon-view must be between 1 and {self.nodes - 1}")
+            raise InputError(f"--cyclon-view must be between 1 and {self.nodes - 1}")
         if self.perturbations < 0:
-            raise ValueError("--perturbations must be non-negative")
+            raise InputError("--perturbations must be non-negative")
         if self.drop_rank < 0:
-            raise ValueError("--drop-rank must be non-negative")
+            raise InputError("--drop-rank must be non-negative")
         if self.recovery_cap < 1:
-            raise ValueError("--recovery-cap must be at least 1")
+            raise InputError("--recovery-cap must be at least 1")
         if self.observe_every < 1:
-            raise ValueError("--observe-every must be at least 1")
+            raise InputError("--observe-every must be at least 1")
         parse_latency(self.latency, random.Random(0))
 
 
@@ -276,7 +277,7 @@ def run_overlay(
     workload = _workload(config)
     n = config.nodes if workload is None else len(workload.servers)
     if n <= config.view or n <= config.cyclon_size:
-        raise ValueError(f"the workload has {n} servers: too few for a view of {config.view} "
+        raise InputError(f"the workload has {n} servers: too few for a view of {config.view} "
                          f"and a Cyclon view of {config.cyclon_size}")
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)

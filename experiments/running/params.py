@@ -46,6 +46,7 @@ from pydantic.functional_validators import BeforeValidator
 
 from nodes.network import parse_duration, parse_latency
 from nodes.overlay_peer import default_max_age_periods
+from protocols.errors import InputError
 from protocols.params import Kind, Param
 from protocols.registry import PROTOCOLS, GradientUse, ProtocolSpec, get_protocol
 
@@ -141,7 +142,7 @@ def _duration(value: Any) -> Any:
     if isinstance(value, str):
         return parse_duration(value)
     if isinstance(value, bool):
-        raise ValueError("expected a duration such as '100ms'")
+        raise InputError("expected a duration such as '100ms'")
     return value
 
 
@@ -165,7 +166,7 @@ def _annotation(p: Param) -> Any:
 
 def _no_bool(value: Any) -> Any:
     if isinstance(value, (bool, str)):
-        raise ValueError("expected a number")
+        raise InputError("expected a number")
     return value
 
 
@@ -191,7 +192,7 @@ def _validate(params: tuple[Param, ...], values: Mapping[str, Any]) -> RunParams
     try:
         return _model(params)(**values)
     except ValidationError as error:
-        raise ValueError(_one_line(error)) from None
+        raise InputError(_one_line(error)) from None
 
 
 def _one_line(error: ValidationError) -> str:
@@ -224,13 +225,13 @@ def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
     try:
         parse_latency(values["latency"], random.Random(0))
     except ValueError as error:
-        raise ValueError(f"--latency: {error}") from None
+        raise InputError(f"--latency: {error}") from None
     if spec.distributed:
         if values["shuffle_length"] > values["cyclon_view"]:
-            raise ValueError(f"--shuffle-length ({values['shuffle_length']}) must be at most --cyclon-view "
+            raise InputError(f"--shuffle-length ({values['shuffle_length']}) must be at most --cyclon-view "
                              f"({values['cyclon_view']})")
     if spec.gradient is not GradientUse.OFF and round(values["tick"] / values["shuffles_per_tick"] * 1e6) < 1:
-        raise ValueError("--shuffles-per-tick is too high for --tick (a gradient period below 1 µs)")
+        raise InputError("--shuffles-per-tick is too high for --tick (a gradient period below 1 µs)")
     check = getattr(spec.server_rule or spec.central_rule, "check_params", None)
     if check is not None:
         check(values)
@@ -255,24 +256,24 @@ def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) ->
     known = {p.name for p in all_params()}
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ValueError(f"unknown run parameter(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        raise InputError(f"unknown run parameter(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
     given = {k: v for k, v in params.items() if v is not None}
     workload = given.get("workload", GOOGLE)
     if not isinstance(workload, str):
-        raise ValueError(f"--workload: expected 'google' or a file path, got {workload!r}")
+        raise InputError(f"--workload: expected 'google' or a file path, got {workload!r}")
     case: dict[str, Any] = {"workload": workload}
     if workload != GOOGLE:
         stray = [param(n).option for n in ("machines", "users", "case_seed") if n in given]
         if stray:
-            raise ValueError(f"{', '.join(stray)} {'describe' if len(stray) > 1 else 'describes'} a Google case and "
+            raise InputError(f"{', '.join(stray)} {'describe' if len(stray) > 1 else 'describes'} a Google case and "
                              "cannot be combined with --workload FILE")
         path = Path(workload).expanduser()
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         if path.is_dir():
-            raise ValueError(f"--workload: {str(path)!r} is a directory, not a workload file")
+            raise InputError(f"--workload: {str(path)!r} is a directory, not a workload file")
         if not path.is_file():
-            raise ValueError(f"--workload: file {str(path)!r} not found")
+            raise InputError(f"--workload: file {str(path)!r} not found")
         case.update(workload=str(path.resolve()), machines=None, users=None, case_seed=None)
     else:
         google = tuple(param(n) for n in CASE if n != "workload")

@@ -55,6 +55,7 @@ from nodes.runtime import Runtime
 from nodes.scheduler import CentralScheduler
 from nodes.streams import RandomStreams
 from nodes.user import UserNode
+from protocols.errors import InputError
 from protocols.events import TaskAllocated
 from protocols.fairness import gini, jain, ratio_20_20, sample_std
 from protocols.registry import get_protocol
@@ -81,7 +82,7 @@ class RunConfig:
         spec = get_protocol(self.params.protocol)  # type: ignore[attr-defined]
         servers = len(self.workload.servers)
         if spec.distributed and servers > 1 and self.params.neighbors >= servers:  # type: ignore[attr-defined]
-            raise ValueError(f"--neighbors ({self.params.neighbors}) must be below the number of servers "  # type: ignore[attr-defined]
+            raise InputError(f"--neighbors ({self.params.neighbors}) must be below the number of servers "  # type: ignore[attr-defined]
                              f"({servers})")
 
 

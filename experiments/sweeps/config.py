@@ -30,15 +30,14 @@ from typing import Any
 
 from experiments.running.params import canonical_params, defaults, run_id
 from experiments.sweeps.report_spec import check_figure, check_table
-from experiments.workloads.model import WorkloadError
-from protocols.registry import UnknownProtocol
+from protocols.errors import InputError
 
 __all__ = ["Experiment", "Point", "Sweep", "SweepConfigError", "load_sweep"]
 
 _KEYS = {"name", "title", "include", "base", "cases", "grids", "seeds", "replicates", "tables", "figures"}
 
 
-class SweepConfigError(ValueError):
+class SweepConfigError(InputError):
     """A config that cannot be swept; the message names the file and the problem."""
 
 
@@ -174,7 +173,7 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
     for declared in _points(path, document):
         try:
             canonical = canonical_params(declared, base_dir=path.parent)
-        except (ValueError, UnknownProtocol, WorkloadError) as error:
+        except InputError as error:
             raise _fail(path, str(error)) from None
         full = dict(defaults(), **declared)
         if full["workload"] != "google":
@@ -187,7 +186,7 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
     try:
         tables = tuple(check_table(t) for t in _tables(path, document, "tables"))
         figures = tuple(check_figure(f) for f in _tables(path, document, "figures"))
-    except ValueError as error:
+    except InputError as error:
         raise _fail(path, str(error)) from None
     experiments.append(Experiment(name, str(document.get("title", name)), str(path), tuple(points), tables, figures))
 

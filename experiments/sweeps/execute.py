@@ -34,6 +34,7 @@ from typing import Any
 from experiments.sweeps.config import Experiment, Sweep
 from experiments.sweeps.records import Record, load_records, write_atomic, write_record
 from experiments.sweeps.tidy import write_tidy
+from protocols.errors import InputError
 from protocols.registry import GradientUse, get_protocol
 
 __all__ = ["RunPoint", "SweepSummary", "dask_cluster", "execute_run", "order_runs", "process_pool", "run_sweep",
@@ -140,13 +141,13 @@ def dask_cluster(address: str, run_point: RunPoint) -> Executor:
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise ValueError("--dask needs dask.distributed: pip install 'drfemu[sweep]'") from None
+        raise InputError("--dask needs dask.distributed: pip install 'drfemu[sweep]'") from None
 
     def execute(todo: list[tuple[str, dict[str, Any]]]) -> Iterator[Record]:
         try:
             client = Client(address, timeout="10s")
         except (OSError, TimeoutError) as error:
-            raise ValueError(f"cannot reach the Dask scheduler at {address}: {error}") from None
+            raise InputError(f"cannot reach the Dask scheduler at {address}: {error}") from None
         try:
             futures = [client.submit(execute_run, run_point, run, params, key=f"drfemu-{run}", pure=False)
                        for run, params in todo]

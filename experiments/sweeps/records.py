@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from protocols.errors import InputError
+
 __all__ = ["Record", "load_records", "write_atomic", "write_record"]
 
 Record = dict[str, Any]
@@ -30,10 +32,10 @@ def load_records(out: Path) -> dict[str, Record]:
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-            raise ValueError(f"{path}: not a run record ({type(error).__name__}); delete it to re-run that point") from None
+            raise InputError(f"{path}: not a run record ({type(error).__name__}); delete it to re-run that point") from None
         if not (isinstance(record, dict) and isinstance(record.get("id"), str) and record.get("status") in ("ok", "failed")
                 and isinstance(record.get("params"), dict) and (record["status"] != "ok" or isinstance(record.get("result"), dict))):
-            raise ValueError(f"{path}: not a run record (it needs id, params, status and, when ok, result); "
+            raise InputError(f"{path}: not a run record (it needs id, params, status and, when ok, result); "
                              "delete it to re-run that point")
         records[record["id"]] = record
     return records

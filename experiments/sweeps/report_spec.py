@@ -29,6 +29,7 @@ from typing import Any
 
 from experiments.running.harness import TOLERANCES
 from experiments.running.params import defaults
+from protocols.errors import InputError
 
 __all__ = ["FIGURE_KINDS", "check_figure", "check_table", "matches"]
 
@@ -39,20 +40,20 @@ _TOLERANCE_KEYS = {f"{tau:g}" for tau in TOLERANCES}
 def _require(spec: Mapping[str, Any], what: str, keys: tuple[str, ...], optional: tuple[str, ...]) -> None:
     missing = [k for k in keys if k not in spec]
     if missing:
-        raise ValueError(f"{what} {spec.get('id', '?')!r} needs {', '.join(missing)}")
+        raise InputError(f"{what} {spec.get('id', '?')!r} needs {', '.join(missing)}")
     unknown = sorted(set(spec) - set(keys) - set(optional))
     if unknown:
-        raise ValueError(f"{what} {spec.get('id', '?')!r}: unknown key(s) {', '.join(unknown)}")
+        raise InputError(f"{what} {spec.get('id', '?')!r}: unknown key(s) {', '.join(unknown)}")
 
 
 def _parameter(what: str, name: Any) -> None:
     if name not in defaults():
-        raise ValueError(f"{what}: {name!r} is not a run parameter")
+        raise InputError(f"{what}: {name!r} is not a run parameter")
 
 
 def _where(what: str, where: Any) -> None:
     if not isinstance(where, dict):
-        raise ValueError(f"{what}: where must be a table of parameter = value(s)")
+        raise InputError(f"{what}: where must be a table of parameter = value(s)")
     for name in where:
         _parameter(what, name)
 
@@ -79,18 +80,21 @@ def check_table(spec: dict[str, Any]) -> dict[str, Any]:
         rows = reference.get("rows") if isinstance(reference, dict) else None
         if not isinstance(rows, dict) or not all(isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
                                                  for v in rows.values()):
-            raise ValueError(f"{what}: reference needs rows = {{ row = [numbers, …] }}")
+            raise InputError(f"{what}: reference needs rows = {{ row = [numbers, …] }}")
     _parameter(what, spec["rows"])
     _parameter(what, spec["columns"])
     _where(what, spec.get("where", {}))
-    format(0.5, spec.get("format", ".4g"))  # a bad format spec fails here, not in the report
+    try:
+        format(0.5, spec.get("format", ".4g"))  # a bad format spec fails here, not in the report
+    except (TypeError, ValueError) as error:
+        raise InputError(f"{what}: format {spec.get('format')!r}: {error}") from None
     return spec
 
 
 def check_figure(spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec.get("kind")
     if kind not in FIGURE_KINDS:
-        raise ValueError(f"figure {spec.get('id', '?')!r}: kind must be one of {', '.join(FIGURE_KINDS)}, not {kind!r}")
+        raise InputError(f"figure {spec.get('id', '?')!r}: kind must be one of {', '.join(FIGURE_KINDS)}, not {kind!r}")
     what = f"figure {spec.get('id', '?')!r}"
     optional = _COMMON + _AXES + ("kind",)
     if kind == "lines":
@@ -106,16 +110,16 @@ def check_figure(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         _require(spec, "figure", ("id", "curves"), optional)
         if not isinstance(spec["curves"], list) or not spec["curves"]:
-            raise ValueError(f"{what}: curves must be a non-empty array of tables")
+            raise InputError(f"{what}: curves must be a non-empty array of tables")
         for curve in spec["curves"]:
             if not isinstance(curve, dict) or "label" not in curve:
-                raise ValueError(f"{what}: every curve needs a label")
+                raise InputError(f"{what}: every curve needs a label")
             tolerance = curve.get("tolerance", 0.0) if kind == "error-series" else 0.0
             if f"{tolerance:g}" not in _TOLERANCE_KEYS:
-                raise ValueError(f"{what}: tolerance {tolerance!r} is not one of {', '.join(sorted(_TOLERANCE_KEYS))}")
+                raise InputError(f"{what}: tolerance {tolerance!r} is not one of {', '.join(sorted(_TOLERANCE_KEYS))}")
             _where(what, {k: v for k, v in curve.items() if k not in ("label", "tolerance")})
     _where(what, spec.get("where", {}))
     for axis in ("xscale", "yscale"):
         if spec.get(axis, "linear") not in ("linear", "log"):
-            raise ValueError(f"{what}: {axis} must be linear or log")
+            raise InputError(f"{what}: {axis} must be linear or log")
     return spec

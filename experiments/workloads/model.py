@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocols.errors import InputError
 from protocols.resources import Vector, total_capacity
 
 __all__ = ["Server", "User", "Workload", "WorkloadError", "load_workload", "parse_workload"]
 
 
-class WorkloadError(ValueError):
+class WorkloadError(InputError):
     """A workload is malformed; the message names the offending entry."""
 
 

@@ -1,6 +1,6 @@
 """Build the compact Google 2011 extract that ships inside the package.
 
-    python -m experiments.workloads.trace_extract TRACE_DIR OUT_DIR
+    drfemu workload extract TRACE_DIR OUT_DIR
 
 reads `machine_events-part-00000-of-00001.csv.gz` and `task_events-part-00000-of-00500.csv.gz`
 of the Google cluster-usage trace clusterdata-2011-2 (CC-BY 4.0, Google) and writes:
@@ -32,7 +32,6 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -143,9 +142,3 @@ def build_extract(trace_dir: str | Path, out_dir: str | Path) -> tuple[int, int,
                     jobs)
     return len(machines), len(requests), len(jobs)
 
-
-if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: python -m experiments.workloads.trace_extract TRACE_DIR OUT_DIR")
-    n_machines, n_rows, n_jobs = build_extract(sys.argv[1], sys.argv[2])
-    print(f"{n_machines} machines, {n_rows} user-request rows, {n_jobs} first-hour jobs written to {sys.argv[2]}")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from protocols.errors import InputError
+
 __all__ = ["PolicyInputError", "check_pool"]
 
 
-class PolicyInputError(ValueError):
+class PolicyInputError(InputError):
     """A capacity or demand no policy can work with; the message names the problem."""
 
 

@@ -1,8 +1,10 @@
 """The `drfemu` command line.
 
-Every error — a bad option, a malformed workload, an unknown protocol — is printed as one
-line `drfemu: error: …` on stderr with exit status 2; a capacity violation (a protocol bug)
-exits with status 3. Tracebacks are never shown for user errors.
+Bad input — an `InputError`: a bad option, a malformed workload, an unknown protocol — is
+printed as one line `drfemu: error: …` on stderr with exit status 2, never with a traceback.
+A capacity violation (a protocol bug caught by the checks) exits with status 3. Any other
+exception is a bug in drfemu: its traceback is printed, then one line, and the exit status
+is 70 (`EX_SOFTWARE`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,11 +52,12 @@ from experiments.running.runner import (
     run_point,
 )
 from experiments.workloads.google import google_case
-from experiments.workloads.model import Workload, WorkloadError
+from experiments.workloads.model import Workload
 from experiments.workloads.synthetic import synthetic_case
 from nodes.network import parse_duration
+from protocols.errors import InputError
 from protocols.params import Kind, Param
-from protocols.registry import PROTOCOLS, UnknownProtocol
+from protocols.registry import PROTOCOLS
 from protocols.resources import CapacityViolation
 
 __all__ = ["app", "main"]
@@ -73,10 +77,11 @@ out = Console()
 err = Console(stderr=True)
 
 
+INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE
 MAX_OVERLAY_NODES = 200_000  # a documented bound: about 0.6 GB of node state at the most
 
 
-class CliError(Exception):
+class CliError(InputError):
     """A user error: printed as one line, exit status 2."""
 
 
@@ -268,6 +273,21 @@ def workload_google(
     out.print(f"wrote {output}: {machines} machines, {users} users (seed {seed})")
 
 
+@workload_app.command("extract")
+def workload_extract(
+    trace_dir: Annotated[Path, typer.Argument(help="A directory with the clusterdata-2011-2 machine_events and "
+                                                   "task_events part files.")],
+    out_dir: Annotated[Path, typer.Argument(help="Where to write the extract (experiments/data/google2011 ships it).")],
+) -> None:
+    """Rebuild the compact Google 2011 extract that ships inside the package."""
+    from experiments.workloads.trace_extract import build_extract
+
+    if not trace_dir.is_dir():
+        raise CliError(f"{trace_dir} is not a directory")
+    machines, rows, jobs = build_extract(trace_dir, out_dir)
+    out.print(f"{machines} machines, {rows} user-request rows, {jobs} first-hour jobs written to {out_dir}")
+
+
 @workload_app.command("synthetic")
 def workload_synthetic(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
@@ -363,6 +383,55 @@ def overlay(
             plot_overlay(result, plot)
         except OSError as error:
             raise CliError(f"cannot write {plot}: {error.strerror}") from None
+
+
+@app.command("overlay-study")
+def overlay_study_command(
+    seeds: Annotated[int, typer.Option(help="Seeds of the convergence study.", min=1)] = 5,
+    rounds: Annotated[int, typer.Option(help="Rounds observed per run.", min=1)] = 50,
+    perturbations: Annotated[int, typer.Option(help="Centre perturbations of the recovery study (0: skip it).",
+                                               min=0)] = 100,
+    csv: Annotated[Path | None, typer.Option(help="Also write every round of seed 1 as CSV.")] = None,
+) -> None:
+    """The overlay study behind docs/overlay.md (Markdown on stdout): convergence per P, recovery."""
+    from experiments.reports.overlay_study import overlay_study
+
+    if csv is not None:
+        _check_writable(csv)
+    markdown, rows = overlay_study(seeds, rounds, perturbations)
+    sys.stdout.write(markdown)
+    if csv is not None:
+        csv.write_text("\n".join(",".join(row) for row in rows) + "\n", encoding="utf-8")
+
+
+@app.command()
+def grid(
+    out_path: Annotated[Path, typer.Option("--out", help="The Markdown page to write.")],
+    sweep_dir: Annotated[Path | None, typer.Option("--sweep", help="A sweep directory holding the E1 runs.")] = None,
+    from_json: Annotated[Path | None, typer.Option(help="Re-render an earlier --json file instead.")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Also write the grid's runs as JSON.")] = None,
+) -> None:
+    """The protocol grid page (docs/protocol_grid.md) from a sweep's E1 runs."""
+    from experiments.reports.protocol_grid import render, sweep_rows
+
+    if (sweep_dir is None) == (from_json is None):
+        raise CliError("give --sweep DIR or --from-json FILE (one of them)")
+    for path in (out_path, json_path):
+        if path is not None:
+            _check_writable(path)
+    if from_json is not None:
+        try:
+            rows = json.loads(from_json.read_text(encoding="utf-8"))["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise CliError(f"--from-json {from_json}: not a grid file ({type(error).__name__})") from None
+    else:
+        rows = sweep_rows(sweep_dir)  # type: ignore[arg-type]
+    if not rows:
+        raise CliError(f"{sweep_dir or from_json} holds no run of the grid")
+    out_path.write_text(render(rows), encoding="utf-8")
+    if json_path is not None:
+        _write_json(json_path, {"runs": rows})
+    out.print(f"wrote {out_path} from {len(rows)} runs")
 
 
 @app.command()
@@ -630,8 +699,12 @@ def main(argv: list[str] | None = None) -> int:
             print(error.format_message())  # type: ignore[attr-defined]
             return 0
         return _fail(f"error: {error.format_message()}", 2)  # type: ignore[attr-defined]
-    except (CliError, WorkloadError, UnknownProtocol, ValueError) as error:  # incl. SweepConfigError, PolicyInputError
+    except InputError as error:  # CliError, WorkloadError, SweepConfigError, PolicyInputError, UnknownProtocol, …
         return _fail(f"error: {error}", 2)
     except CapacityViolation as error:
         return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)
+    except Exception as error:  # noqa: BLE001 - anything else is a bug: show where it happened
+        traceback.print_exc()
+        return _fail(f"internal error (a bug in drfemu, please report it with the traceback above): "
+                     f"{type(error).__name__}: {error}", INTERNAL_ERROR)
     return status if isinstance(status, int) else 0
