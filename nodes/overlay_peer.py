@@ -25,7 +25,7 @@ from overlay.gradient import NEG_INF, Gradient
 from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from protocols.messages import handles
 
-__all__ = ["OverlayPeer", "bootstrap", "default_max_age_periods", "random_neighbours"]
+__all__ = ["OverlayPeer", "bootstrap", "default_max_age_periods", "random_neighbors"]
 
 
 def default_max_age_periods(view: int) -> int:
@@ -38,7 +38,7 @@ def default_max_age_periods(view: int) -> int:
 
 
 class OverlayPeer(Actor):
-    """Node `actor_id` with a Cyclon view of `cyclon_size` and a gradient view of `view_size`."""
+    """Node `actor_id` with a Cyclon view of `cyclon_view` and a gradient view of `view_size`."""
 
     __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient")
 
@@ -46,14 +46,14 @@ class OverlayPeer(Actor):
         self,
         actor_id: int,
         view_size: int,
-        cyclon_size: int,
+        cyclon_view: int,
         shuffle_length: int,
         rng: random.Random,
         utility: float = NEG_INF,
         max_age: float = float("inf"),
     ) -> None:
         super().__init__(actor_id)
-        self.cyclon = Cyclon(actor_id, cyclon_size, shuffle_length, rng)
+        self.cyclon = Cyclon(actor_id, cyclon_view, shuffle_length, rng)
         self.gradient = Gradient(actor_id, view_size, rng, utility, max_age)
         self.cyclon_exchanges = 0
         self.gradient_exchanges = 0
@@ -108,9 +108,9 @@ def bootstrap(peers: Sequence[OverlayPeer], utilities: Sequence[float], seed: in
         peer.join([(utilities[p + (p >= peer.id)], p + (p >= peer.id), 0.0) for p in picks])
 
 
-def random_neighbours(n: int, degree: int, seed: int) -> list[list[int]]:
+def random_neighbors(n: int, degree: int, seed: int) -> list[list[int]]:
     """A fixed random graph: each of nodes 0..n−1 gets `degree` distinct random others,
-    drawn from its own stream `(seed, node, "neighbours")`."""
-    return [[p + (p >= node) for p in NodeStreams(seed, node).python("neighbours").sample(range(n - 1),
+    drawn from its own stream `(seed, node, "neighbors")`."""
+    return [[p + (p >= node) for p in NodeStreams(seed, node).python("neighbors").sample(range(n - 1),
                                                                                           min(degree, n - 1))]
             for node in range(n)]

@@ -52,7 +52,7 @@ PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_fail
 class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
-    __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbours", "placement", "_streams", "_reserved")
+    __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "_streams", "_reserved")
 
     def __init__(
         self,
@@ -63,7 +63,7 @@ class ServerNode(OverlayPeer):
         streams: NodeStreams,
         *,
         view_size: int,
-        cyclon_size: int,
+        cyclon_view: int,
         shuffle_length: int,
         walk_ttl: int,
         max_age: float = float("inf"),
@@ -71,21 +71,21 @@ class ServerNode(OverlayPeer):
         saturation_retry: float = float("inf"),
     ) -> None:
         """`homed` maps each user homed here to its task share `s_i`; `streams` are this node's own."""
-        super().__init__(actor_id, view_size, cyclon_size, shuffle_length, streams.python("overlay"), NEG_INF, max_age)
+        super().__init__(actor_id, view_size, cyclon_view, shuffle_length, streams.python("overlay"), NEG_INF, max_age)
         self.capacity = capacity
         self.free = list(capacity)
         self.rule = rule
         self.homes = HomeUsers(homed, mark_saturated, saturation_retry)
         self.walk_ttl = walk_ttl
-        self.neighbours: list[int] = []  # a fixed neighbour set, for rules that use one
+        self.neighbors: list[int] = []  # a fixed neighbour set, for rules that use one
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self.gradient.set_utility(self.homes.utility())
 
-    def start(self, neighbours: Sequence[int] = ()) -> None:
+    def start(self, neighbors: Sequence[int] = ()) -> None:
         """Set the fixed neighbour set the bootstrap drew (if the protocol uses one) and start the rule."""
-        self.neighbours = list(neighbours)
+        self.neighbors = list(neighbors)
         self.rule.start(self)
 
     def counters(self) -> dict[str, int]:
@@ -122,9 +122,9 @@ class ServerNode(OverlayPeer):
             self.placement["walks"] += 1
             self._step(WalkTask(user, task, demand, home, 0, (self.id,), ()))
 
-    def fix_neighbours(self, neighbours: Sequence[int], now: float) -> None:
+    def fix_neighbors(self, neighbors: Sequence[int], now: float) -> None:
         """Fix the neighbour set and stop starting gradient exchanges (ddrf-gradient's freeze)."""
-        self.neighbours = list(neighbours)
+        self.neighbors = list(neighbors)
         self.gossip_gradient = False
 
     # -- the handshake --------------------------------------------------------------------

@@ -98,7 +98,7 @@ class Cyclon:
         self._sent: tuple[Descriptor, ...] = ()
 
     # -- reading --------------------------------------------------------------------------
-    def neighbours(self) -> list[int]:
+    def neighbors(self) -> list[int]:
         """The nodes in the view, in view order."""
         return list(self.entries)
 

@@ -70,7 +70,7 @@ def snapshot(peers: Sequence[_Peer]) -> OverlaySnapshot:
     between rounds); allocation runs never use it on their nodes."""
     return OverlaySnapshot(
         utilities=tuple(p.gradient.utility for p in peers),
-        cyclon=tuple(tuple(p.cyclon.neighbours()) for p in peers),
+        cyclon=tuple(tuple(p.cyclon.neighbors()) for p in peers),
         gradient=tuple(tuple(p.gradient.peek()) for p in peers),
         view_size=peers[0].gradient.size if peers else 0,
     )

@@ -18,7 +18,7 @@ converged", which only an observer with global knowledge can tell. Here every se
 the gradient from the start and, at each tick, compares its view's members with the tick
 before: once they have stayed the same for `freeze_after` ticks (or `warmup_cap` ticks have
 passed), it fixes them as its neighbour set, stops starting gradient exchanges (it still
-answers them) and reports `NeighboursFixed`. A server with users allocates only once it has
+answers them) and reports `NeighborsFixed`. A server with users allocates only once it has
 frozen. Every server ticks under `ddrf-gradient` (a server without users only to freeze).
 The result reports when the last server with users froze and how many froze on their ideal
 view (measured by the observer, never used by the nodes).
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from protocols.events import NeighboursFixed
+from protocols.events import NeighborsFixed
 from protocols.homes import INF
 from protocols.messages import handles, message
 from protocols.params import Kind, Param
@@ -56,7 +56,7 @@ class MinShareReply:
 
 
 class DdrfRule(ServerRule):
-    """DDRF over the server's fixed `neighbours`."""
+    """DDRF over the server's fixed `neighbors`."""
 
     __slots__ = ("reported",)
 
@@ -64,7 +64,7 @@ class DdrfRule(ServerRule):
         self.reported: dict[int, float] = {}
 
     def start(self, server: Server) -> None:
-        self.reported = {n: INF for n in server.neighbours}
+        self.reported = {n: INF for n in server.neighbors}
 
     def on_tick(self, server: Server, now: float) -> None:
         homes = server.homes
@@ -76,7 +76,7 @@ class DdrfRule(ServerRule):
                 server.allocate(user, record)
                 break
         request = MinShareRequest(server.id, homes.min_share())
-        for neighbour in server.neighbours:
+        for neighbour in server.neighbors:
             server.send(neighbour, request)
 
     @handles(MinShareRequest)
@@ -122,9 +122,9 @@ class DdrfGradientRule(DdrfRule):
             if self._stable < self.freeze_after and self._ticks < self.warmup_cap:
                 return
             self.frozen = True
-            server.fix_neighbours([d[1] for d in server.gradient.view], now)
+            server.fix_neighbors([d[1] for d in server.gradient.view], now)
             self.start(server)
-            server.emit(NeighboursFixed(now, server.id, tuple(server.neighbours)))
+            server.emit(NeighborsFixed(now, server.id, tuple(server.neighbors)))
         super().on_tick(server, now)
 
     def counters(self) -> dict[str, int]:

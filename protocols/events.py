@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NeighboursFixed", "TaskAllocated"]
+__all__ = ["NeighborsFixed", "TaskAllocated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ class TaskAllocated:
 
 
 @dataclass(frozen=True, slots=True)
-class NeighboursFixed:
+class NeighborsFixed:
     """`server` fixed its neighbour set to `members` at `time` (e.g. ddrf-gradient's freeze)."""
 
     time: float

@@ -62,7 +62,7 @@ def cpu_load(server: Server) -> float:
 
 
 class ProbeRule(ServerRule):
-    """A probe server's rule; the server's fixed random `neighbours` are its probe targets."""
+    """A probe server's rule; the server's fixed random `neighbors` are its probe targets."""
 
     PARAMS = (Param("probe_d", Kind.INT, 2, "probe: neighbours a task is forwarded to (at most --neighbors).", ge=1,
                     echo="probe_d"),)
@@ -82,13 +82,13 @@ class ProbeRule(ServerRule):
         self.stored: dict[tuple[int, int], tuple[float, Vector]] = {}  # (user, task) -> (share, demand)
 
     def start(self, server: Server) -> None:
-        self.loads = {n: 0.0 for n in server.neighbours}
+        self.loads = {n: 0.0 for n in server.neighbors}
 
     @handles(TaskRequest)
     def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
         self.stored[(msg.user, msg.task)] = (msg.share, msg.demand)
         loads = self.loads
-        lightest = sorted(server.neighbours, key=loads.__getitem__)[: self.d]
+        lightest = sorted(server.neighbors, key=loads.__getitem__)[: self.d]
         copy = ProbeTask(msg.user, msg.task, msg.demand, msg.share)
         for neighbour in lightest:
             server.send(neighbour, copy)
@@ -99,7 +99,7 @@ class ProbeRule(ServerRule):
 
     def on_tick(self, server: Server, now: float) -> None:
         poll = LoadRequest(server.id)
-        for neighbour in server.neighbours:
+        for neighbour in server.neighbors:
             server.send(neighbour, poll)
         if not self.stored:
             return

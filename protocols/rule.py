@@ -52,7 +52,7 @@ class Server(Protocol):
     id: int
     capacity: Vector
     free: list[float]
-    neighbours: list[int]
+    neighbors: list[int]
     homes: HomeUsers
     gradient: GradientView
 
@@ -66,7 +66,7 @@ class Server(Protocol):
 
     def allocate(self, user: int, record: HomeUser) -> None: ...
 
-    def fix_neighbours(self, neighbours: Sequence[int], now: float) -> None: ...
+    def fix_neighbors(self, neighbors: Sequence[int], now: float) -> None: ...
 
 
 class ServerRule:

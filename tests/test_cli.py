@@ -20,6 +20,7 @@ RESULT_KEYS = {
 }
 
 
+@pytest.mark.slow
 def test_default_run_writes_json_and_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, log = tmp_path / "r.json", tmp_path / "alloc.jsonl"
     assert main(["run", "--json", str(out), "--log", str(log)]) == 0
@@ -129,6 +130,7 @@ def test_unplaceable_user_is_warned_and_the_run_goes_on(tmp_path: Path, capsys: 
     assert r["unplaceable_users"] == ["huge"] and r["tasks"] == {"ok": 4}
 
 
+@pytest.mark.slow
 def test_installed_script_runs_and_fails_cleanly() -> None:
     ok = subprocess.run([sys.executable, "-m", "experiments.cli", "protocols"], capture_output=True, text=True)
     assert ok.returncode == 0 and "drf-bestfit" in ok.stdout
@@ -168,6 +170,7 @@ def test_overlay_with_a_workload_file_refuses_a_node_count(tmp_path: Path, capsy
     assert "cannot be combined" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_distributed_run_reports_its_parameters_and_placement(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.json"
@@ -178,7 +181,7 @@ def test_a_distributed_run_reports_its_parameters_and_placement(tmp_path: Path,
     printed = capsys.readouterr().out
     assert "placement" in printed and "marking off" in printed
     r = json.loads(out.read_text())
-    assert (r["neighbors"], r["shuffles_per_tick"], r["walk_ttl"], r["cyclon_size"], r["shuffle_length"]) == (3, 2.0, 12, 6, 3)
+    assert (r["neighbors"], r["shuffles_per_tick"], r["walk_ttl"], r["cyclon_view"], r["shuffle_length"]) == (3, 2.0, 12, 6, 3)
     assert r["mark_saturated"] is False and r["distributed"] is True
     assert r["messages"]["GradientShuffle"] > 0 and r["bytes"]["GradientShuffle"] > 0
     assert r["error_series"]["allocations"][-1] == r["allocations"]
@@ -257,6 +260,7 @@ def test_bad_alpha_beta_and_experiment_are_one_line(args: list[str], needle: str
     assert err.count("\n") == 1 and needle in err
 
 
+@pytest.mark.slow
 def test_experiment_online_replays_the_first_hour(tmp_path: Path) -> None:
     out = tmp_path / "online.json"
     assert main(["experiment", "online", "--plots", str(tmp_path / "plots"), "--json", str(out)]) == 0

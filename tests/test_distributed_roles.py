@@ -12,7 +12,7 @@ from nodes.streams import NodeStreams
 from overlay.gradient import NEG_INF
 from protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRequest
 from protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
-from protocols.events import NeighboursFixed, TaskAllocated
+from protocols.events import NeighborsFixed, TaskAllocated
 from protocols.fairness import gini
 from protocols.messages import (
     Accept,
@@ -30,12 +30,12 @@ from protocols.rule import ServerRule
 
 
 def node(rule: ServerRule | None = None, sid: int = 0, capacity: tuple[float, ...] = (4.0, 4.0),
-         homed: dict[int, float] | None = None, view: int = 2, ttl: int = 5, neighbours: list[int] | None = None,
+         homed: dict[int, float] | None = None, view: int = 2, ttl: int = 5, neighbors: list[int] | None = None,
          **kw: Any) -> Any:
     rule = rule if rule is not None else DdrfRule()
     s = server_class(type(rule))(sid, capacity, rule, homed if homed is not None else {100: 0.1}, NodeStreams(1, sid),
-                                 view_size=view, cyclon_size=4, shuffle_length=2, walk_ttl=ttl, **kw)
-    s.start(neighbours or [])
+                                 view_size=view, cyclon_view=4, shuffle_length=2, walk_ttl=ttl, **kw)
+    s.start(neighbors or [])
     return s
 
 
@@ -137,7 +137,7 @@ def test_without_marking_a_failed_walk_leaves_the_user_competing() -> None:
 # -- DDRF (Algorithm 5) ------------------------------------------------------------------------
 
 def test_ddrf_allocates_only_at_or_below_every_reported_minimum_then_polls() -> None:
-    s = node(DdrfRule(), homed={100: 0.1, 101: 0.1}, neighbours=[5, 6])
+    s = node(DdrfRule(), homed={100: 0.1, 101: 0.1}, neighbors=[5, 6])
     s.receive(request(100, 0, 0.3), 0.0)
     s.receive(request(101, 0, 0.5), 0.0)
     s.receive(MinShareReply(5, 0.2), 0.0)
@@ -149,7 +149,7 @@ def test_ddrf_allocates_only_at_or_below_every_reported_minimum_then_polls() -> 
 
 
 def test_ddrf_records_the_requesters_share_and_answers_with_its_own() -> None:
-    s = node(DdrfRule(), homed={100: 0.1}, neighbours=[5])
+    s = node(DdrfRule(), homed={100: 0.1}, neighbors=[5])
     s.receive(request(100, 0, 0.4), 0.0)
     s.receive(MinShareRequest(7, 0.1), 0.0)  # 7 is not a neighbour: recorded all the same
     assert s.take_outbox() == [(7, MinShareReply(0, 0.4))]
@@ -240,7 +240,7 @@ def test_pdgdrf_centre_allocates_and_others_follow_the_gini_rule() -> None:
 # -- probes (Algorithm 4) ----------------------------------------------------------------------
 
 def probe(capacity: tuple[float, ...] = (4.0, 4.0)) -> Any:
-    return node(ProbeRule(probe_d=2), capacity=capacity, homed={}, neighbours=[1, 2, 3])
+    return node(ProbeRule(probe_d=2), capacity=capacity, homed={}, neighbors=[1, 2, 3])
 
 
 def test_probe_forwards_to_the_two_least_loaded_neighbours() -> None:
@@ -276,8 +276,8 @@ def test_ddrf_gradient_freezes_its_view_once_it_has_been_stable_and_only_then_al
         s.on_tick(k * 0.1)
         assert s.take_outbox() == [] and s.take_port() == [] and s.gossip_gradient
     s.on_tick(0.4)  # stable for three ticks: freeze, then allocate and poll as DDRF
-    assert s.take_port() == [NeighboursFixed(0.4, 0, (3, 4))]
-    assert s.neighbours == [3, 4] and not s.gossip_gradient and s.rule.counters() == {"frozen_servers": 1}
+    assert s.take_port() == [NeighborsFixed(0.4, 0, (3, 4))]
+    assert s.neighbors == [3, 4] and not s.gossip_gradient and s.rule.counters() == {"frozen_servers": 1}
     out = s.take_outbox()
     assert out[0] == (100, Proposal(0, 0)) and [dst for dst, _ in out[1:]] == [3, 4]
 
@@ -288,7 +288,7 @@ def test_ddrf_gradient_freezes_at_the_warmup_cap_even_if_its_view_keeps_changing
     s.on_tick(0.1)
     s.gradient.offer([(0.5, 4, 0.0)])
     s.on_tick(0.2)
-    assert [type(e) for e in s.take_port()] == [NeighboursFixed]
+    assert [type(e) for e in s.take_port()] == [NeighborsFixed]
 
 
 def test_a_rule_handler_wins_over_the_servers_and_every_rule_message_is_dispatched() -> None:

@@ -22,6 +22,7 @@ def run(w: Workload, protocol: str, **kw: Any) -> dict[str, Any]:
     return run_emulation(RunConfig.build(w, protocol=protocol, **kw)).to_dict()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", DISTRIBUTED)
 def test_small_google_case_runs_to_an_end_and_reports_its_parameters(protocol: str) -> None:
     r = run(google_case(30, 6, 1), protocol, neighbors=3)
@@ -29,7 +30,7 @@ def test_small_google_case_runs_to_an_end_and_reports_its_parameters(protocol: s
     assert sum(r["tasks"].values()) == r["allocations"] == r["messages"]["TaskStarted"]
     assert all(0 <= u <= 1 + 1e-9 for u in r["utilization"].values())
     assert r["distributed"] and r["neighbors"] == 3 and r["shuffles_per_tick"] == 1.0 and r["mark_saturated"]
-    assert r["walk_ttl"] == 30 and r["cyclon_size"] == 10 and r["shuffle_length"] == 5
+    assert r["walk_ttl"] == 30 and r["cyclon_view"] == 10 and r["shuffle_length"] == 5
     assert set(r["error_series"]) == {"allocations", "0", "0.01", "0.05", "0.1", "0.15"}
     assert r["messages_per_allocation"] == pytest.approx(r["messages_total"] / r["allocations"])
     placed = r["placement"]
@@ -37,6 +38,7 @@ def test_small_google_case_runs_to_an_end_and_reports_its_parameters(protocol: s
     assert set(r["messages"]) == set(r["bytes"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", DISTRIBUTED)
 def test_same_config_same_result(protocol: str) -> None:
     w = google_case(30, 6, 2)
@@ -45,6 +47,7 @@ def test_same_config_same_result(protocol: str) -> None:
         k: v for k, v in b.items() if k not in WALL_CLOCK_KEYS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("machines", "users", "p"), [(40, 8, 2), (40, 8, 5), (60, 12, 3)])
 def test_dgdrf_makes_no_error_and_pdgdrf_is_faster(machines: int, users: int, p: int) -> None:
     w = google_case(machines, users, 1)
@@ -54,6 +57,7 @@ def test_dgdrf_makes_no_error_and_pdgdrf_is_faster(machines: int, users: int, p:
     assert pdgdrf["overlay"]["allocations_by_gini"] > 0
 
 
+@pytest.mark.slow
 def test_ddrf_random_and_probes_err_far_more_than_the_gradient_protocols() -> None:
     w = google_case(60, 12, 1)
     errors = {p: run(w, p, neighbors=2)["error_ratio"] for p in ("probe", "ddrf-random", "dgdrf")}
@@ -77,6 +81,7 @@ def test_ddrf_polling_cost_is_two_messages_per_home_and_neighbour_per_tick() -> 
     assert r["bytes"]["MinShareRequest"] == r["messages"]["MinShareRequest"] * (8 + 6 + 28)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shuffles", [1.0, 2.0, 0.5])
 def test_gradient_cost_per_tick_follows_eq_4_6(shuffles: float) -> None:
     p, servers = 3, 30
@@ -107,6 +112,7 @@ def test_marking_saturated_users_keeps_a_user_that_cannot_grow_from_blocking_the
     assert off["placement"]["walks_failed"] > 100 and not off["mark_saturated"]
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     servers=st.integers(2, 8),

@@ -25,6 +25,7 @@ def cyclon_1000() -> dict:
     return run_overlay(OverlayConfig(nodes=1000, view=10, rounds=50, seed=3, observe_every=10))
 
 
+@pytest.mark.slow
 def test_cyclon_1000_nodes_50_rounds_connected_and_clean(cyclon_1000: dict) -> None:
     last = cyclon_1000["rounds"][-1]
     assert last["round"] == 50
@@ -35,6 +36,7 @@ def test_cyclon_1000_nodes_50_rounds_connected_and_clean(cyclon_1000: dict) -> N
     assert cyclon_1000["cyclon_exchanges"] == 1000 * 50
 
 
+@pytest.mark.slow
 def test_same_seed_same_run_other_seed_other_run(cyclon_1000: dict) -> None:
     again = run_overlay(OverlayConfig(nodes=1000, view=10, rounds=50, seed=3, observe_every=10))
     assert without_timing(again) == without_timing(cyclon_1000)
@@ -42,6 +44,7 @@ def test_same_seed_same_run_other_seed_other_run(cyclon_1000: dict) -> None:
     assert other["rounds"][-1]["indegree_std"] != cyclon_1000["rounds"][-1]["indegree_std"]
 
 
+@pytest.mark.slow
 def test_the_python_merge_gives_the_same_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """The C merge is an accelerator only: swapping in `rank_python` changes nothing but speed."""
     config = OverlayConfig(nodes=300, view=4, rounds=25, seed=5, perturbations=3, observe_every=5)

@@ -51,6 +51,7 @@ def test_one_allocation_per_tick() -> None:
     assert r["run_time_s"] == pytest.approx(10.0 + 0.003)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["drf", "drf-bestfit", "fifo"])
 def test_default_case_invariants(protocol: str) -> None:
     r = run(google_case(100, 20, 1), protocol)
@@ -60,6 +61,7 @@ def test_default_case_invariants(protocol: str) -> None:
     assert r["messages"]["TaskStarted"] == r["allocations"]
 
 
+@pytest.mark.slow
 def test_drf_is_exact_and_fifo_is_unfair_on_the_default_case() -> None:
     case = google_case(100, 20, 1)
     drf, fifo = run(case, "drf"), run(case, "fifo")
@@ -70,6 +72,7 @@ def test_drf_is_exact_and_fifo_is_unfair_on_the_default_case() -> None:
     assert fifo["error_ratio"] > 0.5
 
 
+@pytest.mark.slow
 def test_same_config_and_seed_give_identical_results() -> None:
     case = google_case(100, 20, 5)
     for protocol in ("drf", "fifo"):
@@ -103,6 +106,7 @@ small_workloads = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_workloads, st.sampled_from(["drf", "drf-bestfit", "fifo"]))
 def test_any_workload_saturates_without_overcommit(w: Workload, protocol: str) -> None:

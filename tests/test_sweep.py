@@ -89,6 +89,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "out"
 
 
+@pytest.mark.slow
 def test_every_run_has_a_record_and_a_row(swept: Path) -> None:
     found = records(swept)
     assert len(found) == 10 and all(r["status"] == "ok" for r in found.values())
@@ -117,6 +118,7 @@ def test_a_second_sweep_runs_nothing(swept: Path, tmp_path: Path) -> None:
     assert {p.name: p.stat().st_mtime_ns for p in (swept / "runs").glob("*.json")} == before
 
 
+@pytest.mark.slow
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     real = runner_module.run_emulation
@@ -142,6 +144,7 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path, monkeypa
     assert all(r["status"] == "ok" for r in records(out).values())
 
 
+@pytest.mark.slow
 def test_an_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path: Path) -> None:
     text = SMALL.replace("machines = 12", "machines = 40").replace("users = 4", "users = 8").replace(
         '["drf", "pdgdrf", "ddrf-gradient"]', '["pdgdrf"]').replace("[2, 3]", "[2, 3, 4, 5]")
@@ -166,6 +169,7 @@ def test_an_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path: Pa
     assert len(after) == 8 and all(after[name] == finished[name] for name in finished)
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_process_pools_results(swept: Path, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
@@ -239,6 +243,7 @@ def test_bad_sweep_input_is_one_line(tmp_path: Path, args: list[str], needle: st
     assert err.count("\n") == 1 and err.startswith("drfemu: error:") and needle in err
 
 
+@pytest.mark.slow
 def test_unreachable_dask_scheduler_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("distributed")
     assert main(["sweep", str(config(tmp_path)), "--out", str(tmp_path / "o"), "--dask", "tcp://127.0.0.1:9"]) == 2

@@ -13,7 +13,7 @@ from experiments.sweeps.config import SweepConfigError, load_sweep
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 # Result fields that echo a parameter rather than measure the run, and the wall clock.
 ECHOES = {p.echo for p in all_params() if p.echo and p.name not in ("protocol", "seed", "tick")} | {
-    "gradient_max_age_periods", "cyclon_size", "shuffle_length", "walk_ttl", "wall_time_s", "events_per_s"}
+    "gradient_max_age_periods", "cyclon_view", "shuffle_length", "walk_ttl", "wall_time_s", "events_per_s"}
 
 
 def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
@@ -69,6 +69,7 @@ shuffles_per_tick = [1.0, 2.0]
     assert {p.params["neighbors"] for p in experiment.points if p.params["protocol"] == "drf"} == {2, 3}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["drf", "fifo", "probe", "ddrf-random", "ddrf-gradient", "dgdrf", "pdgdrf"])
 def test_parameters_reset_as_unused_really_are_unused(protocol: str) -> None:
     """Sharing runs is sound: setting every parameter the reset drops changes nothing measured."""

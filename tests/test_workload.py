@@ -118,6 +118,7 @@ def test_synthetic_case_any_resources() -> None:
     assert all(len(u.demand) == 3 for u in w.users)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED_TRACE / MACHINE_EVENTS).exists(), reason="raw trace not available")
 def test_packaged_extract_is_exactly_what_the_raw_trace_gives(tmp_path: Path) -> None:
     assert (SHARED_TRACE / TASK_EVENTS).exists()

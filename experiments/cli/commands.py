@@ -305,7 +305,7 @@ def workload_synthetic(
 
 def _overlay_rounds_table(result: dict[str, Any]) -> Table:
     table = Table(title=f"drfemu overlay — {result['nodes']} nodes, P = {result['view']}, Cyclon c = "
-                        f"{result['cyclon_size']}, ℓ = {result['shuffle_length']} (seed {result['seed']})")
+                        f"{result['cyclon_view']}, ℓ = {result['shuffle_length']} (seed {result['seed']})")
     for name in ("round", "centre ok", "false centres", "centre view exact", "validated", "ideal views",
                  "Cyclon connected", "in-degree std", "hops to centre"):
         table.add_column(name, justify="right")
@@ -349,7 +349,7 @@ def overlay(
             raise CliError("--nodes cannot be combined with a workload file (its servers are the nodes)")
     config = OverlayConfig(
         nodes=1000 if nodes is None else nodes, view=view, rounds=rounds, seed=seed, utilities=utilities,
-        users=users, cyclon_size=cyclon_view, shuffle_length=shuffle_length, shuffles_per_tick=shuffles_per_tick,
+        users=users, cyclon_view=cyclon_view, shuffle_length=shuffle_length, shuffles_per_tick=shuffles_per_tick,
         tick=_duration(tick, "tick"), latency=latency, perturbations=perturbations, drop_rank=drop_rank,
         recovery_cap=recovery_cap, observe_every=observe_every, max_age=max_age,
     )

@@ -23,10 +23,10 @@ from experiments.running.params import defaults
 from experiments.sweeps.records import load_records
 from protocols.registry import PROTOCOLS
 
-__all__ = ["CASES", "NEIGHBOURS", "render", "sweep_rows"]
+__all__ = ["CASES", "NEIGHBORS", "render", "sweep_rows"]
 
 CASES = ((100, 20), (200, 40))
-NEIGHBOURS = tuple(range(2, 11))
+NEIGHBORS = tuple(range(2, 11))
 KEEP = ("protocol", "machines", "users", "neighbors", "status", "end_reason", "allocations", "min_dominant_share",
         "gini", "error_ratio", "error_ratio_by_tolerance", "run_time_s", "wall_time_s", "events", "events_per_s",
         "messages_total", "bytes_total", "messages_per_allocation", "messages", "bytes", "ticks", "homes",
@@ -43,7 +43,7 @@ def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
         if (record["status"] == "ok" and (params["machines"], params["users"]) in CASES
                 and params["protocol"] in PROTOCOLS
                 and all(params[k] == v for k, v in shared.items())
-                and (not PROTOCOLS[params["protocol"]].distributed or params["neighbors"] in NEIGHBOURS)):
+                and (not PROTOCOLS[params["protocol"]].distributed or params["neighbors"] in NEIGHBORS)):
             rows.append({key: record["result"].get(key) for key in KEEP})
     rows.sort(key=lambda r: (r["machines"], r["protocol"], r["neighbors"]))
     return rows
@@ -58,18 +58,18 @@ def _by(rows: list[dict[str, Any]], machines: int, protocol: str, p: int) -> dic
 
 
 def _table(rows: list[dict[str, Any]], machines: int, protocols: Iterable[str], cell: Any, title: str) -> list[str]:
-    lines = [f"**{title}**", "", "| solution | " + " | ".join(str(p) for p in NEIGHBOURS) + " |",
-             "|---" * (len(NEIGHBOURS) + 1) + "|"]
+    lines = [f"**{title}**", "", "| solution | " + " | ".join(str(p) for p in NEIGHBORS) + " |",
+             "|---" * (len(NEIGHBORS) + 1) + "|"]
     for protocol in protocols:
-        lines.append(f"| {protocol} | " + " | ".join(cell(_by(rows, machines, protocol, p)) for p in NEIGHBOURS) + " |")
+        lines.append(f"| {protocol} | " + " | ".join(cell(_by(rows, machines, protocol, p)) for p in NEIGHBORS) + " |")
     return lines + [""]
 
 
 def _checks(rows: list[dict[str, Any]], machines: int) -> list[str]:
     drf = _by(rows, machines, "drf", 2)["min_dominant_share"]
     out = []
-    dg = [_by(rows, machines, "dgdrf", p) for p in NEIGHBOURS]
-    pd = [_by(rows, machines, "pdgdrf", p) for p in NEIGHBOURS]
+    dg = [_by(rows, machines, "dgdrf", p) for p in NEIGHBORS]
+    pd = [_by(rows, machines, "pdgdrf", p) for p in NEIGHBORS]
     out.append(f"- dgdrf error ratio at τ = 0 is 0 for every P: "
                f"{'yes' if all(r['error_ratio'] == 0 for r in dg) else 'NO'}")
     out.append(f"- dgdrf minimum share within 5 % of drf's ({drf:.4f}) for every P: "
@@ -81,8 +81,8 @@ def _checks(rows: list[dict[str, Any]], machines: int) -> list[str]:
     out.append(f"- pdgdrf run-time shorter than dgdrf's for every P: "
                f"{'yes' if all(a['run_time_s'] < b['run_time_s'] for a, b in zip(pd, dg)) else 'NO'}")
     better = sum(_by(rows, machines, "ddrf-gradient", p)["min_dominant_share"]
-                 >= _by(rows, machines, "ddrf-random", p)["min_dominant_share"] for p in NEIGHBOURS)
-    out.append(f"- ddrf-gradient minimum share ≥ ddrf-random's for {better} of {len(NEIGHBOURS)} values of P")
+                 >= _by(rows, machines, "ddrf-random", p)["min_dominant_share"] for p in NEIGHBORS)
+    out.append(f"- ddrf-gradient minimum share ≥ ddrf-random's for {better} of {len(NEIGHBORS)} values of P")
     unsaturated = sorted({f"{r['protocol']} {r['status']}" for r in rows
                           if r["machines"] == machines and r["status"] != "saturated"})
     out.append(f"- every run saturated: {'no — ' + ', '.join(unsaturated) if unsaturated else 'yes'}")

@@ -4,7 +4,7 @@ Each server is built from its parameters, its own random streams (`(seed, server
 name)`) and its protocol's rule; the bootstrap service gives it its first Cyclon view and,
 for protocols without the gradient, its fixed random neighbours. During the run nothing here
 touches a server: what the report needs of the run comes from the servers' events
-(`NeighboursFixed`) and, afterwards, from their counters, summed.
+(`NeighborsFixed`) and, afterwards, from their counters, summed.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbours
+from nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbors
 from nodes.runtime import Runtime
 from nodes.server import PLACEMENT_COUNTERS, ServerNode, server_class
 from nodes.streams import RandomStreams
 from overlay.observe import ideal_views
-from protocols.events import NeighboursFixed
+from protocols.events import NeighborsFixed
 from protocols.registry import GradientUse, ProtocolSpec
 from protocols.resources import Vector, dominant_share
 
@@ -42,8 +42,8 @@ class DistributedSetup:
         self.params = params
         self.spec = spec
         n = len(capacities)
-        self.cyclon_size = min(params.cyclon_view, n - 1) if n > 1 else 1
-        self.shuffle_length = min(params.shuffle_length, self.cyclon_size)
+        self.cyclon_view = min(params.cyclon_view, n - 1) if n > 1 else 1
+        self.shuffle_length = min(params.shuffle_length, self.cyclon_view)
         self.walk_ttl = params.walk_ttl or n
         period = params.tick / params.shuffles_per_tick
         homed: dict[int, dict[int, float]] = {}
@@ -54,17 +54,17 @@ class DistributedSetup:
         node_class = server_class(spec.server_rule)
         self.servers: list[ServerNode] = [
             node_class(server, capacity, spec.server_rule(**rule_params), homed.get(server, {}), streams.node(server),
-                       view_size=params.neighbors, cyclon_size=self.cyclon_size, shuffle_length=self.shuffle_length,
+                       view_size=params.neighbors, cyclon_view=self.cyclon_view, shuffle_length=self.shuffle_length,
                        walk_ttl=self.walk_ttl, max_age=params.max_age_periods * period,
                        mark_saturated=params.mark_saturated, saturation_retry=retry)
             for server, capacity in enumerate(capacities)
         ]
         self.homes = sorted(homed)
         bootstrap(self.servers, [s.gradient.utility for s in self.servers], streams.seed)
-        fixed = (random_neighbours(n, params.neighbors, streams.seed) if spec.gradient is GradientUse.OFF
+        fixed = (random_neighbors(n, params.neighbors, streams.seed) if spec.gradient is GradientUse.OFF
                  else [[] for _ in range(n)])
-        for node, neighbours in zip(self.servers, fixed):
-            node.start(neighbours)
+        for node, neighbors in zip(self.servers, fixed):
+            node.start(neighbors)
         self.frozen: dict[int, tuple[float, bool]] = {}  # server -> (time, froze on its ideal view)
         self._ideal: list[frozenset[int]] = []  # the views before any allocation (ddrf-gradient's report)
         if spec.gradient is GradientUse.FROZEN:
@@ -82,9 +82,9 @@ class DistributedSetup:
         runtime.every(self.params.tick, self.servers, OverlayPeer.cyclon_round)
         if self.spec.gradient is not GradientUse.OFF:
             runtime.every(self.params.tick / self.params.shuffles_per_tick, self.servers, OverlayPeer.gradient_round)
-        runtime.subscribe(NeighboursFixed, self._on_fixed)
+        runtime.subscribe(NeighborsFixed, self._on_fixed)
 
-    def _on_fixed(self, event: NeighboursFixed) -> None:
+    def _on_fixed(self, event: NeighborsFixed) -> None:
         self.frozen[event.server] = (event.time, frozenset(event.members) == self._ideal[event.server])
 
     def report(self) -> dict[str, Any]:
@@ -105,7 +105,7 @@ class DistributedSetup:
                 overlay[name] = overlay.get(name, 0) + count
         return {
             "homes": len(self.homes),
-            "cyclon_size": self.cyclon_size,
+            "cyclon_view": self.cyclon_view,
             "shuffle_length": self.shuffle_length,
             "walk_ttl": self.walk_ttl,
             "placement": placement,

@@ -7,8 +7,8 @@ spans `[k·tick, (k+1)·tick)`; the observer runs at the start of each tick, bef
 tick's exchanges, so "round k" is the state after `k` rounds (round 0 is the bootstrap).
 
 **Bootstrap.** Like the thesis's bootstrap server, every node starts with a Cyclon view of
-`cyclon_size` distinct random other nodes, with their descriptors as of time 0, and offers
-them to its gradient, which thus starts from `cyclon_size` random candidates.
+`cyclon_view` distinct random other nodes, with their descriptors as of time 0, and offers
+them to its gradient, which thus starts from `cyclon_view` random candidates.
 
 **Utilities** are static, set by the emulator in the role of an allocation protocol:
 - `random`: uniform in (−1, 0] (like `−G`), from stream `overlay/utilities`;
@@ -67,14 +67,14 @@ from protocols.resources import dominant_share
 __all__ = ["OverlayConfig", "run_overlay"]
 
 
-def _check_overlay_parameters(view: int, cyclon_size: int, shuffle_length: int,
+def _check_overlay_parameters(view: int, cyclon_view: int, shuffle_length: int,
                              shuffles_per_tick: float, tick: float, max_age: int) -> None:
     """Reject overlay parameters no run can use, with a one-line `ValueError` naming the option."""
     if view < 1:
         raise InputError("--view must be at least 1")
-    if cyclon_size < 1:
+    if cyclon_view < 1:
         raise InputError("--cyclon-view must be at least 1")
-    if not 1 <= shuffle_length <= cyclon_size:
+    if not 1 <= shuffle_length <= cyclon_view:
         raise InputError("--shuffle-length must be between 1 and --cyclon-view")
     if not tick > 0:
         raise InputError("--tick must be positive")
@@ -96,7 +96,7 @@ class OverlayConfig:
     seed: int = 1
     utilities: str = "random"
     users: int = 20
-    cyclon_size: int = 10
+    cyclon_view: int = 10
     shuffle_length: int = 5
     shuffles_per_tick: float = 1.0
     tick: float = 0.1
@@ -115,7 +115,7 @@ class OverlayConfig:
     def validate(self) -> None:
         if self.nodes < 2:
             raise InputError("an overlay needs at least 2 nodes")
-        _check_overlay_parameters(self.view, self.cyclon_size, self.shuffle_length, self.shuffles_per_tick,
+        _check_overlay_parameters(self.view, self.cyclon_view, self.shuffle_length, self.shuffles_per_tick,
                                  self.tick, self.max_age)
         if self.view >= self.nodes:
             raise InputError(f"--view {self.view} needs more than {self.view} nodes (got {self.nodes})")
@@ -123,7 +123,7 @@ class OverlayConfig:
             raise InputError("--rounds must be non-negative")
         if self.seed < 0:
             raise InputError("--seed must be non-negative")
-        if self.cyclon_size >= self.nodes:
+        if self.cyclon_view >= self.nodes:
             raise InputError(f"--cyclon-view must be between 1 and {self.nodes - 1}")
         if self.perturbations < 0:
             raise InputError("--perturbations must be non-negative")
@@ -276,13 +276,13 @@ def run_overlay(
     config.validate()
     workload = _workload(config)
     n = config.nodes if workload is None else len(workload.servers)
-    if n <= config.view or n <= config.cyclon_size:
+    if n <= config.view or n <= config.cyclon_view:
         raise InputError(f"the workload has {n} servers: too few for a view of {config.view} "
-                         f"and a Cyclon view of {config.cyclon_size}")
+                         f"and a Cyclon view of {config.cyclon_view}")
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)
     max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
-    peers = [OverlayPeer(i, config.view, config.cyclon_size, config.shuffle_length,
+    peers = [OverlayPeer(i, config.view, config.cyclon_view, config.shuffle_length,
                          streams.node(i).python("overlay"), utilities.values[i], max_age) for i in range(n)]
     bootstrap(peers, utilities.values, config.seed)
 
@@ -310,7 +310,7 @@ def run_overlay(
     return {
         "nodes": n,
         "view": config.view,
-        "cyclon_size": config.cyclon_size,
+        "cyclon_view": config.cyclon_view,
         "shuffle_length": config.shuffle_length,
         "shuffles_per_tick": config.shuffles_per_tick,
         "max_age_periods": config.max_age_periods,

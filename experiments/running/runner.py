@@ -9,16 +9,17 @@ bootstrap server, each starts with a Cyclon view of `c` random others (described
 0) and offers them to its gradient; Cyclon shuffles once a tick (it carries the walks), and
 the gradient, where the protocol uses it, exchanges `shuffles_per_tick` times a tick.
 Servers know their homed users from the start (the gateway's draw), so a home's utility is 0
-and every other server's `−∞` from time 0 (eq. 4.2). Only servers with users tick, except
-for probes, where every server does. For `ddrf-gradient` each server freezes its own gradient view
-into its neighbour set once the view has settled (`protocols.ddrf`). For the protocols with fixed random neighbours each server draws `P`
-distinct others. With fewer servers than `c + 1` (or `P + 1`), views are as large as the
-cluster allows; the result records the sizes used.
+and every other server's `−∞` from time 0 (eq. 4.2). Only servers with users tick, unless
+the protocol's rule asks for every server (`TICKS_ALL`: probes, and `ddrf-gradient`, whose
+servers freeze their own gradient views, `protocols.ddrf`). For the protocols with fixed
+random neighbours each server draws `P` distinct others. `P` must be below the number of
+servers (a one-line error otherwise); with fewer servers than `c + 1`, the Cyclon view is as
+large as the cluster allows, and the result records the sizes used.
 
 Random streams used: run-level `network/latency`, `network/loss` and `gateway` (home draws
 and random server choices); each server's own `overlay` (Cyclon and gradient choices) and
 `walk` (walk steps); the bootstrap service's per-server `bootstrap` (first Cyclon view) and
-`neighbours` (fixed random neighbour sets). Same `RunConfig` ⇒ the same events in the same
+`neighbors` (fixed random neighbour sets). Same `RunConfig` ⇒ the same events in the same
 order ⇒ the same result, apart from the wall-clock fields.
 
 The harness learns what happened from the nodes' `TaskAllocated` events; the distributed
