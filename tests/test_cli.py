@@ -278,6 +278,14 @@ def test_experiment_online_rejects_an_empty_pool(capsys: pytest.CaptureFixture[s
     assert "fraction must be positive" in capsys.readouterr().err
 
 
+def test_grid_renders_the_committed_page_from_the_committed_json(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    page = tmp_path / "grid.md"
+    assert main(["grid", "--from-json", str(root / "docs" / "data" / "protocol_grid.json"), "--out", str(page)]) == 0
+    assert page.read_text(encoding="utf-8") == (root / "docs" / "protocol_grid.md").read_text(encoding="utf-8")
+    assert main(["grid", "--out", str(page)]) == 2  # one source is needed
+
+
 @pytest.mark.slow
 def test_overlay_study_prints_markdown_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = tmp_path / "rounds.csv"
