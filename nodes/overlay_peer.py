@@ -16,7 +16,8 @@ of 0.57–0.64) at the same cost.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from nodes.actor import Actor
 from nodes.streams import NodeStreams
@@ -51,10 +52,13 @@ class OverlayPeer(Actor):
         rng: random.Random,
         utility: float = NEG_INF,
         max_age: float = float("inf"),
+        gradient: Callable[..., Any] = Gradient,
     ) -> None:
+        """`gradient` makes the gradient view, called as `Gradient` is (`overlay.gradient.Gradient`,
+        the T-Man variant, or `overlay.kompics_gradient.KompicsGradient` with its options bound)."""
         super().__init__(actor_id)
         self.cyclon = Cyclon(actor_id, cyclon_view, shuffle_length, rng)
-        self.gradient = Gradient(actor_id, view_size, rng, utility, max_age)
+        self.gradient = gradient(actor_id, view_size, rng, utility, max_age)
         self.cyclon_exchanges = 0
         self.gradient_exchanges = 0
         self.gossip_gradient = True  # False: answer gradient exchanges but start none

@@ -21,12 +21,13 @@ handlers added to its dispatch table (made once per rule class).
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodes.overlay_peer import OverlayPeer
 from nodes.streams import NodeStreams
-from overlay.gradient import NEG_INF
+from overlay.gradient import NEG_INF, Gradient
 from protocols.events import TaskAllocated
 from protocols.homes import HomeUser, HomeUsers
 from protocols.messages import (
@@ -39,20 +40,22 @@ from protocols.messages import (
     WalkTask,
     handles,
 )
-from protocols.placement import walk_step
+from protocols.cluster import drfh_heuristic
+from protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
 from protocols.resources import CapacityViolation, Vector, fits, give, take
 from protocols.rule import ServerRule
 
 __all__ = ["PLACEMENT_COUNTERS", "ServerNode", "server_class"]
 
 PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_failed", "saturation_marks", "retries",
-                      "proposals", "declined")
+                      "proposals", "declined", "fit_walks", "fit_hops", "fit_misses")
 
 
 class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
-    __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "_streams", "_reserved")
+    __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
+                 "_streams", "_reserved")
 
     def __init__(
         self,
@@ -69,9 +72,15 @@ class ServerNode(OverlayPeer):
         max_age: float = float("inf"),
         mark_saturated: bool = True,
         saturation_retry: float = float("inf"),
+        fit_candidates: int = 0,
+        scale: Vector = (),
+        gradient: Callable[..., Any] = Gradient,
     ) -> None:
-        """`homed` maps each user homed here to its task share `s_i`; `streams` are this node's own."""
-        super().__init__(actor_id, view_size, cyclon_view, shuffle_length, streams.python("overlay"), NEG_INF, max_age)
+        """`homed` maps each user homed here to its task share `s_i`; `streams` are this node's own.
+        `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
+        DRFH heuristic normalised with `scale` (1 / the cluster total of each resource)."""
+        super().__init__(actor_id, view_size, cyclon_view, shuffle_length, streams.python("overlay"), NEG_INF, max_age,
+                         gradient)
         self.capacity = capacity
         self.free = list(capacity)
         self.rule = rule
@@ -79,6 +88,8 @@ class ServerNode(OverlayPeer):
         self.walk_ttl = walk_ttl
         self.neighbors: list[int] = []  # a fixed neighbour set, for rules that use one
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
+        self.fit_candidates = fit_candidates
+        self.scale = scale
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self.gradient.set_utility(self.homes.utility())
@@ -93,6 +104,14 @@ class ServerNode(OverlayPeer):
         return self.rule.counters()
 
     # -- what the rule calls --------------------------------------------------------------
+    def peers(self) -> list[int]:
+        """The servers in this node's Cyclon view: a fresh random sample of the others."""
+        return list(self.cyclon.entries)
+
+    def stream(self, name: str) -> random.Random:
+        """This node's own random stream `name` (for rules that draw)."""
+        return self._streams.python(name)
+
     def fits(self, demand: Vector) -> bool:
         return fits(demand, self.free, self.capacity)
 
@@ -114,8 +133,12 @@ class ServerNode(OverlayPeer):
         self.place(user, task.task, task.demand, self.id)
 
     def place(self, user: int, task: int, demand: Vector, home: int) -> None:
-        """Place a task this server decided to allocate: here if it fits, else by a walk."""
-        if fits(demand, self.free, self.capacity):
+        """Place a task this server decided to allocate: first-fit, here if it fits, else by a
+        walk; or best-fit, by a walk that starts here (`protocols.placement`)."""
+        if self.fit_candidates:
+            self.placement["fit_walks"] += 1
+            self._fit_step(FitWalk(user, task, demand, home, 0, (self.id,), (), -1, float("inf"), self.fit_candidates))
+        elif fits(demand, self.free, self.capacity):
             self.placement["local"] += 1
             self.propose(user, task, demand)
         else:
@@ -143,16 +166,22 @@ class ServerNode(OverlayPeer):
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
         self.homes.task_arrived(msg)
-        self.gradient.set_utility(self.homes.utility())
+        self._utility_changed(now)
 
     @handles(WalkFailed)
     def on_walk_failed(self, msg: WalkFailed, now: float) -> None:
         newly, retry_at = self.homes.walk_failed(msg.user, msg.task, now)
         if newly:
             self.placement["saturation_marks"] += 1
-            self.gradient.set_utility(self.homes.utility())
+            self._utility_changed(now)
         if retry_at is not None:
             self.wake_at(retry_at, (msg.user, msg.task))
+
+    def _utility_changed(self, now: float) -> None:
+        utility = self.homes.utility()
+        if utility != self.gradient.utility:
+            self.gradient.set_utility(utility)
+            self.rule.on_utility(self, now)
 
     def on_timer(self, key: tuple[int, int], now: float) -> None:
         """A saturated user's retry is due: walk again if it is still wanted."""
@@ -169,6 +198,28 @@ class ServerNode(OverlayPeer):
             self.propose(msg.user, msg.task, msg.demand)
         else:
             self._step(msg)
+
+    @handles(FitWalk)
+    def on_fit_walk(self, msg: FitWalk, now: float) -> None:
+        self._fit_step(msg)
+
+    @handles(FitPlace)
+    def on_fit_place(self, msg: FitPlace, now: float) -> None:
+        if fits(msg.demand, self.free, self.capacity):
+            self.placement["walks_placed"] += 1
+            self.propose(msg.user, msg.task, msg.demand)
+        else:
+            self.placement["fit_misses"] += 1
+            self._step(WalkTask(msg.user, msg.task, msg.demand, msg.home, 0, (self.id,), ()))
+
+    def _fit_step(self, walk: FitWalk) -> None:
+        h = drfh_heuristic(walk.demand, self.free, self.scale) if fits(walk.demand, self.free, self.capacity) else None
+        dst, message = fit_walk_step(walk, self.id, h, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))
+        if message.__class__ is FitPlace and dst == self.id:
+            self.on_fit_place(message, 0.0)  # type: ignore[arg-type]
+            return
+        self.placement["walks_failed" if message.__class__ is WalkFailed else "fit_hops"] += 1
+        self.send(dst, message)
 
     def _step(self, walk: WalkTask) -> None:
         dst, message = walk_step(walk, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))

@@ -175,9 +175,13 @@ class Gradient:
             own = self._own = (self.utility, self.me, now)
         return own
 
-    def believes_centre(self) -> bool:
-        """Eq. 3.11: no neighbour is above this node (as their descriptors say)."""
+    def believes_centre(self, strict: bool = False) -> bool:
+        """Eq. 3.11: no neighbour is above this node (as their descriptors say) in the total
+        order; with `strict`, Algorithm 6's `ISCENTERNODE`: no neighbour's utility is strictly
+        above this node's, so every node tied at the top is a centre."""
         view = self.view
+        if strict:
+            return not view or max(view)[0] <= self.utility
         return not view or view[0] < (self.utility, self.me)
 
     def members(self) -> frozenset[int]:

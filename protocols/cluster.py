@@ -3,10 +3,13 @@
 Placement heuristics (thesis §4.1, DRFH §2.1.4):
 - **first-fit**: the first server, in the fixed order of the workload, where the task fits;
 - **best-fit**: the fitting server minimising `H(i,l) = ‖D_i/D_ir0 − c̄_l/c̄_lr0‖₁` over free
-  capacity `c̄_l`, ties to the lower server index. Decision: the thesis normalises by the
-  first resource; we normalise by the first resource the task actually demands (`r0`), which
-  is the first one for every Google task and keeps the heuristic defined for demands with a
-  zero first entry (e.g. a GPU-only task).
+  capacity `c̄_l`, ties to the lower server index. As DRFH defines it, demands and capacities
+  are first normalised by the cluster's total of each resource, so the heuristic compares
+  *shares* and does not depend on units: a GPU mismatch (values near 1) weighs as much as a
+  memory mismatch (values near 50). (Before issue 14 it was computed on raw units.)
+  Decision: the thesis divides by the first resource; we divide by the first resource the
+  task actually demands (`r0`), which is the first one for every Google task and keeps the
+  heuristic defined for demands with a zero first entry (e.g. a GPU-only task).
 
 First-fit keeps, per key (a user), the index where its last search stopped: capacity only
 shrinks between `release` calls, so servers skipped once stay unfit and are never rescanned.
@@ -19,17 +22,51 @@ from collections.abc import Hashable, Sequence
 
 from protocols.resources import REL_TOL, Vector, fits, give, take
 
-__all__ = ["ClusterView"]
+__all__ = ["ClusterView", "best_fit", "drfh_heuristic"]
+
+
+def drfh_heuristic(demand: Sequence[float], free: Sequence[float], scale: Sequence[float]) -> float:
+    """DRFH's `H(i,l)` of placing `demand` where `free` is left, both normalised by `scale`
+    (1 / the cluster total of each resource); `inf` when the server has none of `r0` left."""
+    r0 = next((r for r, d in enumerate(demand) if d > 0), None)
+    if r0 is None:
+        return 0.0
+    ref_demand, ref_free = demand[r0] * scale[r0], free[r0] * scale[r0]
+    if ref_free <= 0.0:
+        return float("inf")
+    return sum(abs(d * k / ref_demand - f * k / ref_free) for d, f, k in zip(demand, free, scale))
+
+
+def best_fit(demand: Sequence[float], free: Sequence[Sequence[float]], capacity: Sequence[Vector],
+             scale: Sequence[float]) -> int:
+    """Index of the server (among `free`/`capacity`) where `demand` fits with the lowest
+    `drfh_heuristic`, ties to the lower index; -1 if it fits nowhere. A server with (almost)
+    none of `r0` left is skipped."""
+    r0 = next((r for r, d in enumerate(demand) if d > 0), None)
+    best, best_h = -1, float("inf")
+    for server, (left, cap) in enumerate(zip(free, capacity)):
+        if not fits(demand, left, cap):
+            continue
+        if r0 is None:
+            return server
+        if left[r0] <= REL_TOL * cap[r0]:
+            continue
+        h = drfh_heuristic(demand, left, scale)
+        if h < best_h:
+            best, best_h = server, h
+    return best
 
 
 class ClusterView:
     """Free capacity of every server, as one allocator sees it."""
 
-    __slots__ = ("capacity", "free", "_hint")
+    __slots__ = ("capacity", "free", "scale", "_hint")
 
     def __init__(self, capacities: Sequence[Sequence[float]]) -> None:
         self.capacity: list[Vector] = [tuple(map(float, c)) for c in capacities]
         self.free: list[list[float]] = [list(c) for c in self.capacity]
+        totals = [sum(column) for column in zip(*self.capacity)]
+        self.scale: Vector = tuple(1.0 / t if t > 0 else 0.0 for t in totals)  # DRFH's normalisation
         self._hint: dict[Hashable, int] = {}
 
     def __len__(self) -> int:
@@ -53,21 +90,7 @@ class ClusterView:
 
     def best_fit(self, demand: Sequence[float]) -> int:
         """Index of the fitting server with the lowest DRFH heuristic H(i,l), or -1."""
-        r0 = next((r for r, d in enumerate(demand) if d > 0), None)
-        if r0 is None:
-            return 0 if self.free else -1
-        profile = [d / demand[r0] for d in demand]
-        best, best_h = -1, float("inf")
-        for server, (free, capacity) in enumerate(zip(self.free, self.capacity)):
-            if not fits(demand, free, capacity):
-                continue
-            ref = free[r0]
-            if ref <= REL_TOL * capacity[r0]:
-                continue
-            h = sum(abs(p - f / ref) for p, f in zip(profile, free))
-            if h < best_h:
-                best, best_h = server, h
-        return best
+        return best_fit(demand, self.free, self.capacity, self.scale)
 
     def reserve(self, server: int, demand: Sequence[float]) -> None:
         """Take `demand` from `server` (the caller has checked that it fits)."""

@@ -13,13 +13,15 @@ of an earlier check is ignored; a server whose lowest user's task is out being p
 not validate (its utility still shows that user's old share, so it stays the centre until
 the user's next task reports the new share — this keeps a second server from allocating
 while the first allocation is in flight). A server with an empty view (one server alone)
-allocates without validating.
+allocates without validating. Centre ties (`protocols.centre`): `id` by default, so a
+single centre validates; with `strict` every home tied at the top validates and may allocate.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from protocols.centre import CENTRE_TIES, CentreTies
 from protocols.messages import handles, message
 from protocols.rule import Server, ServerRule
 
@@ -48,10 +50,13 @@ class CentreAck:
 class DgdrfRule(ServerRule):
     """A DGDRF server's rule."""
 
-    __slots__ = ("checks", "_awaiting")
+    PARAMS = (CENTRE_TIES,)
 
-    def __init__(self) -> None:
+    __slots__ = ("checks", "strict", "_awaiting")
+
+    def __init__(self, centre_ties: str = CentreTies.ID) -> None:
         self.checks = 0  # validations started
+        self.strict = CentreTies(centre_ties) is CentreTies.STRICT
         self._awaiting = -1  # the number of the check whose acknowledgement would count
 
     def counters(self) -> dict[str, int]:
@@ -60,7 +65,7 @@ class DgdrfRule(ServerRule):
     def on_tick(self, server: Server, now: float) -> None:
         lowest = server.homes.lowest()
         gradient = server.gradient
-        if lowest is None or not lowest[1].idle() or not gradient.believes_centre():
+        if lowest is None or not lowest[1].idle() or not gradient.believes_centre(self.strict):
             return
         if not gradient.view:
             server.allocate(*lowest)
@@ -81,5 +86,5 @@ class DgdrfRule(ServerRule):
             return
         self._awaiting = -1
         lowest = server.homes.lowest()
-        if lowest is not None and lowest[1].idle() and server.gradient.believes_centre():
+        if lowest is not None and lowest[1].idle() and server.gradient.believes_centre(self.strict):
             server.allocate(*lowest)

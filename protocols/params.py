@@ -30,8 +30,8 @@ class Kind(StrEnum):
 class Param:
     """One run parameter.
 
-    `ge`, `gt`, `le` bound numbers (a duration's bounds are in seconds); `unit` is shown in
-    help and docs; `echo` is the key under which the result document repeats the value
+    `ge`, `gt`, `le` bound numbers (a duration's bounds are in seconds); `choices` lists the
+    values a text may take (empty: any); `unit` is shown in help and docs; `echo` is the key under which the result document repeats the value
     (None: not repeated). `flag` overrides the option name (default `--name-with-dashes`).
     """
 
@@ -42,6 +42,7 @@ class Param:
     ge: float | None = None
     gt: float | None = None
     le: float | None = None
+    choices: tuple[str, ...] = ()
     unit: str = ""
     echo: str | None = None
     flag: str | None = None

@@ -5,7 +5,8 @@ waiting allocates for that user if it sees no neighbour above itself (eq. 3.11),
 doing so lowers the Gini coefficient of its own lowest share together with its neighbours'
 finite `−U` values as its gradient view last heard them (eq. 4.7). The Gini is the population
 Gini of `protocols.fairness.gini` (SPEC §4; all zeros count as 0), so at the start, with
-every share at 0, only the centre allocates.
+every share at 0, only the centre allocates — or, with centre ties `strict` (Algorithm 6's
+literal `ISCENTERNODE`, this protocol's default; `protocols.centre`), every home tied at the top.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from protocols.centre import CENTRE_TIES, CentreTies
 from protocols.fairness import gini
 from protocols.rule import Server, ServerRule
 
@@ -29,9 +31,13 @@ def lowers_gini(share: float, task_share: float, neighbour_utilities: Iterable[f
 class PdgdrfRule(ServerRule):
     """A PDGDRF server's rule."""
 
-    __slots__ = ("by_centre", "by_gini")
+    PARAMS = (CENTRE_TIES,)
+    DEFAULTS = {"centre_ties": CentreTies.STRICT.value}
 
-    def __init__(self) -> None:
+    __slots__ = ("by_centre", "by_gini", "strict")
+
+    def __init__(self, centre_ties: str = CentreTies.STRICT) -> None:
+        self.strict = CentreTies(centre_ties) is CentreTies.STRICT
         self.by_centre = 0  # allocations decided as the centre
         self.by_gini = 0  # allocations decided by the Gini rule
 
@@ -44,7 +50,7 @@ class PdgdrfRule(ServerRule):
             return
         user, record = lowest
         gradient = server.gradient
-        if gradient.believes_centre():
+        if gradient.believes_centre(self.strict):
             self.by_centre += 1
         elif lowers_gini(record.share, record.task_share, (d[0] for d in gradient.view)):
             self.by_gini += 1

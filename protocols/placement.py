@@ -13,16 +13,28 @@ leaves open:
   then made errors (0.2 % on 60 machines × 12 users) and runs ended with capacity unused;
 - it is bounded by `walk_ttl` hops (default: the number of servers); out of hops, or out of
   frontier, it reports `WalkFailed` to the task's home server.
+
+That is **first-fit** placement (`--placement first-fit`, the thesis's): the allocating server
+itself if the task fits, else the first server on the walk with room. On heterogeneous
+servers it strands resources — a CPU-only task lands on a GPU server and its GPUs are left
+without the CPU to use them. **Best-fit** (`--placement best-fit`) places by DRFH's heuristic
+instead (`protocols.cluster.drfh_heuristic`, normalised by the cluster totals, which every
+server knows as DDRF's homes do): the walk starts at the allocating server, visits servers
+the same way, and after it has seen `fit_candidates` servers where the task fits (or run out
+of hops or frontier) sends `FitPlace` to the one with the lowest heuristic. That server
+proposes if the task still fits there; if something else took the room meanwhile, it sends
+the task on an ordinary first-fit walk.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable
+from typing import Any, ClassVar
 
-from protocols.messages import WalkFailed, WalkTask
+from protocols.messages import WalkFailed, WalkTask, message
 
-__all__ = ["walk_step"]
+__all__ = ["FitPlace", "FitWalk", "fit_walk_step", "walk_step"]
 
 
 def walk_step(walk: WalkTask, peers: Iterable[int], ttl: int, rng: random.Random) -> tuple[int, WalkTask | WalkFailed]:
@@ -39,3 +51,58 @@ def walk_step(walk: WalkTask, peers: Iterable[int], ttl: int, rng: random.Random
     nxt = frontier[k]
     return nxt, WalkTask(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited + (nxt,),
                          frontier[:k] + frontier[k + 1:])
+
+
+@message
+class FitWalk:
+    """A best-fit placement walk (`--placement best-fit`): it visits servers as a placement
+    walk does, remembering the fitting server with the lowest DRFH heuristic (`best`, `best_h`),
+    until it has seen `left` more fitting servers or runs out of hops or frontier."""
+
+    user: int
+    task: int
+    demand: tuple[float, ...]
+    home: int
+    hops: int
+    visited: tuple[int, ...]
+    frontier: tuple[int, ...]
+    best: int
+    best_h: float
+    left: int
+    WIRE: ClassVar[tuple[Any, ...]] = (4, 3, "demand", 1, 0, "visited", 0, 1, "frontier", 0, 1)
+
+
+@message
+class FitPlace:
+    """The end of a best-fit walk: the server it chose is asked to take the task."""
+
+    user: int
+    task: int
+    demand: tuple[float, ...]
+    home: int
+    WIRE: ClassVar[tuple[Any, ...]] = (1, 2, "demand", 1, 0)
+
+
+def fit_walk_step(walk: FitWalk, here: int, h_here: float | None, peers: Iterable[int], ttl: int,
+                  rng: random.Random) -> tuple[int, FitWalk | FitPlace | WalkFailed]:
+    """The next message of a best-fit walk at server `here`, where the task fits with heuristic
+    `h_here` (None: it does not fit): the walk one hop on, or, once it has gathered enough
+    fitting servers or is out of hops or frontier, a `FitPlace` to the best one it saw (to
+    `here` itself when that is the best), or `WalkFailed` to the home when none fitted."""
+    best, best_h, left = walk.best, walk.best_h, walk.left
+    if h_here is not None:
+        left -= 1
+        if h_here < best_h:
+            best, best_h = here, h_here
+    visited, frontier = walk.visited, walk.frontier
+    known = set(visited)
+    known.update(frontier)
+    frontier += tuple(node for node in peers if node not in known)
+    if left <= 0 or walk.hops >= ttl or not frontier:
+        if best < 0:
+            return walk.home, WalkFailed(walk.user, walk.task)
+        return best, FitPlace(walk.user, walk.task, walk.demand, walk.home)
+    k = int(rng.random() * len(frontier))
+    nxt = frontier[k]
+    return nxt, FitWalk(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited + (nxt,),
+                        frontier[:k] + frontier[k + 1:], best, best_h, left)

@@ -8,6 +8,13 @@ task with the lowest carried `G_i` that fits on it (ties: lower user id, then ea
 The user accepts the first proposal for its current task and declines the others, and a
 declined server drops the copy and frees its reservation.
 
+`--probe-load` says what "load" is. `cpu` is eq. 4.1, the thesis's. `dominant` uses every
+resource: a server reports its used fraction of each resource (a resource it does not have
+counts as full), and a task is forwarded to the neighbours whose load *for that task* — the
+largest used fraction over the resources the task demands — is lowest. So a GPU task is not
+sent to servers without GPUs, and a memory-heavy task avoids servers whose memory is taken
+while their CPU is idle.
+
 Decisions, following the thesis: neighbours are a fixed random graph of out-degree `P`; a
 server only ever places on itself — probes have no random walk, so a task whose three copies
 sit on full servers is never placed (the thesis's "that task and user cannot allocate a task
@@ -25,7 +32,7 @@ from protocols.params import Kind, Param
 from protocols.resources import Vector
 from protocols.rule import Server, ServerRule
 
-__all__ = ["LoadReply", "LoadRequest", "ProbeRule", "ProbeTask"]
+__all__ = ["LoadReply", "LoadRequest", "LoadsReply", "ProbeRule", "ProbeTask", "task_load", "used_fractions"]
 
 
 @message
@@ -56,19 +63,40 @@ class LoadReply:
     WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
+@message
+class LoadsReply:
+    """A server's used fraction of every resource (`--probe-load dominant`)."""
+
+    sender: int
+    used: tuple[float, ...]
+    WIRE: ClassVar[tuple[Any, ...]] = (0, 1, "used", 1, 0)
+
+
 def cpu_load(server: Server) -> float:
     """Eq. 4.1 on the first resource (CPU)."""
     return 1.0 - server.free[0] / server.capacity[0] if server.capacity[0] > 0 else 1.0
+
+
+def used_fractions(free: Vector | list[float], capacity: Vector) -> tuple[float, ...]:
+    """The used fraction of each resource; a resource the server does not have counts as full."""
+    return tuple(1.0 - f / c if c > 0 else 1.0 for f, c in zip(free, capacity))
+
+
+def task_load(used: tuple[float, ...], demand: Vector) -> float:
+    """A server's load for a task: its largest used fraction over the resources the task demands."""
+    return max((u for u, d in zip(used, demand) if d > 0), default=0.0)
 
 
 class ProbeRule(ServerRule):
     """A probe server's rule; the server's fixed random `neighbors` are its probe targets."""
 
     PARAMS = (Param("probe_d", Kind.INT, 2, "probe: neighbours a task is forwarded to (at most --neighbors).", ge=1,
-                    echo="probe_d"),)
+                    echo="probe_d"),
+              Param("probe_load", Kind.TEXT, "cpu", "probe: a server's load, cpu (eq. 4.1) or dominant (every "
+                    "resource the task demands).", choices=("cpu", "dominant"), echo="probe_load"))
     TICKS_ALL = True
 
-    __slots__ = ("d", "loads", "stored")
+    __slots__ = ("d", "dominant", "loads", "used", "stored")
 
     @staticmethod
     def check_params(values: Mapping[str, Any]) -> None:
@@ -76,19 +104,25 @@ class ProbeRule(ServerRule):
         if values["probe_d"] > values["neighbors"]:
             raise InputError(f"--probe-d ({values['probe_d']}) must be at most --neighbors ({values['neighbors']})")
 
-    def __init__(self, probe_d: int = 2) -> None:
+    def __init__(self, probe_d: int = 2, probe_load: str = "cpu") -> None:
         self.d = probe_d
-        self.loads: dict[int, float] = {}
+        self.dominant = probe_load == "dominant"
+        self.loads: dict[int, float] = {}  # neighbour -> CPU load
+        self.used: dict[int, tuple[float, ...]] = {}  # neighbour -> used fraction of each resource
         self.stored: dict[tuple[int, int], tuple[float, Vector]] = {}  # (user, task) -> (share, demand)
 
     def start(self, server: Server) -> None:
         self.loads = {n: 0.0 for n in server.neighbors}
+        self.used = {n: (0.0,) * len(server.capacity) for n in server.neighbors}
 
     @handles(TaskRequest)
     def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
         self.stored[(msg.user, msg.task)] = (msg.share, msg.demand)
-        loads = self.loads
-        lightest = sorted(server.neighbors, key=loads.__getitem__)[: self.d]
+        if self.dominant:
+            used, demand = self.used, msg.demand
+            lightest = sorted(server.neighbors, key=lambda n: task_load(used[n], demand))[: self.d]
+        else:
+            lightest = sorted(server.neighbors, key=self.loads.__getitem__)[: self.d]
         copy = ProbeTask(msg.user, msg.task, msg.demand, msg.share)
         for neighbour in lightest:
             server.send(neighbour, copy)
@@ -112,8 +146,15 @@ class ProbeRule(ServerRule):
 
     @handles(LoadRequest)
     def on_load_request(self, server: Server, msg: LoadRequest, now: float) -> None:
-        server.send(msg.sender, LoadReply(server.id, cpu_load(server)))
+        if self.dominant:
+            server.send(msg.sender, LoadsReply(server.id, used_fractions(server.free, server.capacity)))
+        else:
+            server.send(msg.sender, LoadReply(server.id, cpu_load(server)))
 
     @handles(LoadReply)
     def on_load_reply(self, server: Server, msg: LoadReply, now: float) -> None:
         self.loads[msg.sender] = msg.load
+
+    @handles(LoadsReply)
+    def on_loads_reply(self, server: Server, msg: LoadsReply, now: float) -> None:
+        self.used[msg.sender] = msg.used

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from protocols.bdgdrf import BdgdrfRule
 from protocols.central import CentralRule
 from protocols.ddrf import DdrfGradientRule, DdrfRule
 from protocols.dgdrf import DgdrfRule
@@ -133,3 +134,5 @@ register(ProtocolSpec("dgdrf", "the validated gradient centre allocates", Gatewa
                       gradient=GradientUse.LIVE))
 register(ProtocolSpec("pdgdrf", "the gradient centre, and any server whose allocation lowers the local Gini",
                       Gateway.HOME, server_rule=PdgdrfRule, gradient=GradientUse.LIVE))
+register(ProtocolSpec("bdgdrf", "every home that sees the gradient's top allocates for its users within a band of the "
+                      "minimum share", Gateway.HOME, server_rule=BdgdrfRule, gradient=GradientUse.LIVE))

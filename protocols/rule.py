@@ -11,6 +11,8 @@ the decision. A rule reads nothing else: no clock, no other node, no global stat
 A rule declares
 - `PARAMS`: run parameters of its own (`protocols.params.Param`); the CLI, sweep configs and
   docs learn them from the registry, and the rule is built with their values as keywords;
+- `DEFAULTS`: its own defaults for parameters it shares with other protocols (e.g. PDGDRF's
+  `centre_ties = "strict"`, where DGDRF keeps the declared `"id"`);
 - `TICKS_ALL`: whether every server ticks, or only those with homed users;
 - handlers: methods `(self, server, msg, now)` marked with `protocols.messages.handles`;
 - `counters()`: its figures, summed over servers into the result's `overlay` section;
@@ -20,7 +22,8 @@ A rule declares
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Protocol
 
 from protocols.homes import HomeUser, HomeUsers
@@ -32,18 +35,26 @@ __all__ = ["GradientView", "Server", "ServerRule"]
 
 
 class GradientView(Protocol):
-    """What a rule may read of its server's gradient overlay (`overlay.gradient.Gradient`)."""
+    """What a rule may read of its server's gradient overlay (`overlay.gradient.Gradient` or
+    `overlay.kompics_gradient.KompicsGradient`)."""
+
+    size: int  # P, the most descriptors the view holds
+    utility: float  # this node's own
 
     @property
     def view(self) -> list[tuple[float, int, float]]: ...
 
-    def believes_centre(self) -> bool: ...
+    def believes_centre(self, strict: bool = False) -> bool: ...
 
     def members(self) -> frozenset[int]: ...
 
     def validation_set(self) -> tuple[int, frozenset[int]]: ...
 
     def acknowledges(self, proposed: frozenset[int]) -> bool: ...
+
+    def descriptor(self, now: float) -> tuple[float, int, float]: ...
+
+    def offer(self, descriptors: Iterable[tuple[float, int, float]]) -> None: ...
 
 
 class Server(Protocol):
@@ -57,6 +68,10 @@ class Server(Protocol):
     gradient: GradientView
 
     def send(self, dst: int, msg: Any) -> None: ...
+
+    def peers(self) -> list[int]: ...
+
+    def stream(self, name: str) -> random.Random: ...
 
     def emit(self, event: Any) -> None: ...
 
@@ -73,6 +88,7 @@ class ServerRule:
     """Base class of distributed rules; see the module docstring."""
 
     PARAMS: ClassVar[tuple[Param, ...]] = ()
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
     TICKS_ALL: ClassVar[bool] = False
     HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {}
 
@@ -85,6 +101,10 @@ class ServerRule:
 
     def on_tick(self, server: Server, now: float) -> None:
         """The allocation tick."""
+
+    def on_utility(self, server: Server, now: float) -> None:
+        """The server's utility (eq. 4.2) just changed: a homed user reported a new share or was
+        marked saturated."""
 
     def counters(self) -> dict[str, int]:
         """This server's protocol figures (summed over servers after the run)."""

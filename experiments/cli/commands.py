@@ -179,6 +179,7 @@ def _summary(result: RunResult) -> Table:
         ("20:20 ratio", "∞" if ratio is None else f"{ratio:.3f}"),
         ("Jain's index", f"{r['jain']:.4f}"),
         ("utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r["utilization"].items())),
+        ("stranded", ", ".join(f"{k} {v:.1%}" for k, v in r["stranded"].items())),
         ("error ratio (τ=0)", f"{r['error_ratio']:.2%}"),
         ("error ratio τ=1/5/10/15%", " / ".join(f"{r['error_ratio_by_tolerance'][k]:.2%}" for k in ("0.01", "0.05", "0.1", "0.15"))),
         ("messages", f"{r['messages_total']:,} ({r['bytes_total']:,} bytes)"
@@ -201,10 +202,11 @@ def _option_type(p: Param) -> Any:
 
 
 def _option_help(p: Param) -> str:
+    text = f"{p.help} ({'|'.join(p.choices)})" if p.choices else p.help
     if p.default is None:
-        return p.help
+        return text
     default = f"{p.default:g}s" if p.kind is Kind.DURATION else str(p.default).lower() if p.kind is Kind.BOOL else p.default
-    return f"{p.help} [default: {default}]"
+    return f"{text} [default: {default}]"
 
 
 def _run_signature() -> inspect.Signature:
@@ -295,12 +297,18 @@ def workload_synthetic(
     users: Annotated[int, typer.Option(help="Users to generate.")] = 20,
     resources: Annotated[str, typer.Option(help="Comma-separated resource names.")] = "cpu,mem",
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
+    scarce: Annotated[str, typer.Option(help="Comma-separated resources only some servers have and some users "
+                                             "demand (e.g. gpu).")] = "",
+    holders: Annotated[float, typer.Option(help="Fraction of servers that have each scarce resource.")] = 0.25,
+    demanders: Annotated[float, typer.Option(help="Fraction of users that demand each scarce resource.")] = 0.5,
 ) -> None:
-    """Write a synthetic workload with any number of resources."""
+    """Write a synthetic workload with any number of resources (optionally some scarce: the GPU case)."""
     names = tuple(name.strip() for name in resources.split(",") if name.strip())
-    case = synthetic_case(servers, users, names, seed)
+    rare = tuple(name.strip() for name in scarce.split(",") if name.strip())
+    case = synthetic_case(servers, users, names, seed, rare, holders, demanders)
     _write_json(output, case.to_dict())
-    out.print(f"wrote {output}: {servers} servers, {users} users, resources {', '.join(names)} (seed {seed})")
+    extra = f", scarce {', '.join(rare)} (holders {holders:g}, demanders {demanders:g})" if rare else ""
+    out.print(f"wrote {output}: {servers} servers, {users} users, resources {', '.join(names)}{extra} (seed {seed})")
 
 
 def _overlay_rounds_table(result: dict[str, Any]) -> Table:

@@ -43,8 +43,50 @@ class ReportSummary:
     missing: int
 
 
+def _cell(values: list[float], failed: bool, fmt: str) -> str:
+    if not values:
+        return "failed" if failed else "–"
+    mean, sd = mean_sd(values)
+    return format(mean, fmt) + ("" if sd is None else f" ± {format(sd, fmt)} (n={len(values)})")
+
+
+def variant_cells(spec: Mapping[str, Any], points: list[PointData]) -> tuple[list[Any], list[Any], list[list[str]]]:
+    """Row labels, column values and cells of a table with `variants` (see `report_spec`)."""
+    where = spec.get("where", {})
+    chosen = [p for p in points if matches(p.params, where)]
+    columns = spec.get("column_values") or ordered(p.params[spec["columns"]] for p in chosen)
+    fmt = spec.get("format", ".4g")
+    pair_on = spec.get("pair_on", [spec["columns"], "seed"])
+    reference = {}
+    if "relative_to" in spec:
+        for p in points:
+            if p.status == "ok" and matches(p.params, {**where, **spec["relative_to"]}):
+                reference[tuple(p.params.get(k) for k in pair_on)] = metric_values([p], spec["value"])
+    rows, cells = [], []
+    for variant in spec["variants"]:
+        rows.append(variant["label"])
+        selected = [p for p in chosen if matches(p.params, {k: v for k, v in variant.items() if k != "label"})]
+        line = []
+        for column in columns:
+            group = [p for p in selected if p.params[spec["columns"]] == column]
+            values = []
+            for p in group:
+                if p.status != "ok":
+                    continue
+                value = metric_values([p], spec["value"])
+                if "relative_to" in spec:
+                    base = reference.get(tuple(p.params.get(k) for k in pair_on))
+                    value = [value[0] / base[0]] if value and base and base[0] else []
+                values += value
+            line.append(_cell(values, any(p.status == "failed" for p in group), fmt))
+        cells.append(line)
+    return rows, columns, cells
+
+
 def table_cells(spec: Mapping[str, Any], points: list[PointData]) -> tuple[list[Any], list[Any], list[list[str]]]:
     """Row values, column values and formatted cells of a table spec."""
+    if "variants" in spec:
+        return variant_cells(spec, points)
     chosen = [p for p in points if matches(p.params, spec.get("where", {}))]
     rows = spec.get("row_values") or ordered(p.params[spec["rows"]] for p in chosen)
     columns = spec.get("column_values") or ordered(p.params[spec["columns"]] for p in chosen)
@@ -55,11 +97,7 @@ def table_cells(spec: Mapping[str, Any], points: list[PointData]) -> tuple[list[
         for column in columns:
             group = [p for p in chosen if p.params[spec["rows"]] == row and p.params[spec["columns"]] == column]
             values = metric_values((p for p in group if p.status == "ok"), spec["value"])
-            if not values:
-                line.append("failed" if any(p.status == "failed" for p in group) else "–")
-                continue
-            mean, sd = mean_sd(values)
-            line.append(format(mean, fmt) + ("" if sd is None else f" ± {format(sd, fmt)} (n={len(values)})"))
+            line.append(_cell(values, any(p.status == "failed" for p in group), fmt))
         cells.append(line)
     return rows, columns, cells
 
@@ -85,9 +123,14 @@ def _label(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _value_label(spec: Mapping[str, Any]) -> str:
+    relative = spec.get("relative_to")
+    return spec["value"] + (" / the same of " + ", ".join(f"{k} = {v}" for k, v in relative.items()) if relative else "")
+
+
 def _markdown_table(spec: Mapping[str, Any], rows: list[Any], columns: list[Any], cells: list[list[str]]) -> list[str]:
-    head = f"| {spec['rows']} \\ {spec['columns']} | " + " | ".join(_label(c) for c in columns) + " |"
-    lines = [f"**Table {spec['id']}.** {spec.get('title', '')} — `{spec['value']}`", "", head,
+    head = f"| {spec.get('rows', 'variant')} \\ {spec['columns']} | " + " | ".join(_label(c) for c in columns) + " |"
+    lines = [f"**Table {spec['id']}.** {spec.get('title', '')} — `{_value_label(spec)}`", "", head,
              "|---" * (len(columns) + 1) + "|"]
     published = reference_cells(spec, rows, columns)
     label = spec.get("reference", {}).get("label", "reference")
@@ -113,7 +156,7 @@ def _html_table(spec: Mapping[str, Any], rows: list[Any], columns: list[Any], ce
                      + "</tr>")
     note = f"<p class='note'>{esc(spec['note'])}</p>" if spec.get("note") else ""
     return (f"<figure class='table'><figcaption><b>Table {esc(spec['id'])}.</b> {esc(spec.get('title', ''))} "
-            f"— <code>{esc(spec['value'])}</code></figcaption><table><thead><tr><th>{esc(spec['rows'])} \\ "
+            f"— <code>{esc(_value_label(spec))}</code></figcaption><table><thead><tr><th>{esc(spec.get('rows', 'variant'))} \\ "
             f"{esc(spec['columns'])}</th>{head}</tr></thead><tbody>{body}</tbody></table>{note}</figure>")
 
 

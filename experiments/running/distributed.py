@@ -9,6 +9,7 @@ touches a server: what the report needs of the run comes from the servers' event
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +18,8 @@ from nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbors
 from nodes.runtime import Runtime
 from nodes.server import PLACEMENT_COUNTERS, ServerNode, server_class
 from nodes.streams import RandomStreams
+from overlay.gradient import Gradient
+from overlay.kompics_gradient import KompicsGradient
 from overlay.observe import ideal_views
 from protocols.events import NeighborsFixed
 from protocols.registry import GradientUse, ProtocolSpec
@@ -51,12 +54,17 @@ class DistributedSetup:
             homed.setdefault(server, {})[user] = dominant_share(demands[user], total)
         retry = params.saturation_retry * params.tick if params.saturation_retry else math.inf
         rule_params = {p.name: getattr(params, p.name) for p in spec.params}
+        scale = tuple(1.0 / t if t > 0 else 0.0 for t in total)
+        gradient = functools.partial(KompicsGradient, temperature=params.softmax_temperature,
+                                     shuffle_size=params.gradient_shuffle) if params.gradient == "kompics" else Gradient
         node_class = server_class(spec.server_rule)
         self.servers: list[ServerNode] = [
             node_class(server, capacity, spec.server_rule(**rule_params), homed.get(server, {}), streams.node(server),
                        view_size=params.neighbors, cyclon_view=self.cyclon_view, shuffle_length=self.shuffle_length,
                        walk_ttl=self.walk_ttl, max_age=params.max_age_periods * period,
-                       mark_saturated=params.mark_saturated, saturation_retry=retry)
+                       mark_saturated=params.mark_saturated, saturation_retry=retry,
+                       fit_candidates=params.fit_candidates if params.placement == "best-fit" else 0, scale=scale,
+                       gradient=gradient)
             for server, capacity in enumerate(capacities)
         ]
         self.homes = sorted(homed)
@@ -103,6 +111,8 @@ class DistributedSetup:
                 placement[name] += count
             for name, count in node.counters().items():
                 overlay[name] = overlay.get(name, 0) + count
+        if self.params.gradient == "kompics" and self.spec.gradient is not GradientUse.OFF:
+            overlay["partners_timed_out"] = sum(node.gradient.timeouts for node in self.servers)
         return {
             "homes": len(self.homes),
             "cyclon_view": self.cyclon_view,

@@ -191,6 +191,22 @@ class Harness:
         used = [sum(c[r] - f[r] for c, f in zip(self.capacity, self.free)) for r in range(len(self.total))]
         return [u / t for u, t in zip(used, self.total)]
 
+    def stranded(self) -> list[float]:
+        """Per resource `r`, the fraction of the cluster's `r` left free on servers where some
+        placeable user's demand for `r` would fit but its whole task does not: capacity that
+        tasks wanting it still wait for, blocked by the other resources placed beside it (GPUs
+        without the CPU to use them). Zero for a resource no user demands."""
+        skip = set(self.unplaceable)
+        wanting = [k for k in range(len(self.shares)) if k not in skip]
+        stranded = [0.0] * len(self.total)
+        for free, capacity in zip(self.free, self.capacity):
+            fit = self._fitting(free, capacity)
+            for r, left in enumerate(free):
+                if left > REL_TOL * capacity[r] and any(
+                        0 < self._demand_matrix[k, r] <= left + REL_TOL * capacity[r] and not fit[k] for k in wanting):
+                    stranded[r] += left
+        return [s / t if t > 0 else 0.0 for s, t in zip(stranded, self.total)]
+
     def error_ratios(self) -> list[float]:
         return [e / self.allocations if self.allocations else 0.0 for e in self.errors]
 

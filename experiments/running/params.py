@@ -31,7 +31,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -48,9 +48,9 @@ from nodes.network import parse_duration, parse_latency
 from nodes.overlay_peer import default_max_age_periods
 from protocols.errors import InputError
 from protocols.params import Kind, Param
-from protocols.registry import PROTOCOLS, GradientUse, ProtocolSpec, get_protocol
+from protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 
-__all__ = ["CASE", "CORE", "GOOGLE", "RunParams", "all_params", "canonical_params", "defaults", "echo", "param", "parameters_markdown",
+__all__ = ["CASE", "CORE", "GOOGLE", "RunParams", "all_params", "canonical_params", "defaults", "protocol_defaults", "echo", "param", "parameters_markdown",
            "readers", "run_id", "run_params", "unread_given"]
 
 GOOGLE = "google"
@@ -81,6 +81,17 @@ CORE: tuple[Param, ...] = (
           echo="mark_saturated"),
     Param("saturation_retry", Kind.INT, 50, "Ticks before a saturated user's walk is retried, doubling (0: never).",
           ge=0, le=10**9, unit="ticks", echo="saturation_retry_ticks"),
+    Param("gradient", Kind.TEXT, "tman", "Gradient overlay: tman (ours: whole views, id-ordered ties, uniform partner) "
+          "or kompics (the Kompics Toolbox component the thesis ran).", choices=("tman", "kompics"), echo="gradient_variant"),
+    Param("softmax_temperature", Kind.FLOAT, 500.0, "Kompics gradient: softmax temperature of the partner choice "
+          "(small: the most preferred neighbour; 500, Kompics' value: almost uniform).", gt=0, le=1e9),
+    Param("gradient_shuffle", Kind.INT, 0, "Kompics gradient: view entries sent per exchange (0: half of P, rounded "
+          "up).", ge=0, le=10_000),
+    Param("placement", Kind.TEXT, "first-fit", "Where a home-based protocol places a task: first-fit (the allocating "
+          "server, else the first with room on a walk) or best-fit (DRFH's heuristic over --fit-candidates servers).",
+          choices=("first-fit", "best-fit"), echo="placement"),
+    Param("fit_candidates", Kind.INT, 8, "Best-fit placement: fitting servers a walk compares.", ge=1, le=10**6,
+          unit="servers"),
     Param("max_age", Kind.INT, 0, "Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).",
           ge=0, le=10**9, unit="periods"),
 )
@@ -88,7 +99,8 @@ CORE: tuple[Param, ...] = (
 CASE = ("workload", "machines", "users", "case_seed")  # what the workload is, not how it is run
 
 _DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "mark_saturated", "saturation_retry")
-_GRADIENT = ("shuffles_per_tick", "max_age")
+_GRADIENT = ("shuffles_per_tick", "max_age", "gradient", "softmax_temperature", "gradient_shuffle")
+_WALKS = ("placement", "fit_candidates")
 
 
 def _core_reader(name: str) -> Callable[[ProtocolSpec], bool]:
@@ -96,6 +108,8 @@ def _core_reader(name: str) -> Callable[[ProtocolSpec], bool]:
         return lambda spec: spec.distributed
     if name in _GRADIENT:
         return lambda spec: spec.gradient is not GradientUse.OFF
+    if name in _WALKS:
+        return lambda spec: spec.gateway is Gateway.HOME
     return lambda spec: True
 
 
@@ -153,6 +167,8 @@ def _annotation(p: Param) -> Any:
     elif p.kind is Kind.BOOL:
         return StrictBool
     elif p.kind is Kind.TEXT:
+        if p.choices:
+            return Literal[p.choices] if p.default is not None else Literal[p.choices] | None  # type: ignore[valid-type]
         return str
     elif p.kind is Kind.DURATION:
         return Annotated[float, BeforeValidator(_duration), Field(allow_inf_nan=False, **bounds)]
@@ -212,6 +228,8 @@ def _one_line(error: ValidationError) -> str:
         return f"{option} must be {bound}{got}"
     if kind == "less_than_equal":
         return f"{option} must be at most {context['le']:g}{got}"
+    if kind == "literal_error":
+        return f"{option} must be one of {', '.join(param(name).choices)}{got}"
     if kind == "value_error":  # our own validators' messages name the value already
         return f"{option}: {first['msg'].removeprefix('Value error, ')}"
     expected = {"int_type": "an integer", "int_parsing": "an integer", "bool_type": "true or false",
@@ -237,11 +255,19 @@ def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
         check(values)
 
 
+def protocol_defaults(spec: ProtocolSpec) -> dict[str, Any]:
+    """The protocol's own defaults for shared parameters (its rule's `DEFAULTS`), e.g. PDGDRF's
+    `centre_ties = "strict"` where the declared default is DGDRF's `"id"`."""
+    return dict(getattr(spec.server_rule or spec.central_rule, "DEFAULTS", {}))
+
+
 def run_params(**values: Any) -> RunParams:
-    """Validated run parameters (no case parameters) from keywords; defaults fill the rest.
+    """Validated run parameters (no case parameters) from keywords; what is not given (or None)
+    takes the protocol's own default (`protocol_defaults`), else the declared one.
     Raises `ValueError` with one line naming the option."""
-    params = _validate(tuple(p for p in all_params() if p.name not in CASE), values)
-    spec = get_protocol(params.protocol)  # type: ignore[attr-defined]
+    given = {name: value for name, value in values.items() if value is not None}
+    spec = get_protocol(given.get("protocol", param("protocol").default))
+    params = _validate(tuple(p for p in all_params() if p.name not in CASE), {**protocol_defaults(spec), **given})
     _cross_checks(params.model_dump(), spec)
     return params
 
@@ -327,6 +353,11 @@ def _markdown(params: Iterable[Param]) -> str:
         who = readers(p.name) if p.name not in CASE else ["(the workload)"]
         read_by = "all" if len(who) == len(PROTOCOLS) else ", ".join(who)
         default = "—" if p.default is None else (f"{p.default:g} s" if p.kind is Kind.DURATION else repr(p.default))
+        own = [f"{s.name}: {protocol_defaults(s)[p.name]!r}" for s in PROTOCOLS.values() if p.name in protocol_defaults(s)]
+        if own:
+            default += f" ({'; '.join(own)})"
+        if p.choices:
+            range_ = " \\| ".join(p.choices)
         lines.append(f"| `{p.option}` | {p.kind.value} | {default} | {range_ or '—'} | {read_by} | {p.help} |")
     return "\n".join(lines) + "\n"
 

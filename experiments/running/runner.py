@@ -222,6 +222,7 @@ def run_emulation(
         "ratio_20_20": _finite(ratio_20_20(shares)) if shares else None,
         "jain": jain(shares) if shares else 1.0,
         "utilization": dict(zip(workload.resources, harness.utilization())),
+        "stranded": dict(zip(workload.resources, harness.stranded())),
         "error_ratio": error_ratios[0],
         "error_ratio_by_tolerance": {f"{tau:g}": r for tau, r in zip(TOLERANCES, error_ratios)},
         "error_series": series,

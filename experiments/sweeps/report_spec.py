@@ -10,6 +10,13 @@ and `reference`: published numbers shown under the matching rows, `{ label = "th
 columns = [...], rows = { drf = [...], … } }` (`columns` defaults to the table's; row and
 column values are matched as text).
 
+A table with `variants` instead of `rows` has one row per variant: each is a where-filter
+with a `label` (`{ label = "pdgdrf, strict ties", protocol = "pdgdrf", centre_ties =
+"strict" }`). With `relative_to` (a where-filter, e.g. `{ protocol = "drf" }`) every value
+is divided by that of the reference point that has the same values of `pair_on` (a list of
+parameters; default the table's `columns` and `seed`), before the mean over replicates: a
+table of run-time or minimum share relative to DRF, over seeds.
+
 Figures, by `kind`:
 - `lines`: `x` (parameter), `y` (metric), `series` (parameter), optional `series_values`;
 - `ratio`: `numerator` and `denominator` (where-filters), `value` (metric, default
@@ -72,6 +79,8 @@ _AXES = ("xlabel", "ylabel", "xscale", "yscale")
 
 
 def check_table(spec: dict[str, Any]) -> dict[str, Any]:
+    if "variants" in spec:
+        return _check_variants_table(spec)
     _require(spec, "table", ("id", "rows", "columns", "value"),
              _COMMON + ("row_values", "column_values", "format", "reference"))
     what = f"table {spec['id']!r}"
@@ -86,6 +95,32 @@ def check_table(spec: dict[str, Any]) -> dict[str, Any]:
     _where(what, spec.get("where", {}))
     try:
         format(0.5, spec.get("format", ".4g"))  # a bad format spec fails here, not in the report
+    except (TypeError, ValueError) as error:
+        raise InputError(f"{what}: format {spec.get('format')!r}: {error}") from None
+    return spec
+
+
+def _check_variants_table(spec: dict[str, Any]) -> dict[str, Any]:
+    _require(spec, "table", ("id", "variants", "columns", "value"),
+             _COMMON + ("column_values", "format", "relative_to", "pair_on"))
+    what = f"table {spec['id']!r}"
+    variants = spec["variants"]
+    if not isinstance(variants, list) or not variants or not all(isinstance(v, dict) and "label" in v
+                                                                  for v in variants):
+        raise InputError(f"{what}: variants must be a non-empty array of tables, each with a label")
+    for variant in variants:
+        _where(what, {k: v for k, v in variant.items() if k != "label"})
+    _parameter(what, spec["columns"])
+    _where(what, spec.get("where", {}))
+    if "relative_to" in spec:
+        _where(what, spec["relative_to"])
+    pair_on = spec.get("pair_on", [spec["columns"], "seed"])
+    if not isinstance(pair_on, list):
+        raise InputError(f"{what}: pair_on must be a list of parameters")
+    for name in pair_on:
+        _parameter(what, name)
+    try:
+        format(0.5, spec.get("format", ".4g"))
     except (TypeError, ValueError) as error:
         raise InputError(f"{what}: format {spec.get('format')!r}: {error}") from None
     return spec

@@ -4,6 +4,17 @@ Servers draw each resource's capacity independently from the classes {0.25, 0.5,
 (the trace's normalised machine sizes); users draw each entry of their demand log-uniformly
 in [0.001, 0.1] — the range where the Google 2011 requests lie — so every resource can be a
 user's dominant one. Draws come from the stream `workload/synthetic` of the seed.
+
+**Scarce resources** (`scarce`, e.g. GPUs): a resource named there is held only by a
+`holders` fraction of the servers (the others have none of it) and demanded only by a
+`demanders` fraction of the users (the others demand none), each at least one, chosen from
+the stream `workload/synthetic/scarce`. Servers that hold a scarce resource are large
+machines, as GPU servers are: each of their other resources is raised to at least the
+upper classes' 0.75. Users that demand a scarce resource are dominated by it, as GPU jobs
+are: their demand for it is moved into the upper decade of the range ([0.01, 0.1]) and
+their other demands into the lower one ([0.001, 0.01]), keeping each draw's place within
+its decade. Every other draw is that of the same case without scarcity. This is the hard case for placement: GPU and CPU-only servers, GPU and
+CPU-only users, where a CPU-only task placed on a GPU server can strand its GPUs.
 """
 
 from __future__ import annotations
@@ -19,11 +30,19 @@ __all__ = ["synthetic_case"]
 
 CAPACITY_CLASSES = (0.25, 0.5, 0.75, 1.0)
 DEMAND_RANGE = (0.001, 0.1)
+LARGE_MACHINE = 0.75  # the least of each other resource a holder of a scarce resource has
 
 
-def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", "mem"), seed: int = 1) -> Workload:
-    """A random cluster of `servers` and `users` over the named resources."""
+def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", "mem"), seed: int = 1,
+                   scarce: Sequence[str] = (), holders: float = 0.25, demanders: float = 0.5) -> Workload:
+    """A random cluster of `servers` and `users` over the named resources; the `scarce` ones
+    are held by a `holders` fraction of servers and demanded by a `demanders` fraction of users."""
     names = tuple(resources)
+    unknown = [r for r in scarce if r not in names]
+    if unknown:
+        raise WorkloadError(f"scarce resource(s) {', '.join(unknown)} not among the resources {', '.join(names)}")
+    if not (0 < holders <= 1 and 0 < demanders <= 1):
+        raise WorkloadError("holders and demanders must be fractions in (0, 1]")
     if servers < 1 or users < 1:
         raise WorkloadError("a synthetic case needs at least 1 server and 1 user")
     if not names or len(set(names)) != len(names):
@@ -33,9 +52,35 @@ def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", 
     capacities = rng.choice(np.array(CAPACITY_CLASSES), size=(servers, m))
     low, high = np.log(DEMAND_RANGE[0]), np.log(DEMAND_RANGE[1])
     demands = np.round(np.exp(rng.uniform(low, high, size=(users, m))), 6)
+    if scarce:
+        pick = RandomStreams(seed).numpy("workload/synthetic/scarce")
+        for name in scarce:
+            r = names.index(name)
+            without = _fraction_without(pick, servers, holders)
+            held = np.setdiff1d(np.arange(servers), without)
+            others = [c for c in range(m) if names[c] not in scarce]
+            capacities[np.ix_(held, others)] = np.maximum(capacities[np.ix_(held, others)], LARGE_MACHINE)
+            capacities[without, r] = 0.0
+            lacking = _fraction_without(pick, users, demanders)
+            wanting = np.setdiff1d(np.arange(users), lacking)
+            decade = DEMAND_RANGE[1] / DEMAND_RANGE[0]
+            if decade >= 100:  # room for a lower and an upper decade
+                position = np.log10(demands[wanting] / DEMAND_RANGE[0]) % 1.0  # place within a decade
+                lower = np.round(DEMAND_RANGE[0] * 10.0 ** position, 6)
+                upper = np.round(DEMAND_RANGE[1] / 10.0 * 10.0 ** position, 6)
+                demands[wanting] = lower
+                demands[wanting, r] = upper[:, r]
+            demands[lacking, r] = 0.0
     return Workload(
         names,
         tuple(Server(f"s{i}", tuple(float(x) for x in row)) for i, row in enumerate(capacities)),
         tuple(User(f"u{i}", tuple(float(x) for x in row)) for i, row in enumerate(demands)),
-        {"kind": "synthetic", "servers": servers, "users": users, "seed": seed},
+        {"kind": "synthetic", "servers": servers, "users": users, "seed": seed}
+        | ({"scarce": list(scarce), "holders": holders, "demanders": demanders} if scarce else {}),
     )
+
+
+def _fraction_without(rng: np.random.Generator, n: int, fraction: float) -> np.ndarray:
+    """Indices of the `n − k` items left out when `k = max(1, round(fraction · n))` keep a resource."""
+    keep = max(1, round(fraction * n))
+    return rng.permutation(n)[keep:]

@@ -1,0 +1,78 @@
+"""BDGDRF: homes allocate for their lowest user while it is within the band of the minimum share."""
+
+from __future__ import annotations
+
+from protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice, knows_minimum
+from protocols.messages import Proposal
+from tests.test_distributed_roles import node, request
+
+
+def test_a_home_knows_the_minimum_when_its_view_is_short_or_holds_a_node_below_it() -> None:
+    assert knows_minimum(5, -0.2, [(-0.1, 1, 0.0)], size=2)  # not full
+    assert knows_minimum(5, -0.2, [(-0.1, 1, 0.0), (-0.3, 2, 0.0)], size=2)  # 2 is below
+    assert knows_minimum(5, -0.2, [(-0.2, 1, 0.0), (-0.1, 2, 0.0)], size=2)  # a tie with a lower id is below
+    assert not knows_minimum(5, -0.2, [(-0.1, 1, 0.0), (-0.15, 7, 0.0)], size=2)
+
+
+def test_the_lowest_idle_user_within_the_band_allocates_once_a_tick() -> None:
+    s = node(BdgdrfRule(band=1.0), capacity=(10.0, 10.0), homed={100: 0.1, 101: 0.1, 102: 0.1}, view=2)
+    s.receive(request(100, 0, 0.30), 0.0)  # 0.30 < 0.25 + 0.1: in the band
+    s.receive(request(101, 0, 0.34), 0.0)  # 0.34 < 0.35: in
+    s.receive(request(102, 0, 0.36), 0.0)  # out
+    s.gradient.offer([(-0.25, 1, 0.0), (-0.4, 2, 0.0)])  # the minimum 0.25 is a neighbour's
+    s.take_outbox()
+    s.on_tick(0.1)
+    proposed = sorted(dst for dst, m in s.take_outbox() if isinstance(m, Proposal))
+    assert proposed == [100]  # the lowest; 101 is in the band too, but a server allocates once a tick
+
+
+def test_a_home_that_does_not_see_the_top_and_heard_no_rumour_waits() -> None:
+    s = node(BdgdrfRule(), homed={100: 0.1}, view=2)
+    s.receive(request(100, 0, 0.30), 0.0)
+    s.gradient.offer([(-0.25, 1, 0.0), (-0.29, 2, 0.0)])  # both above: others may be higher still
+    s.take_outbox()
+    s.on_tick(0.1)
+    assert not [m for _, m in s.take_outbox() if isinstance(m, Proposal)]
+
+
+def test_a_new_share_is_pushed_to_the_view_and_merged_by_the_receiver() -> None:
+    s = node(BdgdrfRule(), homed={100: 0.1}, view=2)
+    s.gradient.offer([(-0.5, 1, 0.0), (-0.6, 2, 0.0)])
+    s.receive(request(100, 0, 0.3), 1.0)
+    notices = sorted(dst for dst, m in s.take_outbox() if isinstance(m, UtilityNotice))
+    assert notices == [1, 2]
+    other = node(BdgdrfRule(), sid=1, homed={101: 0.1}, view=2)
+    other.receive(UtilityNotice((-0.3, 0, 1.0)), 1.001)
+    assert (-0.3, 0, 1.0) in other.gradient.view
+    quiet = node(BdgdrfRule(notify=False), homed={100: 0.1}, view=2)
+    quiet.gradient.offer([(-0.5, 1, 0.0)])
+    quiet.receive(request(100, 0, 0.3), 1.0)
+    assert not [m for _, m in quiet.take_outbox() if isinstance(m, UtilityNotice)]
+
+
+def test_a_fresher_rumoured_minimum_is_adopted_used_and_passed_on_once() -> None:
+    s = node(BdgdrfRule(band=1.0, rumour_fanout=1), homed={100: 0.1}, view=2)
+    s.cyclon.bootstrap([(0.0, 7, 0.0), (0.0, 8, 0.0)])
+    s.receive(request(100, 0, 0.30), 0.0)
+    s.gradient.offer([(-0.25, 1, 0.0), (-0.29, 2, 0.0)])  # both above: the view alone does not tell
+    s.receive(MinimumNotice(0.22, 5.0), 5.0)
+    s.receive(MinimumNotice(0.10, 4.0), 5.0)  # older: ignored
+    s.take_outbox()
+    s.on_tick(5.1)  # 0.30 < 0.22 + 0.1
+    out = s.take_outbox()
+    assert [dst for dst, m in out if isinstance(m, Proposal)] == [100]
+    [(peer, rumour)] = [(dst, m) for dst, m in out if isinstance(m, MinimumNotice)]
+    assert peer in (7, 8) and rumour == MinimumNotice(0.22, 5.0)
+    s.on_tick(5.2)
+    assert not [m for _, m in s.take_outbox() if isinstance(m, MinimumNotice)]  # nothing new to tell
+
+
+def test_a_home_at_the_top_learns_the_minimum_from_its_view_and_tells() -> None:
+    s = node(BdgdrfRule(rumour_fanout=2), homed={100: 0.1}, view=2)
+    s.cyclon.bootstrap([(0.0, 7, 0.0), (0.0, 8, 0.0), (0.0, 9, 0.0)])
+    s.receive(request(100, 0, 0.30), 0.0)
+    s.gradient.offer([(-0.25, 1, 0.0), (-0.4, 2, 0.0)])  # 2 is below: the top is in view
+    s.take_outbox()
+    s.on_tick(1.0)
+    rumours = [(dst, m) for dst, m in s.take_outbox() if isinstance(m, MinimumNotice)]
+    assert len(rumours) == 2 and {m for _, m in rumours} == {MinimumNotice(0.25, 1.0)}

@@ -1,0 +1,38 @@
+"""`--probe-load dominant`: a probe's load on every resource the task demands."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocols.probe import LoadRequest, LoadsReply, ProbeRule, ProbeTask, task_load, used_fractions
+from tests.test_distributed_roles import node, request
+
+
+def test_used_fractions_count_a_missing_resource_as_full() -> None:
+    assert used_fractions([2.0, 1.0, 0.0], (4.0, 4.0, 0.0)) == pytest.approx((0.5, 0.75, 1.0))
+
+
+def test_a_tasks_load_is_the_largest_used_fraction_over_what_it_demands() -> None:
+    used = (0.1, 0.9, 1.0)  # CPU idle, memory nearly full, no GPU
+    assert task_load(used, (1.0, 0.0, 0.0)) == pytest.approx(0.1)
+    assert task_load(used, (1.0, 1.0, 0.0)) == pytest.approx(0.9)
+    assert task_load(used, (1.0, 1.0, 1.0)) == pytest.approx(1.0)
+
+
+def test_a_gpu_task_is_forwarded_to_the_neighbours_with_gpus_and_a_cpu_task_by_its_own_load() -> None:
+    s = node(ProbeRule(2, "dominant"), capacity=(4.0, 4.0, 1.0), neighbors=[1, 2, 3])
+    s.receive(LoadsReply(1, (0.0, 0.0, 1.0)), 0.0)  # idle, but no GPU
+    s.receive(LoadsReply(2, (0.6, 0.5, 0.0)), 0.0)
+    s.receive(LoadsReply(3, (0.8, 0.2, 0.0)), 0.0)
+    s.receive(request(100, 0, 0.3, (1.0, 1.0, 1.0)), 0.0)
+    assert sorted(dst for dst, m in s.take_outbox() if isinstance(m, ProbeTask)) == [2, 3]
+    s.receive(request(101, 0, 0.3, (1.0, 1.0, 0.0)), 0.0)
+    assert sorted(dst for dst, m in s.take_outbox() if isinstance(m, ProbeTask)) == [1, 2]
+
+
+def test_a_dominant_probe_server_reports_every_resource() -> None:
+    s = node(ProbeRule(2, "dominant"), capacity=(4.0, 2.0), neighbors=[1, 2])
+    s.propose(100, 0, (1.0, 1.5))
+    s.take_outbox()
+    s.receive(LoadRequest(2), 0.1)
+    assert s.take_outbox() == [(2, LoadsReply(0, pytest.approx((0.25, 0.75))))]
