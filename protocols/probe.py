@@ -13,16 +13,24 @@ resource: a server reports its used fraction of each resource (a resource it doe
 counts as full), and a task is forwarded to the neighbours whose load *for that task* — the
 largest used fraction over the resources the task demands — is lowest. So a GPU task is not
 sent to servers without GPUs, and a memory-heavy task avoids servers whose memory is taken
-while their CPU is idle.
+while their CPU is idle. `room` (ours) goes one step further and ranks neighbours by how much
+of their *free* room the task would take (`demand / free`, largest over the resources it
+demands): a fraction says nothing of absolute room, and a small machine at 60 % can have less
+room than a large one at 90 %; a neighbour where the task does not fit ranks last.
 
 Decisions, following the thesis: neighbours are a fixed random graph of out-degree `P`; a
 server only ever places on itself — probes have no random walk, so a task whose three copies
 sit on full servers is never placed (the thesis's "that task and user cannot allocate a task
 anymore") and such a run ends as stalled. Ties in load go to the neighbour listed first.
+A server keeps one copy per user, of its latest task: a user has one task at a time, so a copy
+of a newer task means the older one started elsewhere (issue 14; before, the dead copy stayed
+and, carrying the user's older and lower share, was proposed first and declined — a wasted
+tick of that server each time). Where stuck tasks sit and why: `docs/results.md` (E7).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -32,7 +40,8 @@ from protocols.params import Kind, Param
 from protocols.resources import Vector
 from protocols.rule import Server, ServerRule
 
-__all__ = ["LoadReply", "LoadRequest", "LoadsReply", "ProbeRule", "ProbeTask", "task_load", "used_fractions"]
+__all__ = ["LoadReply", "LoadRequest", "LoadsReply", "ProbeRule", "ProbeTask", "room_load", "task_load",
+           "used_fractions"]
 
 
 @message
@@ -65,11 +74,12 @@ class LoadReply:
 
 @message
 class LoadsReply:
-    """A server's used fraction of every resource (`--probe-load dominant`)."""
+    """A server's used fraction and free amount of every resource (`--probe-load dominant|room`)."""
 
     sender: int
     used: tuple[float, ...]
-    WIRE: ClassVar[tuple[Any, ...]] = (0, 1, "used", 1, 0)
+    free: tuple[float, ...]
+    WIRE: ClassVar[tuple[Any, ...]] = (0, 1, "used", 1, 0, "free", 1, 0)
 
 
 def cpu_load(server: Server) -> float:
@@ -87,16 +97,23 @@ def task_load(used: tuple[float, ...], demand: Vector) -> float:
     return max((u for u, d in zip(used, demand) if d > 0), default=0.0)
 
 
+def room_load(free: tuple[float, ...], demand: Vector) -> float:
+    """How much of a server's free room a task would take: the largest `demand / free` over the
+    resources it demands (above 1: it does not fit; `inf` where nothing of one is free)."""
+    return max((d / f if f > 0 else math.inf for d, f in zip(demand, free) if d > 0), default=0.0)
+
+
 class ProbeRule(ServerRule):
     """A probe server's rule; the server's fixed random `neighbors` are its probe targets."""
 
     PARAMS = (Param("probe_d", Kind.INT, 2, "probe: neighbours a task is forwarded to (at most --neighbors).", ge=1,
                     echo="probe_d"),
-              Param("probe_load", Kind.TEXT, "cpu", "probe: a server's load, cpu (eq. 4.1) or dominant (every "
-                    "resource the task demands).", choices=("cpu", "dominant"), echo="probe_load"))
+              Param("probe_load", Kind.TEXT, "cpu", "probe: a server's load, cpu (eq. 4.1), dominant (the largest used "
+                    "fraction the task demands) or room (the share of free room the task takes).",
+                    choices=("cpu", "dominant", "room"), echo="probe_load"))
     TICKS_ALL = True
 
-    __slots__ = ("d", "dominant", "loads", "used", "stored")
+    __slots__ = ("d", "mode", "loads", "used", "free", "stored")
 
     @staticmethod
     def check_params(values: Mapping[str, Any]) -> None:
@@ -106,21 +123,33 @@ class ProbeRule(ServerRule):
 
     def __init__(self, probe_d: int = 2, probe_load: str = "cpu") -> None:
         self.d = probe_d
-        self.dominant = probe_load == "dominant"
+        self.mode = probe_load
         self.loads: dict[int, float] = {}  # neighbour -> CPU load
         self.used: dict[int, tuple[float, ...]] = {}  # neighbour -> used fraction of each resource
-        self.stored: dict[tuple[int, int], tuple[float, Vector]] = {}  # (user, task) -> (share, demand)
+        self.free: dict[int, tuple[float, ...]] = {}  # neighbour -> free amount of each resource
+        self.stored: dict[int, tuple[int, float, Vector]] = {}  # user -> (task, share, demand) of its latest task
 
     def start(self, server: Server) -> None:
         self.loads = {n: 0.0 for n in server.neighbors}
         self.used = {n: (0.0,) * len(server.capacity) for n in server.neighbors}
+        self.free = {n: (math.inf,) * len(server.capacity) for n in server.neighbors}  # unknown: assume room
+
+    def _store(self, user: int, task: int, share: float, demand: Vector) -> None:
+        """Keep a copy of `user`'s task; a newer task of the user replaces an older copy, which is
+        dead (a user has one task at a time: it sent a newer one because the older one started)."""
+        held = self.stored.get(user)
+        if held is None or held[0] < task:
+            self.stored[user] = (task, share, demand)
 
     @handles(TaskRequest)
     def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
-        self.stored[(msg.user, msg.task)] = (msg.share, msg.demand)
-        if self.dominant:
+        self._store(msg.user, msg.task, msg.share, msg.demand)
+        if self.mode == "dominant":
             used, demand = self.used, msg.demand
             lightest = sorted(server.neighbors, key=lambda n: task_load(used[n], demand))[: self.d]
+        elif self.mode == "room":
+            free, demand = self.free, msg.demand
+            lightest = sorted(server.neighbors, key=lambda n: room_load(free[n], demand))[: self.d]
         else:
             lightest = sorted(server.neighbors, key=self.loads.__getitem__)[: self.d]
         copy = ProbeTask(msg.user, msg.task, msg.demand, msg.share)
@@ -129,7 +158,7 @@ class ProbeRule(ServerRule):
 
     @handles(ProbeTask)
     def on_probe_task(self, server: Server, msg: ProbeTask, now: float) -> None:
-        self.stored[(msg.user, msg.task)] = (msg.share, msg.demand)
+        self._store(msg.user, msg.task, msg.share, msg.demand)
 
     def on_tick(self, server: Server, now: float) -> None:
         poll = LoadRequest(server.id)
@@ -137,17 +166,19 @@ class ProbeRule(ServerRule):
             server.send(neighbour, poll)
         if not self.stored:
             return
-        for key in sorted(self.stored, key=lambda k: (self.stored[k][0], k)):
-            demand = self.stored[key][1]
+        stored = self.stored
+        for user in sorted(stored, key=lambda u: (stored[u][1], u, stored[u][0])):
+            task, _, demand = stored[user]
             if server.fits(demand):
-                del self.stored[key]
-                server.propose(key[0], key[1], demand)
+                del stored[user]
+                server.propose(user, task, demand)
                 return
 
     @handles(LoadRequest)
     def on_load_request(self, server: Server, msg: LoadRequest, now: float) -> None:
-        if self.dominant:
-            server.send(msg.sender, LoadsReply(server.id, used_fractions(server.free, server.capacity)))
+        if self.mode != "cpu":
+            server.send(msg.sender, LoadsReply(server.id, used_fractions(server.free, server.capacity),
+                                               tuple(server.free)))
         else:
             server.send(msg.sender, LoadReply(server.id, cpu_load(server)))
 
@@ -158,3 +189,4 @@ class ProbeRule(ServerRule):
     @handles(LoadsReply)
     def on_loads_reply(self, server: Server, msg: LoadsReply, now: float) -> None:
         self.used[msg.sender] = msg.used
+        self.free[msg.sender] = msg.free

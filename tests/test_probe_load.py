@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.probe import LoadRequest, LoadsReply, ProbeRule, ProbeTask, task_load, used_fractions
+import math
+
+from protocols.messages import Proposal
+from protocols.probe import LoadRequest, LoadsReply, ProbeRule, ProbeTask, room_load, task_load, used_fractions
 from tests.test_distributed_roles import node, request
 
 
@@ -21,9 +24,9 @@ def test_a_tasks_load_is_the_largest_used_fraction_over_what_it_demands() -> Non
 
 def test_a_gpu_task_is_forwarded_to_the_neighbours_with_gpus_and_a_cpu_task_by_its_own_load() -> None:
     s = node(ProbeRule(2, "dominant"), capacity=(4.0, 4.0, 1.0), neighbors=[1, 2, 3])
-    s.receive(LoadsReply(1, (0.0, 0.0, 1.0)), 0.0)  # idle, but no GPU
-    s.receive(LoadsReply(2, (0.6, 0.5, 0.0)), 0.0)
-    s.receive(LoadsReply(3, (0.8, 0.2, 0.0)), 0.0)
+    s.receive(LoadsReply(1, (0.0, 0.0, 1.0), (4.0, 4.0, 0.0)), 0.0)  # idle, but no GPU
+    s.receive(LoadsReply(2, (0.6, 0.5, 0.0), (1.6, 2.0, 1.0)), 0.0)
+    s.receive(LoadsReply(3, (0.8, 0.2, 0.0), (0.8, 3.2, 1.0)), 0.0)
     s.receive(request(100, 0, 0.3, (1.0, 1.0, 1.0)), 0.0)
     assert sorted(dst for dst, m in s.take_outbox() if isinstance(m, ProbeTask)) == [2, 3]
     s.receive(request(101, 0, 0.3, (1.0, 1.0, 0.0)), 0.0)
@@ -35,4 +38,27 @@ def test_a_dominant_probe_server_reports_every_resource() -> None:
     s.propose(100, 0, (1.0, 1.5))
     s.take_outbox()
     s.receive(LoadRequest(2), 0.1)
-    assert s.take_outbox() == [(2, LoadsReply(0, pytest.approx((0.25, 0.75))))]
+    assert s.take_outbox() == [(2, LoadsReply(0, pytest.approx((0.25, 0.75)), (3.0, 0.5)))]
+
+
+def test_room_load_is_the_share_of_free_room_a_task_takes() -> None:
+    assert room_load((2.0, 4.0, 0.0), (1.0, 1.0, 0.0)) == pytest.approx(0.5)
+    assert room_load((2.0, 0.5, 0.0), (1.0, 1.0, 0.0)) == pytest.approx(2.0)  # does not fit
+    assert room_load((2.0, 4.0, 0.0), (1.0, 1.0, 1.0)) == math.inf
+
+
+def test_room_load_prefers_the_large_machine_with_room_to_the_small_one_at_a_lower_fraction() -> None:
+    s = node(ProbeRule(1, "room"), capacity=(4.0, 4.0), neighbors=[1, 2])
+    s.receive(LoadsReply(1, (0.5, 0.5), (0.5, 0.5)), 0.0)  # small machine, half used: 0.5 free
+    s.receive(LoadsReply(2, (0.9, 0.9), (1.6, 1.6)), 0.0)  # large machine, 90 % used: 1.6 free
+    s.receive(request(100, 0, 0.3, (0.4, 0.4)), 0.0)
+    assert [dst for dst, m in s.take_outbox() if isinstance(m, ProbeTask)] == [2]
+
+
+def test_a_newer_task_of_a_user_replaces_its_dead_copy() -> None:
+    s = node(ProbeRule(2), capacity=(4.0, 4.0), homed={}, neighbors=[1, 2, 3])
+    s.receive(ProbeTask(100, 0, (9.0, 1.0), 0.1), 0.0)  # never fits here
+    s.receive(ProbeTask(100, 1, (1.0, 1.0), 0.2), 0.0)  # the user's next task: task 0 started elsewhere
+    s.receive(ProbeTask(100, 0, (1.0, 1.0), 0.1), 0.0)  # a late copy of the old task: ignored
+    s.on_tick(0.1)
+    assert [m for _, m in s.take_outbox() if isinstance(m, Proposal)] == [Proposal(1, 0)]

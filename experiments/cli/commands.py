@@ -344,6 +344,9 @@ def overlay(
     recovery_cap: Annotated[int, typer.Option(help="Give up on a perturbation's recovery after this many rounds.")] = 200,
     observe_every: Annotated[int, typer.Option(help="Measure every this many rounds (the last is always measured).")] = 1,
     max_age: Annotated[int, typer.Option(help="Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).")] = 0,
+    gradient: Annotated[str, typer.Option(help="Gradient overlay: tman or kompics.")] = "tman",
+    softmax_temperature: Annotated[float, typer.Option(help="Kompics gradient: softmax temperature of the partner choice.")] = 500.0,
+    gradient_shuffle: Annotated[int, typer.Option(help="Kompics gradient: view entries per exchange (0: half of P).")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a PNG of convergence (and recovery).")] = None,
 ) -> None:
@@ -359,7 +362,8 @@ def overlay(
         nodes=1000 if nodes is None else nodes, view=view, rounds=rounds, seed=seed, utilities=utilities,
         users=users, cyclon_view=cyclon_view, shuffle_length=shuffle_length, shuffles_per_tick=shuffles_per_tick,
         tick=_duration(tick, "tick"), latency=latency, perturbations=perturbations, drop_rank=drop_rank,
-        recovery_cap=recovery_cap, observe_every=observe_every, max_age=max_age,
+        recovery_cap=recovery_cap, observe_every=observe_every, max_age=max_age, gradient=gradient,
+        softmax_temperature=softmax_temperature, gradient_shuffle=gradient_shuffle,
     )
     config.validate()
     with _progress("overlay: starting") as report:

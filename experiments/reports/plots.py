@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
 from experiments.running.harness import TOLERANCES  # noqa: E402
+from experiments.running.params import protocol_defaults  # noqa: E402
 from experiments.sweeps.report_spec import matches  # noqa: E402
 from protocols.registry import PROTOCOLS  # noqa: E402
 
@@ -85,10 +86,13 @@ def _ratio(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> bool:
     numerators = _selected(points, {**where, **spec["numerator"]})
     denominators = _selected(points, {**where, **spec["denominator"]})
 
+    own = {name for protocol in PROTOCOLS.values() for name in protocol_defaults(protocol)}
+
     def paired_on(p: PointData) -> tuple[tuple[str, Any], ...]:
-        """The declared parameters a numerator and its denominator must share."""
+        """The declared parameters a numerator and its denominator must share (not those some
+        protocol defaults differently, e.g. PDGDRF's centre ties, which differ by protocol)."""
         return tuple(sorted((k, v) for k, v in p.params.items()
-                            if k not in spec["numerator"] and k not in spec["denominator"]))
+                            if k not in spec["numerator"] and k not in spec["denominator"] and k not in own))
 
     by_key = {paired_on(p): p for p in denominators}
     ratios: dict[tuple[Any, Any], list[float]] = {}

@@ -36,6 +36,8 @@ a node (25 MB for 10,000 nodes).
 
 from __future__ import annotations
 
+import functools
+
 import random
 import statistics
 import time
@@ -53,7 +55,8 @@ from nodes.network import Network, parse_latency
 from nodes.overlay_peer import OverlayPeer, bootstrap, default_max_age_periods
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
-from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
+from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION, Gradient
+from overlay.kompics_gradient import KompicsGradient
 from overlay.observe import (
     OverlayMetrics,
     centre_status,
@@ -106,6 +109,9 @@ class OverlayConfig:
     recovery_cap: int = 200
     observe_every: int = 1
     max_age: int = 0
+    gradient: str = "tman"
+    softmax_temperature: float = 500.0
+    gradient_shuffle: int = 0
 
     @property
     def max_age_periods(self) -> int:
@@ -133,6 +139,10 @@ class OverlayConfig:
             raise InputError("--recovery-cap must be at least 1")
         if self.observe_every < 1:
             raise InputError("--observe-every must be at least 1")
+        if self.gradient not in ("tman", "kompics"):
+            raise InputError(f"--gradient must be one of tman, kompics, got {self.gradient!r}")
+        if not self.softmax_temperature > 0 or self.gradient_shuffle < 0:
+            raise InputError("--softmax-temperature must be positive and --gradient-shuffle non-negative")
         parse_latency(self.latency, random.Random(0))
 
 
@@ -282,8 +292,11 @@ def run_overlay(
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)
     max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
+    gradient_view = functools.partial(KompicsGradient, temperature=config.softmax_temperature,
+                                      shuffle_size=config.gradient_shuffle) if config.gradient == "kompics" else Gradient
     peers = [OverlayPeer(i, config.view, config.cyclon_view, config.shuffle_length,
-                         streams.node(i).python("overlay"), utilities.values[i], max_age) for i in range(n)]
+                         streams.node(i).python("overlay"), utilities.values[i], max_age, gradient_view)
+             for i in range(n)]
     bootstrap(peers, utilities.values, config.seed)
 
     loop = VirtualClockLoop()
@@ -314,6 +327,8 @@ def run_overlay(
         "shuffle_length": config.shuffle_length,
         "shuffles_per_tick": config.shuffles_per_tick,
         "max_age_periods": config.max_age_periods,
+        "gradient": config.gradient,
+        "softmax_temperature": config.softmax_temperature if config.gradient == "kompics" else None,
         "tick_s": config.tick,
         "latency": network.latency.describe(),
         "seed": config.seed,

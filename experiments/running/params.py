@@ -326,9 +326,14 @@ def unread_given(params: Mapping[str, Any]) -> list[str]:
 def run_id(params: Mapping[str, Any]) -> str:
     """A readable, stable name for canonical `params`: protocol, size and a content hash.
 
-    A workload file enters the hash by its content, not its path.
+    The hash covers the parameters whose value differs from the declared default (and the
+    protocol, workload and case, always), so declaring a new parameter whose default keeps
+    the old behaviour leaves every earlier run's name — and its sweep record — valid. A
+    workload file enters the hash by its content, not its path.
     """
-    keyed = dict(params)
+    declared = defaults()
+    keyed = {name: value for name, value in params.items()
+             if name in ("protocol", *CASE, "seed") or name not in declared or value != declared[name]}
     if keyed["workload"] != GOOGLE:
         keyed["workload"] = hashlib.sha256(Path(keyed["workload"]).read_bytes()).hexdigest()
     digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.running.params import canonical_params, defaults, run_id
+from experiments.running.params import canonical_params, defaults, protocol_defaults, run_id
 from experiments.sweeps.report_spec import check_figure, check_table
 from protocols.errors import InputError
+from protocols.registry import get_protocol
 
 __all__ = ["Experiment", "Point", "Sweep", "SweepConfigError", "load_sweep"]
 
@@ -175,7 +176,7 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
             canonical = canonical_params(declared, base_dir=path.parent)
         except InputError as error:
             raise _fail(path, str(error)) from None
-        full = dict(defaults(), **declared)
+        full = {**defaults(), **protocol_defaults(get_protocol(canonical["protocol"])), **declared}
         if full["workload"] != "google":
             full["workload"] = canonical["workload"]
         if full["case_seed"] is None:

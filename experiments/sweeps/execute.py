@@ -68,9 +68,18 @@ def execute_run(run_point: RunPoint, run: str, params: Mapping[str, Any]) -> Rec
     return {"id": run, "params": dict(params), "drfemu_version": _drfemu_version(), "status": "ok", "result": result}
 
 
+def _case_size(params: Mapping[str, Any]) -> tuple[int, int]:
+    """Servers and users of a run's case (a workload file's are counted from the file)."""
+    if params["machines"] is not None:
+        return params["machines"], params["users"]
+    document = json.loads(Path(params["workload"]).read_text(encoding="utf-8"))
+    return len(document["servers"]), len(document["users"])
+
+
 def _expected_cost(params: Mapping[str, Any]) -> tuple[float, ...]:
     spec = get_protocol(params["protocol"])
-    size = params["machines"] * (1 + params["users"] / 40)
+    machines, users = _case_size(params)
+    size = machines * (1 + users / 40)
     if not spec.distributed:
         return (0.0, size)
     gradient = spec.gradient is GradientUse.LIVE
