@@ -28,6 +28,7 @@ from typing import Any
 from nodes.overlay_peer import OverlayPeer
 from nodes.streams import NodeStreams
 from overlay.gradient import NEG_INF, Gradient
+from protocols.cluster import drfh_heuristic
 from protocols.events import TaskAllocated
 from protocols.homes import HomeUser, HomeUsers
 from protocols.messages import (
@@ -40,7 +41,6 @@ from protocols.messages import (
     WalkTask,
     handles,
 )
-from protocols.cluster import drfh_heuristic
 from protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
 from protocols.resources import CapacityViolation, Vector, fits, give, take
 from protocols.rule import ServerRule

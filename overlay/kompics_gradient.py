@@ -33,7 +33,7 @@ import math
 import random
 from collections.abc import Iterable
 
-from overlay.gradient import NEG_INF, acknowledges, validation_set
+from overlay.gradient import NEG_INF, Gradient, acknowledges, validation_set
 from overlay.messages import Descriptor, GradientReply, GradientShuffle
 
 __all__ = ["KompicsGradient", "preference_key", "softmax_index"]
@@ -105,11 +105,7 @@ class KompicsGradient:
         base = self.utility
         return sorted(self._view.values(), key=lambda d: preference_key(base, d))
 
-    def descriptor(self, now: float) -> Descriptor:
-        own = self._own
-        if own[2] != now or own[0] != self.utility:
-            own = self._own = (self.utility, self.me, now)
-        return own
+    descriptor = Gradient.descriptor  # this node's descriptor as of `now`: the same contract and slots
 
     def believes_centre(self, strict: bool = False) -> bool:
         """No neighbour above this node: by utility alone with `strict` (Kompics' `isTop` lets

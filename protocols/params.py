@@ -31,8 +31,9 @@ class Param:
     """One run parameter.
 
     `ge`, `gt`, `le` bound numbers (a duration's bounds are in seconds); `choices` lists the
-    values a text may take (empty: any); `unit` is shown in help and docs; `echo` is the key under which the result document repeats the value
-    (None: not repeated). `flag` overrides the option name (default `--name-with-dashes`).
+    values a text may take (empty: any); `unit` is shown in help and docs; `echo` is the key
+    under which the result document repeats the value (None: not repeated). `flag` overrides
+    the option name (default `--name-with-dashes`).
     """
 
     name: str

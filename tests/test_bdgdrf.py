@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments.cli import main
 from protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice, knows_minimum
 from protocols.messages import Proposal
 from tests.test_distributed_roles import node, request
@@ -67,12 +73,31 @@ def test_a_fresher_rumoured_minimum_is_adopted_used_and_passed_on_once() -> None
     assert not [m for _, m in s.take_outbox() if isinstance(m, MinimumNotice)]  # nothing new to tell
 
 
-def test_a_home_at_the_top_learns_the_minimum_from_its_view_and_tells() -> None:
+def test_only_a_home_that_believes_it_is_the_centre_starts_a_rumour() -> None:
     s = node(BdgdrfRule(rumour_fanout=2), homed={100: 0.1}, view=2)
     s.cyclon.bootstrap([(0.0, 7, 0.0), (0.0, 8, 0.0), (0.0, 9, 0.0)])
     s.receive(request(100, 0, 0.30), 0.0)
-    s.gradient.offer([(-0.25, 1, 0.0), (-0.4, 2, 0.0)])  # 2 is below: the top is in view
+    s.gradient.offer([(-0.25, 1, 0.0), (-0.4, 2, 0.0)])  # knows the top (2 is below) but 1 is above
     s.take_outbox()
     s.on_tick(1.0)
+    assert not [m for _, m in s.take_outbox() if isinstance(m, MinimumNotice)]
+    s.gradient.offer([(-0.35, 1, 2.0)])  # 1's fresh share: nothing above now
+    s.on_tick(2.0)
     rumours = [(dst, m) for dst, m in s.take_outbox() if isinstance(m, MinimumNotice)]
-    assert len(rumours) == 2 and {m for _, m in rumours} == {MinimumNotice(0.25, 1.0)}
+    assert len(rumours) == 2 and {m for _, m in rumours} == {MinimumNotice(0.30, 2.0)}
+
+
+@pytest.mark.slow
+def test_a_gpu_case_runs_end_to_end_with_best_fit_and_reports_stranded_capacity(tmp_path: Path) -> None:
+    case, out = tmp_path / "gpu.json", tmp_path / "run.json"
+    assert main(["workload", "synthetic", "-o", str(case), "--servers", "12", "--users", "4", "--resources",
+                 "cpu,mem,gpu", "--scarce", "gpu", "--holders", "0.25", "--demanders", "0.5"]) == 0
+    workload = json.loads(case.read_text())
+    assert sum(s["capacity"][2] > 0 for s in workload["servers"]) == 3
+    assert sum(u["demand"][2] > 0 for u in workload["users"]) == 2
+    assert main(["run", "--workload", str(case), "--protocol", "bdgdrf", "--neighbors", "2", "--max-time", "20s",
+                 "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["status"] == "time-cap" and result["placement_mode"] == "best-fit"
+    assert result["placement"]["fit_walks"] >= result["allocations"] > 0
+    assert set(result["stranded"]) == {"cpu", "mem", "gpu"} and 0 <= result["stranded"]["gpu"] <= 1

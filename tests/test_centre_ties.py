@@ -9,10 +9,10 @@ import pytest
 from experiments.running.params import run_params
 from overlay.gradient import Gradient
 from overlay.kompics_gradient import KompicsGradient
-from tests.test_distributed_roles import node, request
 from protocols.dgdrf import DgdrfRule
 from protocols.messages import Proposal
 from protocols.pdgdrf import PdgdrfRule
+from tests.test_distributed_roles import node, request
 
 
 @pytest.mark.parametrize("variant", [Gradient, KompicsGradient])

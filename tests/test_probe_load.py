@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import math
+
+import pytest
 
 from protocols.messages import Proposal
 from protocols.probe import LoadRequest, LoadsReply, ProbeRule, ProbeTask, room_load, task_load, used_fractions

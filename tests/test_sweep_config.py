@@ -93,11 +93,14 @@ def test_run_id_is_stable_and_readable() -> None:
     assert run_id(params) != run_id(canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 3}))
 
 
-def test_thesis_suite_loads_all_four_experiments() -> None:
+def test_thesis_suite_loads_all_seven_experiments() -> None:
     sweep = load_sweep(CONFIGS / "thesis.toml")
-    assert [e.name for e in sweep.experiments] == ["E1", "E2", "E3", "E4"]
+    assert [e.name for e in sweep.experiments] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7"]
     e1 = sweep.experiments[0]
-    assert len(e1.points) == 2 * 7 * 9
+    assert len(e1.points) == 2 * 8 * 9
+    # A point shows the protocol's own defaults: PDGDRF's strict centre ties, BDGDRF's best-fit.
+    shown = {(p.params["protocol"], p.params["centre_ties"], p.params["placement"]) for p in e1.points}
+    assert ("pdgdrf", "strict", "first-fit") in shown and ("bdgdrf", "id", "best-fit") in shown
     # E2 needs no run of its own: all its points are E1 runs.
     assert {p.run for p in sweep.experiments[1].points} <= {p.run for p in e1.points}
 
@@ -129,3 +132,17 @@ def test_bad_configs_name_file_and_problem(tmp_path: Path, text: str, needle: st
         load_sweep(path)
     message = str(caught.value)
     assert needle in message and str(path) in message and "\n" not in message
+
+
+def test_run_id_hashes_only_parameters_away_from_their_defaults() -> None:
+    # A record written before a parameter existed keeps its name once the parameter is declared
+    # with a default that keeps the old behaviour.
+    params = canonical_params({"protocol": "ddrf-random", "machines": 12, "users": 4})
+    declared = defaults()
+    older = {k: v for k, v in params.items()
+             if k in ("protocol", "workload", "machines", "users", "case_seed", "seed") or v != declared[k]}
+    assert "placement" not in older and run_id(older) == run_id(params)
+    # A protocol's own default differs from the declared one, so it is part of the name.
+    strict = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4})
+    ids = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "centre_ties": "id"})
+    assert strict["centre_ties"] == "strict" and run_id(strict) != run_id(ids)

@@ -91,8 +91,8 @@ def _ratio(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> bool:
     def paired_on(p: PointData) -> tuple[tuple[str, Any], ...]:
         """The declared parameters a numerator and its denominator must share (not those some
         protocol defaults differently, e.g. PDGDRF's centre ties, which differ by protocol)."""
-        return tuple(sorted((k, v) for k, v in p.params.items()
-                            if k not in spec["numerator"] and k not in spec["denominator"] and k not in own))
+        skip = own | set(spec["numerator"]) | set(spec["denominator"])
+        return tuple(sorted((k, v) for k, v in p.params.items() if k not in skip))
 
     by_key = {paired_on(p): p for p in denominators}
     ratios: dict[tuple[Any, Any], list[float]] = {}

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from experiments.running.params import defaults
+from experiments.running.params import defaults, protocol_defaults
 from experiments.sweeps.records import load_records
 from protocols.registry import PROTOCOLS
 
@@ -34,7 +34,8 @@ KEEP = ("protocol", "machines", "users", "neighbors", "status", "end_reason", "a
 
 
 def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The grid's runs among the finished records of a sweep directory (default parameters, seed 1)."""
+    """The grid's runs among the finished records of a sweep directory (default parameters — each
+    protocol's own, such as PDGDRF's strict centre ties — and seed 1)."""
     rows = []
     shared = {k: v for k, v in defaults().items() if k not in ("protocol", "machines", "users", "neighbors")}
     shared["case_seed"] = 1
@@ -42,7 +43,8 @@ def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
         params = record["params"]
         if (record["status"] == "ok" and (params["machines"], params["users"]) in CASES
                 and params["protocol"] in PROTOCOLS
-                and all(params[k] == v for k, v in shared.items())
+                and all(params[k] == v
+                        for k, v in {**shared, **protocol_defaults(PROTOCOLS[params["protocol"]])}.items())
                 and (not PROTOCOLS[params["protocol"]].distributed or params["neighbors"] in NEIGHBORS)):
             rows.append({key: record["result"].get(key) for key in KEEP})
     rows.sort(key=lambda r: (r["machines"], r["protocol"], r["neighbors"]))

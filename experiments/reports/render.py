@@ -125,7 +125,9 @@ def _label(value: Any) -> str:
 
 def _value_label(spec: Mapping[str, Any]) -> str:
     relative = spec.get("relative_to")
-    return spec["value"] + (" / the same of " + ", ".join(f"{k} = {v}" for k, v in relative.items()) if relative else "")
+    if not relative:
+        return spec["value"]
+    return spec["value"] + " / the same of " + ", ".join(f"{k} = {v}" for k, v in relative.items())
 
 
 def _markdown_table(spec: Mapping[str, Any], rows: list[Any], columns: list[Any], cells: list[list[str]]) -> list[str]:
@@ -156,7 +158,8 @@ def _html_table(spec: Mapping[str, Any], rows: list[Any], columns: list[Any], ce
                      + "</tr>")
     note = f"<p class='note'>{esc(spec['note'])}</p>" if spec.get("note") else ""
     return (f"<figure class='table'><figcaption><b>Table {esc(spec['id'])}.</b> {esc(spec.get('title', ''))} "
-            f"— <code>{esc(_value_label(spec))}</code></figcaption><table><thead><tr><th>{esc(spec.get('rows', 'variant'))} \\ "
+            f"— <code>{esc(_value_label(spec))}</code></figcaption><table><thead><tr>"
+            f"<th>{esc(spec.get('rows', 'variant'))} \\ "
             f"{esc(spec['columns'])}</th>{head}</tr></thead><tbody>{body}</tbody></table>{note}</figure>")
 
 

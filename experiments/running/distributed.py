@@ -55,8 +55,10 @@ class DistributedSetup:
         retry = params.saturation_retry * params.tick if params.saturation_retry else math.inf
         rule_params = {p.name: getattr(params, p.name) for p in spec.params}
         scale = tuple(1.0 / t if t > 0 else 0.0 for t in total)
-        gradient = functools.partial(KompicsGradient, temperature=params.softmax_temperature,
-                                     shuffle_size=params.gradient_shuffle) if params.gradient == "kompics" else Gradient
+        gradient: Any = Gradient
+        if params.gradient == "kompics":
+            gradient = functools.partial(KompicsGradient, temperature=params.softmax_temperature,
+                                         shuffle_size=params.gradient_shuffle)
         node_class = server_class(spec.server_rule)
         self.servers: list[ServerNode] = [
             node_class(server, capacity, spec.server_rule(**rule_params), homed.get(server, {}), streams.node(server),

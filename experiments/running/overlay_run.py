@@ -37,7 +37,6 @@ a node (25 MB for 10,000 nodes).
 from __future__ import annotations
 
 import functools
-
 import random
 import statistics
 import time
@@ -292,8 +291,10 @@ def run_overlay(
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)
     max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
-    gradient_view = functools.partial(KompicsGradient, temperature=config.softmax_temperature,
-                                      shuffle_size=config.gradient_shuffle) if config.gradient == "kompics" else Gradient
+    gradient_view: Any = Gradient
+    if config.gradient == "kompics":
+        gradient_view = functools.partial(KompicsGradient, temperature=config.softmax_temperature,
+                                          shuffle_size=config.gradient_shuffle)
     peers = [OverlayPeer(i, config.view, config.cyclon_view, config.shuffle_length,
                          streams.node(i).python("overlay"), utilities.values[i], max_age, gradient_view)
              for i in range(n)]

@@ -50,7 +50,8 @@ from protocols.errors import InputError
 from protocols.params import Kind, Param
 from protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 
-__all__ = ["CASE", "CORE", "GOOGLE", "RunParams", "all_params", "canonical_params", "defaults", "protocol_defaults", "echo", "param", "parameters_markdown",
+__all__ = ["CASE", "CORE", "GOOGLE", "RunParams", "all_params", "canonical_params", "defaults", "echo", "param",
+           "parameters_markdown", "protocol_defaults",
            "readers", "run_id", "run_params", "unread_given"]
 
 GOOGLE = "google"
@@ -82,14 +83,15 @@ CORE: tuple[Param, ...] = (
     Param("saturation_retry", Kind.INT, 50, "Ticks before a saturated user's walk is retried, doubling (0: never).",
           ge=0, le=10**9, unit="ticks", echo="saturation_retry_ticks"),
     Param("gradient", Kind.TEXT, "tman", "Gradient overlay: tman (ours: whole views, id-ordered ties, uniform partner) "
-          "or kompics (the Kompics Toolbox component the thesis ran).", choices=("tman", "kompics"), echo="gradient_variant"),
+          "or kompics (the Kompics Toolbox component the thesis ran).", choices=("tman", "kompics"),
+          echo="gradient_variant"),
     Param("softmax_temperature", Kind.FLOAT, 500.0, "Kompics gradient: softmax temperature of the partner choice "
           "(small: the most preferred neighbour; 500, Kompics' value: almost uniform).", gt=0, le=1e9),
     Param("gradient_shuffle", Kind.INT, 0, "Kompics gradient: view entries sent per exchange (0: half of P, rounded "
           "up).", ge=0, le=10_000),
     Param("placement", Kind.TEXT, "first-fit", "Where a home-based protocol places a task: first-fit (the allocating "
           "server, else the first with room on a walk) or best-fit (DRFH's heuristic over --fit-candidates servers).",
-          choices=("first-fit", "best-fit"), echo="placement"),
+          choices=("first-fit", "best-fit"), echo="placement_mode"),
     Param("fit_candidates", Kind.INT, 8, "Best-fit placement: fitting servers a walk compares.", ge=1, le=10**6,
           unit="servers"),
     Param("max_age", Kind.INT, 0, "Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).",
@@ -358,7 +360,8 @@ def _markdown(params: Iterable[Param]) -> str:
         who = readers(p.name) if p.name not in CASE else ["(the workload)"]
         read_by = "all" if len(who) == len(PROTOCOLS) else ", ".join(who)
         default = "—" if p.default is None else (f"{p.default:g} s" if p.kind is Kind.DURATION else repr(p.default))
-        own = [f"{s.name}: {protocol_defaults(s)[p.name]!r}" for s in PROTOCOLS.values() if p.name in protocol_defaults(s)]
+        own = [f"{s.name}: {protocol_defaults(s)[p.name]!r}" for s in PROTOCOLS.values()
+               if p.name in protocol_defaults(s)]
         if own:
             default += f" ({'; '.join(own)})"
         if p.choices:

@@ -44,7 +44,9 @@ class SweepConfigError(InputError):
 
 @dataclass(frozen=True)
 class Point:
-    """One point of an experiment: its declared parameters (defaults filled in) and its run."""
+    """One point of an experiment: its declared parameters (defaults filled in — the protocol's
+    own first — and a workload file named as the config names it, so reports can filter and
+    label by it) and its run (whose canonical parameters hold the resolved path)."""
 
     params: dict[str, Any]
     run: str
@@ -177,8 +179,6 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
         except InputError as error:
             raise _fail(path, str(error)) from None
         full = {**defaults(), **protocol_defaults(get_protocol(canonical["protocol"])), **declared}
-        if full["workload"] != "google":
-            full["workload"] = canonical["workload"]
         if full["case_seed"] is None:
             full["case_seed"] = full["seed"]
         identifier = run_id(canonical)

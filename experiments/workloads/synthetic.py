@@ -13,8 +13,9 @@ machines, as GPU servers are: each of their other resources is raised to at leas
 upper classes' 0.75. Users that demand a scarce resource are dominated by it, as GPU jobs
 are: their demand for it is moved into the upper decade of the range ([0.01, 0.1]) and
 their other demands into the lower one ([0.001, 0.01]), keeping each draw's place within
-its decade. Every other draw is that of the same case without scarcity. This is the hard case for placement: GPU and CPU-only servers, GPU and
-CPU-only users, where a CPU-only task placed on a GPU server can strand its GPUs.
+its decade. Every other draw is that of the same case without scarcity. This is the hard
+case for placement: GPU and CPU-only servers, GPU and CPU-only users, where a CPU-only task
+placed on a GPU server can strand its GPUs.
 """
 
 from __future__ import annotations
