@@ -39,8 +39,9 @@ changes it also sends its fresh descriptor to its gradient view's members (`Util
 it, a neighbour's old, lower share keeps a home out of the band until the next exchange.
 
 Decisions: `band` is in units of the user's own task share so that one value serves users
-with big and small tasks; a user can then be at most `band + 1` of its tasks above the true
-minimum, whatever the staleness. Saturated users (marked by a failed walk) do not count in
+with big and small tasks; with a true or rumoured (stale, lower) `m`, a user is then at most
+`band + 1` of its tasks above the true minimum — only a home that wrongly believes it sees
+the top, or a false centre's rumour, can let it go further. Saturated users (marked by a failed walk) do not count in
 `m`, as in every home-based protocol. Placement is best-fit by default (`--placement`;
 first-fit, the thesis's, fragments the servers: 3 % of DRF's minimum share lost on 200 × 40).
 Errors in DRF's sense (a user allocated while another is lower) are expected and reported:
