@@ -330,8 +330,10 @@ def run_id(params: Mapping[str, Any]) -> str:
 
     The hash covers the parameters whose value differs from the declared default (and the
     protocol, workload and case, always), so declaring a new parameter whose default keeps
-    the old behaviour leaves every earlier run's name — and its sweep record — valid. A
-    workload file enters the hash by its content, not its path.
+    the old behaviour leaves every earlier run's name — and its sweep record — valid. The
+    flip side: a record is named by its parameters, not by the code, so after changing a
+    default (or any behaviour) sweep into a fresh directory, or delete the records it
+    changes. A workload file enters the hash by its content, not its path.
     """
     declared = defaults()
     keyed = {name: value for name, value in params.items()
