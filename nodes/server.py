@@ -205,6 +205,10 @@ class ServerNode(OverlayPeer):
 
     @handles(FitPlace)
     def on_fit_place(self, msg: FitPlace, now: float) -> None:
+        self._take(msg)
+
+    def _take(self, msg: FitPlace) -> None:
+        """The best-fit walk chose this server: propose, or walk on first-fit if the room went."""
         if fits(msg.demand, self.free, self.capacity):
             self.placement["walks_placed"] += 1
             self.propose(msg.user, msg.task, msg.demand)
@@ -216,7 +220,7 @@ class ServerNode(OverlayPeer):
         h = drfh_heuristic(walk.demand, self.free, self.scale) if fits(walk.demand, self.free, self.capacity) else None
         dst, message = fit_walk_step(walk, self.id, h, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))
         if message.__class__ is FitPlace and dst == self.id:
-            self.on_fit_place(message, 0.0)  # type: ignore[arg-type]
+            self._take(message)  # type: ignore[arg-type]
             return
         self.placement["walks_failed" if message.__class__ is WalkFailed else "fit_hops"] += 1
         self.send(dst, message)

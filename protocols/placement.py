@@ -37,20 +37,30 @@ from protocols.messages import WalkFailed, WalkTask, message
 __all__ = ["FitPlace", "FitWalk", "fit_walk_step", "walk_step"]
 
 
+def _frontier(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int]) -> tuple[int, ...]:
+    """The walk's frontier grown by the servers in `peers` it has neither visited nor queued."""
+    known = set(visited)
+    known.update(frontier)
+    return frontier + tuple(node for node in peers if node not in known)
+
+
+def _hop(visited: tuple[int, ...], frontier: tuple[int, ...],
+         rng: random.Random) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """A uniformly random frontier server: `(it, visited with it, frontier without it)`."""
+    k = int(rng.random() * len(frontier))
+    nxt = frontier[k]
+    return nxt, visited + (nxt,), frontier[:k] + frontier[k + 1:]
+
+
 def walk_step(walk: WalkTask, peers: Iterable[int], ttl: int, rng: random.Random) -> tuple[int, WalkTask | WalkFailed]:
     """The next message of a walk at a server with no room whose Cyclon view names `peers`:
     `(next server, the walk one hop on)`, or `(home, WalkFailed)` when it is out of hops or
     frontier."""
-    visited, frontier = walk.visited, walk.frontier
-    known = set(visited)
-    known.update(frontier)
-    frontier += tuple(node for node in peers if node not in known)
+    frontier = _frontier(walk.visited, walk.frontier, peers)
     if walk.hops >= ttl or not frontier:
         return walk.home, WalkFailed(walk.user, walk.task)
-    k = int(rng.random() * len(frontier))
-    nxt = frontier[k]
-    return nxt, WalkTask(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited + (nxt,),
-                         frontier[:k] + frontier[k + 1:])
+    nxt, visited, frontier = _hop(walk.visited, frontier, rng)
+    return nxt, WalkTask(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited, frontier)
 
 
 @message
@@ -94,15 +104,11 @@ def fit_walk_step(walk: FitWalk, here: int, h_here: float | None, peers: Iterabl
         left -= 1
         if h_here < best_h:
             best, best_h = here, h_here
-    visited, frontier = walk.visited, walk.frontier
-    known = set(visited)
-    known.update(frontier)
-    frontier += tuple(node for node in peers if node not in known)
+    frontier = _frontier(walk.visited, walk.frontier, peers)
     if left <= 0 or walk.hops >= ttl or not frontier:
         if best < 0:
             return walk.home, WalkFailed(walk.user, walk.task)
         return best, FitPlace(walk.user, walk.task, walk.demand, walk.home)
-    k = int(rng.random() * len(frontier))
-    nxt = frontier[k]
-    return nxt, FitWalk(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited + (nxt,),
-                        frontier[:k] + frontier[k + 1:], best, best_h, left)
+    nxt, visited, frontier = _hop(walk.visited, frontier, rng)
+    return nxt, FitWalk(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited, frontier, best, best_h,
+                        left)

@@ -31,7 +31,7 @@ tick of that server each time). Where stuck tasks sit and why: `docs/results.md`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from protocols.errors import InputError
@@ -103,6 +103,14 @@ def room_load(free: tuple[float, ...], demand: Vector) -> float:
     return max((d / f if f > 0 else math.inf for d, f in zip(demand, free) if d > 0), default=0.0)
 
 
+LOADS: dict[str, Callable[[Any, Vector], float]] = {
+    "cpu": lambda report, demand: report.load,
+    "dominant": lambda report, demand: task_load(report.used, demand),
+    "room": lambda report, demand: room_load(report.free, demand),
+}
+"""A neighbour's load for a task under each `--probe-load`, from its last report."""
+
+
 class ProbeRule(ServerRule):
     """A probe server's rule; the server's fixed random `neighbors` are its probe targets."""
 
@@ -110,10 +118,10 @@ class ProbeRule(ServerRule):
                     echo="probe_d"),
               Param("probe_load", Kind.TEXT, "cpu", "probe: a server's load, cpu (eq. 4.1), dominant (the largest used "
                     "fraction the task demands) or room (the share of free room the task takes).",
-                    choices=("cpu", "dominant", "room"), echo="probe_load"))
+                    choices=tuple(LOADS), echo="probe_load"))
     TICKS_ALL = True
 
-    __slots__ = ("d", "mode", "loads", "used", "free", "stored")
+    __slots__ = ("d", "mode", "reports", "stored")
 
     @staticmethod
     def check_params(values: Mapping[str, Any]) -> None:
@@ -124,15 +132,14 @@ class ProbeRule(ServerRule):
     def __init__(self, probe_d: int = 2, probe_load: str = "cpu") -> None:
         self.d = probe_d
         self.mode = probe_load
-        self.loads: dict[int, float] = {}  # neighbour -> CPU load
-        self.used: dict[int, tuple[float, ...]] = {}  # neighbour -> used fraction of each resource
-        self.free: dict[int, tuple[float, ...]] = {}  # neighbour -> free amount of each resource
+        self.reports: dict[int, LoadReply | LoadsReply] = {}  # neighbour -> its last load report
         self.stored: dict[int, tuple[int, float, Vector]] = {}  # user -> (task, share, demand) of its latest task
 
     def start(self, server: Server) -> None:
-        self.loads = {n: 0.0 for n in server.neighbors}
-        self.used = {n: (0.0,) * len(server.capacity) for n in server.neighbors}
-        self.free = {n: (math.inf,) * len(server.capacity) for n in server.neighbors}  # unknown: assume room
+        """Before the first poll every neighbour counts as idle."""
+        m = len(server.capacity)
+        self.reports = {n: LoadReply(n, 0.0) if self.mode == "cpu" else LoadsReply(n, (0.0,) * m, (math.inf,) * m)
+                        for n in server.neighbors}
 
     def _store(self, user: int, task: int, share: float, demand: Vector) -> None:
         """Keep a copy of `user`'s task; a newer task of the user replaces an older copy, which is
@@ -144,14 +151,8 @@ class ProbeRule(ServerRule):
     @handles(TaskRequest)
     def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
         self._store(msg.user, msg.task, msg.share, msg.demand)
-        if self.mode == "dominant":
-            used, demand = self.used, msg.demand
-            lightest = sorted(server.neighbors, key=lambda n: task_load(used[n], demand))[: self.d]
-        elif self.mode == "room":
-            free, demand = self.free, msg.demand
-            lightest = sorted(server.neighbors, key=lambda n: room_load(free[n], demand))[: self.d]
-        else:
-            lightest = sorted(server.neighbors, key=self.loads.__getitem__)[: self.d]
+        load, reports, demand = LOADS[self.mode], self.reports, msg.demand
+        lightest = sorted(server.neighbors, key=lambda n: load(reports[n], demand))[: self.d]
         copy = ProbeTask(msg.user, msg.task, msg.demand, msg.share)
         for neighbour in lightest:
             server.send(neighbour, copy)
@@ -182,11 +183,6 @@ class ProbeRule(ServerRule):
         else:
             server.send(msg.sender, LoadReply(server.id, cpu_load(server)))
 
-    @handles(LoadReply)
-    def on_load_reply(self, server: Server, msg: LoadReply, now: float) -> None:
-        self.loads[msg.sender] = msg.load
-
-    @handles(LoadsReply)
-    def on_loads_reply(self, server: Server, msg: LoadsReply, now: float) -> None:
-        self.used[msg.sender] = msg.used
-        self.free[msg.sender] = msg.free
+    @handles(LoadReply, LoadsReply)
+    def on_load_reply(self, server: Server, msg: LoadReply | LoadsReply, now: float) -> None:
+        self.reports[msg.sender] = msg

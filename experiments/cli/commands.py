@@ -344,9 +344,11 @@ def overlay(
     recovery_cap: Annotated[int, typer.Option(help="Give up on a perturbation's recovery after this many rounds.")] = 200,
     observe_every: Annotated[int, typer.Option(help="Measure every this many rounds (the last is always measured).")] = 1,
     max_age: Annotated[int, typer.Option(help="Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).")] = 0,
-    gradient: Annotated[str, typer.Option(help="Gradient overlay: tman or kompics.")] = "tman",
-    softmax_temperature: Annotated[float, typer.Option(help="Kompics gradient: softmax temperature of the partner choice.")] = 500.0,
-    gradient_shuffle: Annotated[int, typer.Option(help="Kompics gradient: view entries per exchange (0: half of P).")] = 0,
+    gradient: Annotated[str, typer.Option(help=_option_help(param("gradient")), show_default=False)] = param("gradient").default,
+    softmax_temperature: Annotated[float, typer.Option(help=_option_help(param("softmax_temperature")), show_default=False)] = param(
+        "softmax_temperature").default,
+    gradient_shuffle: Annotated[int, typer.Option(help=_option_help(param("gradient_shuffle")), show_default=False)] = param(
+        "gradient_shuffle").default,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a PNG of convergence (and recovery).")] = None,
 ) -> None:

@@ -7,6 +7,7 @@ palette. Axes are always labelled (the spec's labels, else the parameter or metr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from itertools import cycle
 from pathlib import Path
@@ -20,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
 from experiments.running.harness import TOLERANCES  # noqa: E402
-from experiments.running.params import protocol_defaults  # noqa: E402
+from experiments.running.params import defaults, readers  # noqa: E402
 from experiments.sweeps.report_spec import matches  # noqa: E402
 from protocols.registry import PROTOCOLS  # noqa: E402
 
@@ -80,24 +81,30 @@ def _lines(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> bool:
     return drawn
 
 
+@functools.cache
+def _reads_both(name: str, one: str, other: str) -> bool:
+    who = readers(name) if name in defaults() else []
+    return one in who and other in who
+
+
 def _ratio(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> bool:
     where = spec.get("where", {})
     metric = spec.get("value", "run_time_s")
     numerators = _selected(points, {**where, **spec["numerator"]})
     denominators = _selected(points, {**where, **spec["denominator"]})
 
-    own = {name for protocol in PROTOCOLS.values() for name in protocol_defaults(protocol)}
+    skip = set(spec["numerator"]) | set(spec["denominator"])
 
-    def paired_on(p: PointData) -> tuple[tuple[str, Any], ...]:
-        """The declared parameters a numerator and its denominator must share (not those some
-        protocol defaults differently, e.g. PDGDRF's centre ties, which differ by protocol)."""
-        skip = own | set(spec["numerator"]) | set(spec["denominator"])
-        return tuple(sorted((k, v) for k, v in p.params.items() if k not in skip))
+    def paired(p: PointData, q: PointData) -> bool:
+        """Does denominator `q` describe the same run conditions as numerator `p`? They must
+        agree on every declared parameter both their protocols read (a parameter only one reads,
+        such as PDGDRF's centre ties beside DRF, cannot tell their runs apart)."""
+        return all(q.params.get(k) == v for k, v in p.params.items()
+                   if k not in skip and _reads_both(k, p.params["protocol"], q.params["protocol"]))
 
-    by_key = {paired_on(p): p for p in denominators}
     ratios: dict[tuple[Any, Any], list[float]] = {}
     for p in numerators:
-        q = by_key.get(paired_on(p))
+        q = next((q for q in denominators if paired(p, q)), None)
         top, bottom = metric_values([p], metric), metric_values([q], metric) if q is not None else []
         if top and bottom and bottom[0] > 0:
             ratios.setdefault((p.params[spec["series"]], p.params[spec["x"]]), []).append(top[0] / bottom[0])

@@ -9,7 +9,6 @@ touches a server: what the report needs of the run comes from the servers' event
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,9 +17,8 @@ from nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbors
 from nodes.runtime import Runtime
 from nodes.server import PLACEMENT_COUNTERS, ServerNode, server_class
 from nodes.streams import RandomStreams
-from overlay.gradient import Gradient
-from overlay.kompics_gradient import KompicsGradient
 from overlay.observe import ideal_views
+from overlay.variants import gradient_factory
 from protocols.events import NeighborsFixed
 from protocols.registry import GradientUse, ProtocolSpec
 from protocols.resources import Vector, dominant_share
@@ -55,10 +53,8 @@ class DistributedSetup:
         retry = params.saturation_retry * params.tick if params.saturation_retry else math.inf
         rule_params = {p.name: getattr(params, p.name) for p in spec.params}
         scale = tuple(1.0 / t if t > 0 else 0.0 for t in total)
-        gradient: Any = Gradient
-        if params.gradient == "kompics":
-            gradient = functools.partial(KompicsGradient, temperature=params.softmax_temperature,
-                                         shuffle_size=params.gradient_shuffle)
+        gradient = gradient_factory(params.gradient, temperature=params.softmax_temperature,
+                                    shuffle_size=params.gradient_shuffle)
         node_class = server_class(spec.server_rule)
         self.servers: list[ServerNode] = [
             node_class(server, capacity, spec.server_rule(**rule_params), homed.get(server, {}), streams.node(server),

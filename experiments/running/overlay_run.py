@@ -36,7 +36,6 @@ a node (25 MB for 10,000 nodes).
 
 from __future__ import annotations
 
-import functools
 import random
 import statistics
 import time
@@ -54,8 +53,7 @@ from nodes.network import Network, parse_latency
 from nodes.overlay_peer import OverlayPeer, bootstrap, default_max_age_periods
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
-from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION, Gradient
-from overlay.kompics_gradient import KompicsGradient
+from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
 from overlay.observe import (
     OverlayMetrics,
     centre_status,
@@ -63,6 +61,7 @@ from overlay.observe import (
     snapshot,
     total_order,
 )
+from overlay.variants import GRADIENTS, gradient_factory
 from protocols.errors import InputError
 from protocols.resources import dominant_share
 
@@ -138,8 +137,8 @@ class OverlayConfig:
             raise InputError("--recovery-cap must be at least 1")
         if self.observe_every < 1:
             raise InputError("--observe-every must be at least 1")
-        if self.gradient not in ("tman", "kompics"):
-            raise InputError(f"--gradient must be one of tman, kompics, got {self.gradient!r}")
+        if self.gradient not in GRADIENTS:
+            raise InputError(f"--gradient must be one of {', '.join(GRADIENTS)}, got {self.gradient!r}")
         if not self.softmax_temperature > 0 or self.gradient_shuffle < 0:
             raise InputError("--softmax-temperature must be positive and --gradient-shuffle non-negative")
         parse_latency(self.latency, random.Random(0))
@@ -291,10 +290,8 @@ def run_overlay(
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)
     max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
-    gradient_view: Any = Gradient
-    if config.gradient == "kompics":
-        gradient_view = functools.partial(KompicsGradient, temperature=config.softmax_temperature,
-                                          shuffle_size=config.gradient_shuffle)
+    gradient_view = gradient_factory(config.gradient, temperature=config.softmax_temperature,
+                                     shuffle_size=config.gradient_shuffle)
     peers = [OverlayPeer(i, config.view, config.cyclon_view, config.shuffle_length,
                          streams.node(i).python("overlay"), utilities.values[i], max_age, gradient_view)
              for i in range(n)]

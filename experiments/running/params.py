@@ -46,6 +46,7 @@ from pydantic.functional_validators import BeforeValidator
 
 from nodes.network import parse_duration, parse_latency
 from nodes.overlay_peer import default_max_age_periods
+from overlay.variants import GRADIENTS
 from protocols.errors import InputError
 from protocols.params import Kind, Param
 from protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
@@ -83,7 +84,7 @@ CORE: tuple[Param, ...] = (
     Param("saturation_retry", Kind.INT, 50, "Ticks before a saturated user's walk is retried, doubling (0: never).",
           ge=0, le=10**9, unit="ticks", echo="saturation_retry_ticks"),
     Param("gradient", Kind.TEXT, "tman", "Gradient overlay: tman (ours: whole views, id-ordered ties, uniform partner) "
-          "or kompics (the Kompics Toolbox component the thesis ran).", choices=("tman", "kompics"),
+          "or kompics (the Kompics Toolbox component the thesis ran).", choices=tuple(GRADIENTS),
           echo="gradient_variant"),
     Param("softmax_temperature", Kind.FLOAT, 500.0, "Kompics gradient: softmax temperature of the partner choice "
           "(small: the most preferred neighbour; 500, Kompics' value: almost uniform).", gt=0, le=1e9),
