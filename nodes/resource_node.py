@@ -2,26 +2,30 @@
 
 It keeps its own free capacity and refuses to exceed it: a `Launch` that does not fit means
 the allocator's view diverged from reality, a protocol bug, and raises `CapacityViolation`,
-which aborts the run. A task it starts is reported as a `TaskAllocated` event.
+which aborts the run. A task it starts is reported as a `TaskAllocated` event; a task that
+ends (`TaskExit`, from its own machine) frees its demand, is reported as `TaskFinished`, and
+is announced with `TaskEnded` to its user and to the scheduler, whose view must see the room.
 """
 
 from __future__ import annotations
 
 from nodes.actor import Actor
-from protocols.events import TaskAllocated
-from protocols.messages import Launch, TaskStarted, handles
-from protocols.resources import CapacityViolation, Vector, fits, take
+from protocols.events import TaskAllocated, TaskFinished
+from protocols.messages import Launch, TaskEnded, TaskExit, TaskStarted, handles
+from protocols.resources import CapacityViolation, Vector, fits, give, take
 
 __all__ = ["ResourceNode"]
 
 
 class ResourceNode(Actor):
-    __slots__ = ("capacity", "free")
+    __slots__ = ("capacity", "free", "scheduler", "running")
 
-    def __init__(self, actor_id: int, capacity: Vector) -> None:
+    def __init__(self, actor_id: int, capacity: Vector, scheduler: int = -1) -> None:
         super().__init__(actor_id)
         self.capacity = capacity
         self.free = list(capacity)
+        self.scheduler = scheduler
+        self.running: dict[tuple[int, int], Vector] = {}
 
     def start_task(self, user: int, task: int, demand: Vector, now: float) -> None:
         """Run `task` of `user` here; report it and tell the user."""
@@ -30,9 +34,22 @@ class ResourceNode(Actor):
                 f"server {self.id}: task {task} of user {user} needs {demand} but only {tuple(self.free)} is free"
             )
         take(self.free, demand)
+        self.running[(user, task)] = demand
         self.emit(TaskAllocated(now, self.id, user, task, demand))
         self.send(user, TaskStarted(task, self.id))
 
     @handles(Launch)
     def on_launch(self, msg: Launch, now: float) -> None:
         self.start_task(msg.user, msg.task, msg.demand, now)
+
+    @handles(TaskExit)
+    def on_task_exit(self, msg: TaskExit, now: float) -> None:
+        demand = self.running.pop((msg.user, msg.task))
+        give(self.free, demand)
+        if not self.running:
+            self.free = list(self.capacity)  # no rounding residue once nothing runs
+        self.emit(TaskFinished(now, self.id, msg.user, msg.task, demand))
+        ended = TaskEnded(msg.user, msg.task, self.id)
+        self.send(msg.user, ended)
+        if self.scheduler >= 0:
+            self.send(self.scheduler, ended)

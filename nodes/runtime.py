@@ -265,6 +265,12 @@ class Runtime:
                 instant = self._instant(due)
             instant.deliveries.append(item)
 
+    def deliver_at(self, at: float, dst: int, msg: Any) -> None:
+        """Put `msg` in actor `dst`'s mailbox at time `at` (not before now), bypassing the
+        network: an input from the node's own machine (a task's exit), not counted as traffic.
+        It joins that instant's deliveries after the messages already due then."""
+        self._instant(max(to_us(at), self.now_us)).deliveries.append((dst, msg))
+
     def inject(self, actor: Actor) -> None:
         """Send what `actor` queued outside a handler (e.g. at start-up) now."""
         if actor.outbox:

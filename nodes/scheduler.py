@@ -1,59 +1,96 @@
-"""The central scheduler role (`drf`, `drf-bestfit`, `fifo`; thesis §4.1).
+"""The central scheduler role (`drf`, `drf-bestfit`, `fifo` and the online rules; thesis §4.1).
 
-It stores each user's pending task and, once per allocation tick, asks its rule for one
-(task, server). It reserves the task's demand in its own view of the cluster — it is the only
-allocator, so its view is exact — proposes to the user, and on acceptance tells the server to
-launch the task. A declined proposal gives the reservation back.
+It stores each user's pending task and, once per allocation tick, asks its rule for a (task,
+server) — up to `per_tick` times (0: until the rule places nothing more). It reserves the
+task's demand in its own view of the cluster — it is the only allocator, so its view is exact
+— proposes to the user, and on acceptance tells the server to launch the task. A declined
+proposal gives the reservation back. When a task ends, the server's `TaskEnded` gives its room
+back and lowers what the scheduler counts its user as holding; a user's `UserShare` refreshes
+the `G_i` its pending task carries.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from nodes.actor import Actor
 from protocols.central import CentralRule, PendingTask
 from protocols.cluster import ClusterView
-from protocols.messages import Accept, Decline, Launch, Proposal, TaskRequest, handles
+from protocols.messages import Accept, Decline, Launch, Proposal, TaskEnded, TaskRequest, UserShare, handles
 from protocols.resources import Vector
 
 __all__ = ["CentralScheduler"]
 
 
 class CentralScheduler(Actor):
-    __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "_arrivals")
+    __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "held", "running", "per_tick", "_arrivals",
+                 "_index")
 
-    def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector]) -> None:
+    def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector],
+                 per_tick: int = 1) -> None:
         super().__init__(actor_id)
         self.rule = rule
         self.servers = list(servers)
+        self._index = {server: k for k, server in enumerate(self.servers)}
         self.cluster = ClusterView(capacities)
         self.pending: dict[int, PendingTask] = {}
         self.proposed: dict[tuple[int, int], tuple[int, Vector]] = {}
+        self.launched: dict[tuple[int, int], Vector] = {}
+        self.held: dict[int, Vector] = {}
+        self.running: dict[int, int] = {}
+        self.per_tick = per_tick
         self._arrivals = 0
 
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
         self._arrivals += 1
-        self.pending[msg.user] = PendingTask(msg.user, msg.task, msg.demand, msg.share, self._arrivals)
+        self.pending[msg.user] = PendingTask(msg.user, msg.task, msg.demand, msg.share, self._arrivals,
+                                             self.held.get(msg.user, ()))
 
     def on_tick(self, now: float) -> None:
-        if not self.pending:
-            return
-        choice = self.rule.choose(list(self.pending.values()), self.cluster)
-        if choice is None:
-            return
-        task, index = choice
-        self.cluster.reserve(index, task.demand)
-        del self.pending[task.user]
-        self.proposed[(task.user, task.task)] = (index, task.demand)
-        self.send(task.user, Proposal(task.task, self.id))
+        started = 0
+        while self.pending and (self.per_tick == 0 or started < self.per_tick):
+            choice = self.rule.choose(list(self.pending.values()), self.cluster)
+            if choice is None:
+                return
+            task, index = choice
+            self.cluster.reserve(index, task.demand)
+            del self.pending[task.user]
+            self.proposed[(task.user, task.task)] = (index, task.demand)
+            self.send(task.user, Proposal(task.task, self.id))
+            started += 1
 
     @handles(Accept)
     def on_accept(self, msg: Accept, now: float) -> None:
         index, demand = self.proposed.pop((msg.user, msg.task))
+        self.launched[(msg.user, msg.task)] = demand
+        held = self.held.get(msg.user)
+        self.held[msg.user] = demand if held is None else tuple(h + d for h, d in zip(held, demand))
+        self.running[msg.user] = self.running.get(msg.user, 0) + 1
         self.send(self.servers[index], Launch(msg.user, msg.task, demand))
 
     @handles(Decline)
     def on_decline(self, msg: Decline, now: float) -> None:
         index, demand = self.proposed.pop((msg.user, msg.task))
         self.cluster.release(index, demand)
+
+    @handles(TaskEnded)
+    def on_task_ended(self, msg: TaskEnded, now: float) -> None:
+        demand = self.launched.pop((msg.user, msg.task))
+        self.cluster.release(self._index[msg.server], demand)
+        self.running[msg.user] -= 1
+        if self.running[msg.user]:
+            held = tuple(h - d for h, d in zip(self.held[msg.user], demand))
+        else:
+            held = (0.0,) * len(demand)  # no rounding residue once nothing runs
+        self.held[msg.user] = held
+        task = self.pending.get(msg.user)
+        if task is not None:
+            self.pending[msg.user] = dataclasses.replace(task, held=held)
+
+    @handles(UserShare)
+    def on_user_share(self, msg: UserShare, now: float) -> None:
+        task = self.pending.get(msg.user)
+        if task is not None:
+            self.pending[msg.user] = dataclasses.replace(task, share=msg.share)

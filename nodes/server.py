@@ -11,7 +11,8 @@ hands it the messages the rule declares handlers for.
 It proposes tasks to their users, reserving the demand at once, so two proposals can never
 oversubscribe it, and refuses (`CapacityViolation`) to propose what does not fit; an
 `Accept` starts the task and reports `TaskAllocated`, a `Decline` gives the reservation
-back. Everything it knows came in its constructor (its parameters, its own random streams),
+back. A task that ends (`TaskExit`) frees its demand, is reported as `TaskFinished` and
+announced to its user (`TaskEnded`); a homed user's `UserShare` updates its record. Everything it knows came in its constructor (its parameters, its own random streams),
 its mailbox and its wake-ups; everything it does leaves as messages, events and counters.
 
 `server_class(rule)` is the node class of one protocol: `ServerNode` with the rule's message
@@ -29,14 +30,17 @@ from nodes.overlay_peer import OverlayPeer
 from nodes.streams import NodeStreams
 from overlay.gradient import NEG_INF, Gradient
 from protocols.cluster import drfh_heuristic
-from protocols.events import TaskAllocated
+from protocols.events import TaskAllocated, TaskFinished
 from protocols.homes import HomeUser, HomeUsers
 from protocols.messages import (
     Accept,
     Decline,
     Proposal,
+    TaskEnded,
+    TaskExit,
     TaskRequest,
     TaskStarted,
+    UserShare,
     WalkFailed,
     WalkTask,
     handles,
@@ -55,7 +59,7 @@ class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
-                 "_streams", "_reserved")
+                 "_streams", "_reserved", "_running")
 
     def __init__(
         self,
@@ -75,16 +79,19 @@ class ServerNode(OverlayPeer):
         fit_candidates: int = 0,
         scale: Vector = (),
         gradient: Callable[..., Any] = Gradient,
+        total: Vector = (),
+        users_active: bool = True,
     ) -> None:
         """`homed` maps each user homed here to its task share `s_i`; `streams` are this node's own.
         `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
-        DRFH heuristic normalised with `scale` (1 / the cluster total of each resource)."""
+        DRFH heuristic normalised with `scale` (1 / the cluster total of each resource).
+        `total` (the cluster's capacity) and `users_active` go to its `HomeUsers`."""
         super().__init__(actor_id, view_size, cyclon_view, shuffle_length, streams.python("overlay"), NEG_INF, max_age,
                          gradient)
         self.capacity = capacity
         self.free = list(capacity)
         self.rule = rule
-        self.homes = HomeUsers(homed, mark_saturated, saturation_retry)
+        self.homes = HomeUsers(homed, mark_saturated, saturation_retry, total, users_active)
         self.walk_ttl = walk_ttl
         self.neighbors: list[int] = []  # a fixed neighbour set, for rules that use one
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
@@ -92,6 +99,7 @@ class ServerNode(OverlayPeer):
         self.scale = scale
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
+        self._running: dict[tuple[int, int], Vector] = {}
         self.gradient.set_utility(self.homes.utility())
 
     def start(self, neighbors: Sequence[int] = ()) -> None:
@@ -153,7 +161,9 @@ class ServerNode(OverlayPeer):
     # -- the handshake --------------------------------------------------------------------
     @handles(Accept)
     def on_accept(self, msg: Accept, now: float) -> None:
-        demand = self._reserved.pop((msg.user, msg.task))
+        key = (msg.user, msg.task)
+        demand = self._reserved.pop(key)
+        self._running[key] = demand
         self.emit(TaskAllocated(now, self.id, msg.user, msg.task, demand))
         self.send(msg.user, TaskStarted(msg.task, self.id))
 
@@ -162,7 +172,21 @@ class ServerNode(OverlayPeer):
         give(self.free, self._reserved.pop((msg.user, msg.task)))
         self.placement["declined"] += 1
 
+    @handles(TaskExit)
+    def on_task_exit(self, msg: TaskExit, now: float) -> None:
+        demand = self._running.pop((msg.user, msg.task))
+        give(self.free, demand)
+        if not self._running and not self._reserved:
+            self.free = list(self.capacity)  # no rounding residue once nothing runs or is reserved
+        self.emit(TaskFinished(now, self.id, msg.user, msg.task, demand))
+        self.send(msg.user, TaskEnded(msg.user, msg.task, self.id))
+
     # -- homed users ----------------------------------------------------------------------
+    @handles(UserShare)
+    def on_user_share(self, msg: UserShare, now: float) -> None:
+        if self.homes.share_reported(msg):
+            self._utility_changed(now)
+
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
         self.homes.task_arrived(msg)

@@ -1,31 +1,49 @@
-"""The user role (thesis Algorithm 3, SPEC §3).
+"""The user roles (thesis Algorithm 3, SPEC §3).
 
-A user has one demand vector and submits tasks endlessly, one at a time: it asks the
-gateway for a server, sends its task (with its current `G_i`) there, accepts the first
-proposal for its current task and declines any later one, and, once told the task runs,
-adds one task to its allocation (`G_i = n_i · s_i`) and starts the next task.
+Both run the thesis's handshake for one task at a time: ask the gateway for a server, send the
+task (with the user's current `G_i`) there, accept the first proposal for the current task and
+decline any later one, and, once told the task runs, count it and move on to the next task.
+Each reports what happens to its tasks as events (`TaskSubmitted`, `TaskDispatched`) for the
+run's ledger.
+
+`UserNode` is the thesis's endless user: one demand vector, a next task as soon as the last
+started, `G_i = n_i · s_i`. `FiniteUserNode` submits a given list of tasks at their submit
+times (they queue at the user, in order), and its tasks end: `G_i` is the dominant share of
+what its running tasks hold, falling when one ends. Decision: when `G_i` changes while a task
+of its waits at an allocator, it tells that allocator (`UserShare`), so the order the
+allocator keeps is never older than one message; when its last queued task starts, it tells
+the allocator it has nothing waiting (`UserShare(waiting=False)`), so an idle user never
+counts in a home's utility (the lowest user that stops asking, thesis ch. 6).
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
+
 from nodes.actor import Actor
+from protocols.events import TaskDispatched, TaskSubmitted
 from protocols.messages import (
     Accept,
     Decline,
     Proposal,
     ServerReply,
     ServerRequest,
+    TaskEnded,
     TaskRequest,
     TaskStarted,
+    UserShare,
     handles,
 )
 from protocols.resources import Vector, dominant_share
 
-__all__ = ["UserNode"]
+__all__ = ["FiniteUserNode", "UserNode"]
+
+_SUBMIT = "submit"
 
 
 class UserNode(Actor):
-    __slots__ = ("gateway", "demand", "task_share", "tasks", "share", "task", "accepted")
+    __slots__ = ("gateway", "demand", "task_share", "tasks", "share", "task", "accepted", "begun")
 
     def __init__(self, actor_id: int, gateway: int, demand: Vector, total: Vector) -> None:
         super().__init__(actor_id)
@@ -36,14 +54,27 @@ class UserNode(Actor):
         self.share = 0.0
         self.task = 0
         self.accepted = False
+        self.begun = False
 
     def start(self, now: float) -> None:
         """Begin submitting: ask the gateway where the first task should go."""
+        self.begun = True
+        self._next(now)
+
+    def _next(self, now: float) -> None:
+        self.emit(TaskSubmitted(now, self.id, self.task, self.demand))
+        self.emit(TaskDispatched(now, self.id, self.task))
         self.send(self.gateway, ServerRequest(self.id))
 
     @handles(ServerReply)
     def on_server_reply(self, msg: ServerReply, now: float) -> None:
         self.send(msg.server, TaskRequest(self.id, self.task, self.demand, self.share))
+
+    def counters(self) -> dict[str, int]:
+        """The user's own account of its tasks (its current task is always out being placed)."""
+        placing = int(self.begun)
+        return {"submitted": self.task + placing, "waiting": 0, "placing": placing, "running": self.tasks,
+                "finished": 0}
 
     @handles(Proposal)
     def on_proposal(self, msg: Proposal, now: float) -> None:
@@ -61,4 +92,101 @@ class UserNode(Actor):
         self.share = self.tasks * self.task_share
         self.task += 1
         self.accepted = False
+        self._next(now)
+
+
+class FiniteUserNode(Actor):
+    """A user with a finite list of tasks `(submit time, demand)`, in submission order."""
+
+    __slots__ = ("gateway", "total", "submits", "demands", "submitted", "queue", "current", "accepted", "allocator",
+                 "held", "running", "share", "started", "ended")
+
+    def __init__(self, actor_id: int, gateway: int, tasks: Sequence[tuple[float, Vector]], total: Vector) -> None:
+        super().__init__(actor_id)
+        self.gateway = gateway
+        self.total = total
+        self.submits = [t for t, _ in tasks]
+        self.demands = [d for _, d in tasks]
+        self.submitted = 0  # tasks submitted so far (task ids are 0..n-1, in submission order)
+        self.queue: deque[int] = deque()  # submitted, not yet sent out
+        self.current = -1  # the task out being placed, or -1
+        self.accepted = False
+        self.allocator = -1  # where the current task was sent, once the gateway answered
+        self.held = [0.0] * len(total)
+        self.running: dict[int, Vector] = {}
+        self.share = 0.0
+        self.started = 0
+        self.ended = 0
+
+    def start(self, now: float) -> None:
+        """Submit what is due now and ask to be woken for the rest."""
+        self._submit_due(now)
+
+    def on_timer(self, key: str, now: float) -> None:
+        self._submit_due(now)
+
+    def _submit_due(self, now: float) -> None:
+        submits = self.submits
+        while self.submitted < len(submits) and submits[self.submitted] <= now:
+            task = self.submitted
+            self.submitted += 1
+            self.queue.append(task)
+            self.emit(TaskSubmitted(now, self.id, task, self.demands[task]))
+        if self.submitted < len(submits):
+            self.wake_at(submits[self.submitted], _SUBMIT)
+        if self.current < 0 and self.queue:
+            self._dispatch(now)
+
+    def _dispatch(self, now: float) -> None:
+        self.current = self.queue.popleft()
+        self.accepted = False
+        self.allocator = -1
+        self.emit(TaskDispatched(now, self.id, self.current))
         self.send(self.gateway, ServerRequest(self.id))
+
+    @handles(ServerReply)
+    def on_server_reply(self, msg: ServerReply, now: float) -> None:
+        self.allocator = msg.server
+        self.send(msg.server, TaskRequest(self.id, self.current, self.demands[self.current], self.share))
+
+    @handles(Proposal)
+    def on_proposal(self, msg: Proposal, now: float) -> None:
+        if msg.task == self.current and not self.accepted:
+            self.accepted = True
+            self.send(msg.proposer, Accept(self.id, msg.task))
+        else:
+            self.send(msg.proposer, Decline(self.id, msg.task))
+
+    @handles(TaskStarted)
+    def on_task_started(self, msg: TaskStarted, now: float) -> None:
+        if msg.task != self.current:
+            return
+        demand = self.demands[msg.task]
+        self.running[msg.task] = demand
+        self.held = [h + d for h, d in zip(self.held, demand)]
+        self.share = dominant_share(self.held, self.total)
+        self.started += 1
+        allocator = self.allocator
+        self.current = -1
+        if self.queue:
+            self._dispatch(now)
+        else:
+            self.send(allocator, UserShare(self.id, self.share, False))
+
+    @handles(TaskEnded)
+    def on_task_ended(self, msg: TaskEnded, now: float) -> None:
+        demand = self.running.pop(msg.task)
+        self.ended += 1
+        if self.running:
+            self.held = [h - d for h, d in zip(self.held, demand)]
+        else:
+            self.held = [0.0] * len(self.held)  # no rounding residue once nothing runs
+        self.share = dominant_share(self.held, self.total)
+        if self.current >= 0 and self.allocator >= 0:
+            self.send(self.allocator, UserShare(self.id, self.share, True))
+
+    def counters(self) -> dict[str, int]:
+        """The user's own account of its tasks, for the run's ledger check."""
+        placing = int(self.current >= 0)
+        return {"submitted": self.submitted, "waiting": len(self.queue), "placing": placing,
+                "running": len(self.running), "finished": self.ended}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from protocols.central import PendingTask
+from protocols.central import PER_TICK, PendingTask
 from protocols.cluster import ClusterView
 
 __all__ = ["DrfBestFit", "DrfFirstFit"]
@@ -23,6 +23,8 @@ def _by_share(pending: Sequence[PendingTask]) -> list[PendingTask]:
 class DrfFirstFit:
     """DRF order, first-fit placement."""
 
+    PARAMS = (PER_TICK,)
+
     def choose(self, pending: Sequence[PendingTask], cluster: ClusterView) -> tuple[PendingTask, int] | None:
         for task in _by_share(pending):
             server = cluster.first_fit(task.demand, key=task.user)
@@ -33,6 +35,8 @@ class DrfFirstFit:
 
 class DrfBestFit:
     """DRF order, DRFH best-fit placement."""
+
+    PARAMS = (PER_TICK,)
 
     def choose(self, pending: Sequence[PendingTask], cluster: ClusterView) -> tuple[PendingTask, int] | None:
         for task in _by_share(pending):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NeighborsFixed", "TaskAllocated"]
+__all__ = ["NeighborsFixed", "TaskAllocated", "TaskDispatched", "TaskFinished", "TaskSubmitted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,3 +29,33 @@ class NeighborsFixed:
     time: float
     server: int
     members: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSubmitted:
+    """`user` submitted task `task` needing `demand` at `time` (it waits at the user)."""
+
+    time: float
+    user: int
+    task: int
+    demand: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDispatched:
+    """`user` sent task `task` out to be placed at `time` (the handshake began)."""
+
+    time: float
+    user: int
+    task: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinished:
+    """Task `task` of `user` ended on `server` at `time`, freeing `demand`."""
+
+    time: float
+    server: int
+    user: int
+    task: int
+    demand: tuple[float, ...]

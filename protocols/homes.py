@@ -5,6 +5,14 @@ share `s_i`, its pending task, and whether that task is out being placed ("busy"
 one task at a time). The server's utility is eq. 4.2, `−min G_i` over its users, `−∞`
 without any.
 
+Tasks that end (finite workloads): a user reports a share that fell (`UserShare`), and says
+when it has nothing waiting. Decision: such a user is *inactive* — it does not count in the
+minimum until its next task arrives — so a user that stops asking never holds the others back
+(thesis ch. 6); its falling share needs no message until then, since its next task carries
+it. Finite users start inactive (they have submitted nothing yet); the thesis's endless users
+start active at `G_i = 0`. `s_i` is the dominant share of the user's latest task (a finite
+user's tasks need not share one demand).
+
 A walk that found no room marks its user *saturated* (`mark_saturated`, on by default): it
 then counts as `+∞` in that minimum, so a user that cannot grow does not hold up the rest
 (thesis ch. 6). Decision: a bounded walk can miss the last servers with room, so the home
@@ -19,7 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from protocols.messages import TaskRequest
+from protocols.messages import TaskRequest, UserShare
+from protocols.resources import Vector, dominant_share
 
 __all__ = ["HomeUser", "HomeUsers", "INF"]
 
@@ -29,15 +38,16 @@ INF = float("inf")
 class HomeUser:
     """What a home server knows of one of its users."""
 
-    __slots__ = ("share", "task_share", "pending", "busy", "saturated", "retry_wait")
+    __slots__ = ("share", "task_share", "pending", "busy", "saturated", "retry_wait", "active")
 
-    def __init__(self, task_share: float) -> None:
+    def __init__(self, task_share: float, active: bool = True) -> None:
         self.share = 0.0  # G_i as the user last reported it
         self.task_share = task_share  # s_i: what one more task adds to G_i
         self.pending: TaskRequest | None = None  # the user's current task, once it arrived
         self.busy = False  # that task is out being placed
         self.saturated = False  # marked saturated: counts as +∞
         self.retry_wait = 0.0  # the wait before the next retry after a failure
+        self.active = active  # it has a task waiting (or is an endless user): it counts
 
     def idle(self) -> bool:
         """The user has a task here that is not already being placed."""
@@ -47,14 +57,18 @@ class HomeUser:
 class HomeUsers:
     """The users homed on one server, by id (ascending)."""
 
-    __slots__ = ("records", "mark_saturated", "saturation_retry", "saturated")
+    __slots__ = ("records", "mark_saturated", "saturation_retry", "saturated", "total")
 
-    def __init__(self, homed: Mapping[int, float], mark_saturated: bool = True, saturation_retry: float = INF) -> None:
-        """`homed` maps each user homed here to its task share `s_i` (the home knows `C`)."""
-        self.records = {user: HomeUser(share) for user, share in sorted(homed.items())}
+    def __init__(self, homed: Mapping[int, float], mark_saturated: bool = True, saturation_retry: float = INF,
+                 total: Vector = (), active: bool = True) -> None:
+        """`homed` maps each user homed here to its task share `s_i`; `total` is the cluster's
+        capacity `C` (to read `s_i` off each arriving task; empty: keep `homed`'s); `active` is
+        False for finite users, which count only once a task arrives."""
+        self.records = {user: HomeUser(share, active) for user, share in sorted(homed.items())}
         self.mark_saturated = mark_saturated
         self.saturation_retry = saturation_retry
         self.saturated = 0  # users marked saturated now
+        self.total = total
 
     def __bool__(self) -> bool:
         return bool(self.records)
@@ -63,8 +77,8 @@ class HomeUsers:
         return iter(self.records.items())
 
     def counted(self) -> Iterable[tuple[int, HomeUser]]:
-        """Users that count in the minimum share (not marked saturated)."""
-        return ((u, r) for u, r in self.records.items() if not r.saturated)
+        """Users that count in the minimum share (active, not marked saturated)."""
+        return ((u, r) for u, r in self.records.items() if r.active and not r.saturated)
 
     def min_share(self) -> float:
         """`min G_i` over the counted users; `+∞` when there are none."""
@@ -86,9 +100,28 @@ class HomeUsers:
         record.share = msg.share
         record.pending = msg
         record.busy = False
+        record.active = True
+        if self.total:
+            record.task_share = dominant_share(msg.demand, self.total)
         if record.saturated:
             record.saturated = False
             self.saturated -= 1
+
+    def share_reported(self, msg: UserShare) -> bool:
+        """A finite user's new `G_i`, and whether it still has a task waiting. Returns False for a
+        user not homed here (a probe's random server keeps the share its copies carry)."""
+        record = self.records.get(msg.user)
+        if record is None:
+            return False
+        record.share = msg.share
+        if not msg.waiting:
+            record.pending = None
+            record.busy = False
+            record.active = False
+            if record.saturated:
+                record.saturated = False
+                self.saturated -= 1
+        return True
 
     def walk_failed(self, user: int, task: int, now: float) -> tuple[bool, float | None]:
         """The walk of `user`'s `task` found no room. Returns `(newly marked, retry time)`:

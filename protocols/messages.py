@@ -19,6 +19,13 @@ The handshake of thesis Algorithm 3 (SPEC §3), used by every protocol:
     (central only) scheduler ──Launch──▶ resource node
     resource node ──TaskStarted──▶ user
 
+Tasks that end (finite workloads, `docs/workloads.md`): the task's end reaches the server
+running it as `TaskExit`, an input from its own machine (the emulation's environment delivers
+it; it never crosses the network). The server frees the task's demand and tells the user —
+and, in central protocols, the scheduler, whose view of the cluster must see the room — with
+`TaskEnded`. A finite user whose share changed while a task of its waits at an allocator, or
+that has just run out of tasks to submit, reports its `G_i` there with `UserShare`.
+
 Distributed protocols add task placement (SPEC §4): an allocating server that has no room
 sends the task on a walk (`WalkTask`, server to server); the server that finds room proposes
 to the user itself; a walk out of hops reports `WalkFailed` to the task's home server.
@@ -38,7 +45,10 @@ __all__ = [
     "ServerReply",
     "ServerRequest",
     "TaskRequest",
+    "TaskEnded",
+    "TaskExit",
     "TaskStarted",
+    "UserShare",
     "WalkFailed",
     "WalkTask",
     "collect_handlers",
@@ -214,3 +224,34 @@ class WalkFailed:
     user: int
     task: int
     WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class TaskExit:
+    """Task `task` of `user` has run its course on the receiving server (an environment input,
+    not a network message: delivered by the run's task lifetimes at start + duration)."""
+
+    user: int
+    task: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class TaskEnded:
+    """A server's task `task` of `user` ended; its demand is free again on `server`."""
+
+    user: int
+    task: int
+    server: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 2)
+
+
+@message
+class UserShare:
+    """A finite user's `G_i` is now `share`; `waiting` is False once it has no task waiting
+    (its last submitted task started), so its allocator stops counting it until its next task."""
+
+    user: int
+    share: float
+    waiting: bool
+    WIRE: ClassVar[tuple[int, int]] = (2, 1)

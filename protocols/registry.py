@@ -25,6 +25,7 @@ from protocols.drf import DrfBestFit, DrfFirstFit
 from protocols.errors import InputError
 from protocols.fifo import Fifo
 from protocols.messages import TaskRequest
+from protocols.online_central import CAdrf, NaiveAdrf, Wmmf
 from protocols.params import Param
 from protocols.pdgdrf import PdgdrfRule
 from protocols.probe import ProbeRule
@@ -125,6 +126,12 @@ def get_protocol(name: str) -> ProtocolSpec:
 register(ProtocolSpec("drf", "central DRF, first-fit placement", Gateway.CENTRAL, central_rule=DrfFirstFit))
 register(ProtocolSpec("drf-bestfit", "central DRF, DRFH best-fit placement", Gateway.CENTRAL, central_rule=DrfBestFit))
 register(ProtocolSpec("fifo", "central FIFO, first-fit placement", Gateway.CENTRAL, central_rule=Fifo))
+register(ProtocolSpec("c-adrf", "central C-ADRF (seed 002 Algorithm 1): the lowest adaptive share, waiting until its "
+                      "task fits", Gateway.CENTRAL, central_rule=CAdrf))
+register(ProtocolSpec("naive-adrf", "central naive ADRF: the lowest adaptive share whose task fits", Gateway.CENTRAL,
+                      central_rule=NaiveAdrf))
+register(ProtocolSpec("wmmf", "central weighted max-min fairness on one resource's share", Gateway.CENTRAL,
+                      central_rule=Wmmf))
 register(ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", Gateway.RANDOM,
                       server_rule=ProbeRule))
 register(ProtocolSpec("ddrf-random", "DDRF over P fixed random neighbours", Gateway.HOME, server_rule=DdrfRule))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -41,10 +42,43 @@ def test_three_resources_and_optional_fields() -> None:
         {
             "resources": ["cpu", "mem", "gpu"],
             "servers": [{"capacity": [8, 32, 0]}, {"capacity": [8, 32, 4]}],
-            "users": [{"demand": [1, 2, 1], "arrival": 5, "duration": 60}],
+            "users": [{"demand": [1, 2, 1]}],
         }
     )
-    assert [s.id for s in w.servers] == ["s0", "s1"] and w.users[0].duration == 60.0
+    assert [s.id for s in w.servers] == ["s0", "s1"] and not w.finite
+
+
+def test_finite_tasks_are_expanded_and_ordered_by_submit_time() -> None:
+    w = parse_workload({"resources": ["cpu", "mem"], "servers": [{"capacity": [4, 4]}],
+                        "users": [{"id": "a", "demand": [1, 1], "tasks": [
+                            {"submit": 3, "duration": 2}, {"submit": 1, "duration": 1, "demand": [2, 1], "count": 2}]}]})
+    assert w.finite and w.task_count == 3
+    assert [(t.submit, t.duration, t.demand) for t in w.users[0].tasks or ()] == [
+        (1.0, 1.0, (2.0, 1.0)), (1.0, 1.0, (2.0, 1.0)), (3.0, 2.0, (1.0, 1.0))]
+    assert parse_workload(w.to_dict()) == w
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda u: u.update(tasks=[]), "non-empty list"),
+    (lambda u: u.update(tasks=[{"submit": 0}]), "needs 'duration'"),
+    (lambda u: u.update(tasks=[{"submit": -1, "duration": 1}]), "submit must be a non-negative"),
+    (lambda u: u.update(tasks=[{"submit": 0, "duration": 0}]), "duration must be a positive"),
+    (lambda u: u.update(tasks=[{"submit": 0, "duration": 1, "count": 0}]), "count must be an integer"),
+    (lambda u: u.update(tasks=[{"submit": 0, "duration": 1, "demand": [9, 1]}]), "fits on no server"),
+    (lambda u: u.update(tasks=[{"submit": 0, "duration": 1, "gpu": 1}]), "unknown key(s) gpu"),
+    (lambda u: u.update(arrival=5), "'arrival' and 'duration' of a user are gone"),
+])
+def test_bad_finite_tasks_get_one_line_errors(change, message) -> None:  # type: ignore[no-untyped-def]
+    user = {"id": "a", "demand": [1, 1], "tasks": [{"submit": 0, "duration": 1}]}
+    change(user)
+    with pytest.raises(WorkloadError, match=re.escape(message)):
+        parse_workload({"resources": ["cpu", "mem"], "servers": [{"capacity": [4, 4]}], "users": [user]})
+
+
+def test_endless_and_finite_users_do_not_mix() -> None:
+    with pytest.raises(WorkloadError, match="all endless or all finite"):
+        parse_workload({"resources": ["cpu"], "servers": [{"capacity": [4]}], "users": [
+            {"demand": [1]}, {"demand": [1], "tasks": [{"submit": 0, "duration": 1}]}]})
 
 
 @pytest.mark.parametrize(
@@ -60,7 +94,6 @@ def test_three_resources_and_optional_fields() -> None:
         (lambda d: d["users"].append({"id": "A", "demand": [1, 1]}), "duplicate user id 'A'"),
         (lambda d: d.pop("servers"), "non-empty list 'servers'"),
         (lambda d: d.update(resources=[]), "resources"),
-        (lambda d: d["users"][0].update(duration=0), "positive"),
     ],
 )
 def test_bad_workloads_name_the_problem(change, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -168,20 +168,17 @@ def _summary(result: RunResult) -> Table:
     table = Table(title=f"drfemu run — {r['protocol']} on {r['machines']} machines × {r['users']} users (seed {r['seed']})")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    ratio = r["ratio_20_20"]
     rows = [
         ("outcome", f"{r['status']}: {r['end_reason']}"),
         ("allocations", f"{r['allocations']:,}"),
         ("run-time (virtual)", f"{r['run_time_s']:.1f} s"),
-        ("minimum dominant share", f"{r['min_dominant_share']:.4f}"),
-        ("Gini", f"{r['gini']:.4f}"),
-        ("std of dominant shares", f"{r['std_dominant_share']:.6f}"),
-        ("20:20 ratio", "∞" if ratio is None else f"{ratio:.3f}"),
-        ("Jain's index", f"{r['jain']:.4f}"),
-        ("utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r["utilization"].items())),
-        ("stranded", ", ".join(f"{k} {v:.1%}" for k, v in r["stranded"].items())),
+        *(_finite_rows(r) if r["finite_tasks"] else _endless_rows(r)),
         ("error ratio (τ=0)", f"{r['error_ratio']:.2%}"),
         ("error ratio τ=1/5/10/15%", " / ".join(f"{r['error_ratio_by_tolerance'][k]:.2%}" for k in ("0.01", "0.05", "0.1", "0.15"))),
+        ("tasks waiting / placing / running / finished / lost", " / ".join(f"{r['ledger'][k]:,}" for k in (
+            "waiting", "placing", "running", "finished", "lost"))),
+        ("queueing delay p50 / p95 / p99", " / ".join("–" if r["queueing_delay_s"][k] is None
+                                                      else f"{r['queueing_delay_s'][k]:.3g} s" for k in ("p50", "p95", "p99"))),
         ("messages", f"{r['messages_total']:,} ({r['bytes_total']:,} bytes)"
                      + ("" if r["messages_per_allocation"] is None else f", {r['messages_per_allocation']:,.0f} per allocation")),
         ("wall time", f"{r['wall_time_s']:.2f} s ({r['events_per_s']:,.0f} events/s)"),
@@ -195,6 +192,33 @@ def _summary(result: RunResult) -> Table:
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def _endless_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    ratio = r["ratio_20_20"]
+    return [
+        ("minimum dominant share", f"{r['min_dominant_share']:.4f}"),
+        ("Gini", f"{r['gini']:.4f}"),
+        ("std of dominant shares", f"{r['std_dominant_share']:.6f}"),
+        ("20:20 ratio", "∞" if ratio is None else f"{ratio:.3f}"),
+        ("Jain's index", f"{r['jain']:.4f}"),
+        ("utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r["utilization"].items())),
+        ("stranded", ", ".join(f"{k} {v:.1%}" for k, v in r["stranded"].items())),
+    ]
+
+
+def _finite_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    def number(x: float | None, form: str = ".4f") -> str:
+        return "–" if x is None else format(x, form)
+
+    swm = r["swm"]
+    rmse = number(swm["mean_rmse"], ".2%") if swm.get("available") else f"– ({swm['reason']})"
+    return [
+        ("time-averaged minimum share / Gini / Jain", " / ".join(number(r["time_averaged"][k]) for k in (
+            "min_share", "gini", "jain"))),
+        ("time-averaged utilisation", ", ".join(f"{k} {number(v, '.1%')}" for k, v in r["utilization"].items())),
+        ("mean RMSE against SWM", rmse),
+    ]
 
 
 def _option_type(p: Param) -> Any:

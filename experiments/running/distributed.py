@@ -38,7 +38,9 @@ class DistributedSetup:
         demands: Mapping[int, Vector],
         homes: Mapping[int, int],
         streams: RandomStreams,
+        finite: bool = False,
     ) -> None:
+        """`finite`: the users submit finite task lists (their homes count them once a task arrives)."""
         assert spec.server_rule is not None
         self.params = params
         self.spec = spec
@@ -62,7 +64,7 @@ class DistributedSetup:
                        walk_ttl=self.walk_ttl, max_age=params.max_age_periods * period,
                        mark_saturated=params.mark_saturated, saturation_retry=retry,
                        fit_candidates=params.fit_candidates if params.placement == "best-fit" else 0, scale=scale,
-                       gradient=gradient)
+                       gradient=gradient, total=total, users_active=not finite)
             for server, capacity in enumerate(capacities)
         ]
         self.homes = sorted(homed)

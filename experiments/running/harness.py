@@ -34,7 +34,7 @@ from protocols.resources import (
     total_capacity,
 )
 
-__all__ = ["TOLERANCES", "Harness", "RunOutcome"]
+__all__ = ["TOLERANCES", "Harness", "RunOutcome", "error_series"]
 
 TOLERANCES: tuple[float, ...] = (0.0, 0.01, 0.05, 0.1, 0.15)
 SHARE_MARGIN = 1e-9
@@ -211,17 +211,23 @@ class Harness:
         return [e / self.allocations if self.allocations else 0.0 for e in self.errors]
 
     def error_series(self, points: int = 100) -> dict[str, list[float] | list[int]]:
-        """Cumulative error ratio per tolerance, sampled at ≤ `points` + 1 allocation counts."""
-        n = len(self._error_flags)
-        if n == 0:
-            return {"allocations": []}
-        step = max(1, -(-n // points))
-        marks = np.arange(step, n + 1, step)
-        if marks[-1] != n:
-            marks = np.append(marks, n)
-        flags = np.frombuffer(bytes(self._error_flags), dtype=np.uint8)
-        series: dict[str, list[float] | list[int]] = {"allocations": marks.tolist()}
-        for i, tau in enumerate(self.tolerances):
-            cumulative = np.cumsum((flags >> i) & 1)
-            series[f"{tau:g}"] = (cumulative[marks - 1] / marks).tolist()
-        return series
+        return error_series(self._error_flags, self.tolerances, points)
+
+
+def error_series(error_flags: bytearray, tolerances: Sequence[float],
+                 points: int = 100) -> dict[str, list[float] | list[int]]:
+    """Cumulative error ratio per tolerance, sampled at ≤ `points` + 1 allocation counts
+    (`error_flags`: bit i of byte n says allocation n was an error at tolerance i)."""
+    n = len(error_flags)
+    if n == 0:
+        return {"allocations": []}
+    step = max(1, -(-n // points))
+    marks = np.arange(step, n + 1, step)
+    if marks[-1] != n:
+        marks = np.append(marks, n)
+    flags = np.frombuffer(bytes(error_flags), dtype=np.uint8)
+    series: dict[str, list[float] | list[int]] = {"allocations": marks.tolist()}
+    for i, tau in enumerate(tolerances):
+        cumulative = np.cumsum((flags >> i) & 1)
+        series[f"{tau:g}"] = (cumulative[marks - 1] / marks).tolist()
+    return series

@@ -97,6 +97,10 @@ CORE: tuple[Param, ...] = (
           unit="servers"),
     Param("max_age", Kind.INT, 0, "Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).",
           ge=0, le=10**9, unit="periods"),
+    Param("sample_every", Kind.DURATION, 10.0, "Tasks that end: the period of the fairness, utilisation and queue "
+          "samples over time (0: none).", ge=0, le=1e9, unit="s", echo="sample_every_s"),
+    Param("swm_every", Kind.DURATION, 700.0, "Tasks that end: the period of the samples compared with the SWM "
+          "optimum (seed 002: 700 s; 0: none).", ge=0, le=1e9, unit="s", echo="swm_every_s"),
 )
 
 CASE = ("workload", "machines", "users", "case_seed")  # what the workload is, not how it is run

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.running.distributed import DistributedSetup
+from experiments.running.finite_harness import FINISHED, FiniteHarness
 from experiments.running.harness import (
     SATURATED,
     STALLED,
@@ -43,7 +44,10 @@ from experiments.running.harness import (
     Harness,
     RunOutcome,
 )
+from experiments.running.ledger import TaskLedger
+from experiments.running.lifetimes import TaskLifetimes
 from experiments.running.params import GOOGLE, RunParams, echo, run_params
+from experiments.running.swm import swm_comparison
 from experiments.workloads.google import google_case
 from experiments.workloads.model import Workload, load_workload
 from nodes.actor import Actor
@@ -55,7 +59,8 @@ from nodes.resource_node import ResourceNode
 from nodes.runtime import Runtime
 from nodes.scheduler import CentralScheduler
 from nodes.streams import RandomStreams
-from nodes.user import UserNode
+from nodes.user import FiniteUserNode, UserNode
+from protocols.central import PER_TICK
 from protocols.errors import InputError
 from protocols.events import TaskAllocated
 from protocols.fairness import gini, jain, ratio_20_20, sample_std
@@ -122,11 +127,13 @@ def run_emulation(
     log: Callable[..., Any] | None = None,
     progress: Callable[[float, int], None] | None = None,
 ) -> RunResult:
-    """Run one emulation to saturation, stall or the time cap."""
+    """Run one emulation: to saturation, stall or the time cap (endless users), or until every
+    task has finished, a stall or the time cap (finite users)."""
     config.validate()
     params: Any = config.params
     spec = get_protocol(params.protocol)
     workload = config.workload
+    finite = workload.finite
     streams = RandomStreams(params.seed)
     n_servers, n_users = len(workload.servers), len(workload.users)
     server_ids = list(range(n_servers))
@@ -134,40 +141,41 @@ def run_emulation(
     gateway_id = n_servers + n_users
     scheduler_id = gateway_id + 1
     total = workload.total
+    capacities = [s.capacity for s in workload.servers]
 
     loop = VirtualClockLoop()
     try:
         def on_finish(outcome: RunOutcome) -> None:
             runtime.stop(outcome)  # bound below, before the loop runs
 
-        harness = Harness(
-            capacities=[s.capacity for s in workload.servers],
-            demands=[u.demand for u in workload.users],
-            user_actors=user_ids,
-            tick=params.tick,
-            stall_ticks=params.stall_ticks,
-            max_time=params.max_time,
-            on_finish=on_finish,
-            log=log,
-            progress=progress,
-        )
+        harness: Harness | FiniteHarness
+        if finite:
+            harness = FiniteHarness(capacities, user_ids, workload.task_count, params.tick, params.stall_ticks,
+                                    params.max_time, on_finish, params.sample_every, params.swm_every, log=log,
+                                    progress=progress)
+        else:
+            harness = Harness(capacities=capacities, demands=[u.demand for u in workload.users], user_actors=user_ids,
+                              tick=params.tick, stall_ticks=params.stall_ticks, max_time=params.max_time,
+                              on_finish=on_finish, log=log, progress=progress)
         gateway = Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id)
-        capacities = [s.capacity for s in workload.servers]
         distributed: DistributedSetup | None = None
         actors: list[Actor]
         tickers: list[Actor] = []
         if spec.distributed:
             demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
-            distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams)
+            distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite)
             actors = list(distributed.servers)
             tickers.extend(distributed.tickers)
         else:
-            actors = [ResourceNode(i, c) for i, c in zip(server_ids, capacities)]
-        users = [UserNode(a, gateway_id, u.demand, total) for a, u in zip(user_ids, workload.users)]
+            actors = [ResourceNode(i, c, scheduler_id) for i, c in zip(server_ids, capacities)]
+        users: list[UserNode | FiniteUserNode] = [
+            FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total) if finite
+            else UserNode(a, gateway_id, u.demand, total)
+            for a, u in zip(user_ids, workload.users)]
         actors.extend(users)
         actors.append(gateway)
         if spec.central_rule is not None:
-            scheduler = CentralScheduler(scheduler_id, spec.central_rule(), server_ids, capacities)
+            scheduler = _central_scheduler(spec, params, scheduler_id, server_ids, capacities, len(workload.resources))
             actors.append(scheduler)
             tickers.append(scheduler)
         network = Network(
@@ -177,14 +185,20 @@ def run_emulation(
             cost=config.cost,
         )
         runtime = Runtime(loop, network, actors)
-        runtime.subscribe(TaskAllocated, harness.on_event)
+        ledger = TaskLedger()
+        ledger.subscribe(runtime)
+        if isinstance(harness, FiniteHarness):
+            harness.subscribe(runtime)
+            TaskLifetimes(runtime, {a: [t.duration for t in u.tasks or ()] for a, u in zip(user_ids, workload.users)})
+        else:
+            runtime.subscribe(TaskAllocated, harness.on_event)
         for user in users:
             runtime.call_at(0.0, user.start, actor=user)
         ticks = runtime.start_ticks(params.tick, tickers)
         if distributed is not None:
             distributed.start(runtime)
         runtime.add_tick_hook(harness.on_tick)
-        if not harness.placeable_shares():
+        if isinstance(harness, Harness) and not harness.placeable_shares():
             harness.finish(SATURATED, "no user's task fits on any server", 0.0)
 
         with tuned_gc():
@@ -194,13 +208,12 @@ def run_emulation(
     finally:
         loop.close()
 
-    shares = harness.placeable_shares()
     labels = [u.id for u in workload.users]
-    unplaceable = set(harness.unplaceable)
     events = runtime.delivered + runtime.timer_events
     traffic = network.tally()
     error_ratios = harness.error_ratios()
-    series = harness.error_series()
+    user_counts = {user.id: user.counters() for user in users}
+    expected = (sum(t.submit <= runtime.now for u in workload.users for t in u.tasks or ()) if finite else None)
     values: dict[str, Any] = {
         "protocol": params.protocol,
         "machines": n_servers,
@@ -209,23 +222,20 @@ def run_emulation(
         "resources": list(workload.resources),
         "tick_s": params.tick,
         "latency": network.latency.describe(),
+        "finite_tasks": finite,
         "saturated": outcome.status == SATURATED,
         "stalled": outcome.status == STALLED,
+        "finished": outcome.status == FINISHED,
         "status": outcome.status,
         "end_reason": outcome.reason,
-        "run_time_s": harness.last_allocation,
+        "run_time_s": harness.last_finish if isinstance(harness, FiniteHarness) else harness.last_allocation,
         "virtual_time_s": runtime.now,
         "allocations": harness.allocations,
-        "min_dominant_share": min(shares) if shares else 0.0,
-        "gini": gini(shares) if shares else 0.0,
-        "std_dominant_share": sample_std(shares) if shares else 0.0,
-        "ratio_20_20": _finite(ratio_20_20(shares)) if shares else None,
-        "jain": jain(shares) if shares else 1.0,
-        "utilization": dict(zip(workload.resources, harness.utilization())),
-        "stranded": dict(zip(workload.resources, harness.stranded())),
+        "ledger": ledger.check(user_counts, expected),
+        "queueing_delay_s": ledger.delay_percentiles(),
         "error_ratio": error_ratios[0],
         "error_ratio_by_tolerance": {f"{tau:g}": r for tau, r in zip(TOLERANCES, error_ratios)},
-        "error_series": series,
+        "error_series": harness.error_series(),
         "messages": {name: t.sent for name, t in traffic.items()},
         "messages_dropped": {name: t.dropped for name, t in traffic.items() if t.dropped},
         "bytes": {name: t.bytes for name, t in traffic.items()},
@@ -236,17 +246,74 @@ def run_emulation(
         "wall_time_s": wall,
         "events": events,
         "events_per_s": events / wall if wall > 0 else 0.0,
-        "dominant_shares": {labels[k]: s for k, s in enumerate(harness.shares) if k not in unplaceable},
-        "tasks": {labels[k]: n for k, n in enumerate(harness.tasks) if k not in unplaceable},
-        "unplaceable_users": [labels[k] for k in sorted(unplaceable)],
         "workload": dict(workload.source),
         "distributed": spec.distributed,
         **echo(params),
         "ticks": ticks.fired,
     }
+    if isinstance(harness, FiniteHarness):
+        values.update(_finite_metrics(harness, workload.resources, total, labels))
+    else:
+        values.update(_endless_metrics(harness, workload.resources, labels))
     if distributed is not None:
         values.update(distributed.report())
     return RunResult(values)
+
+
+def _central_scheduler(spec: Any, params: Any, actor_id: int, servers: list[int], capacities: list[Any],
+                       resources: int) -> CentralScheduler:
+    """The central scheduler with its rule built from the rule's own run parameters."""
+    rule_params = {p.name: getattr(params, p.name) for p in spec.params}
+    per_tick = rule_params.pop(PER_TICK.name, PER_TICK.default)  # a rule that does not declare it: the thesis's 1
+    rule = spec.central_rule(**rule_params)
+    check = getattr(rule, "check_resources", None)
+    if check is not None:
+        try:
+            check(resources)
+        except ValueError as error:
+            raise InputError(str(error)) from None
+    return CentralScheduler(actor_id, rule, servers, capacities, per_tick)
+
+
+def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[str]) -> dict[str, Any]:
+    """Fairness of the final allocation (the thesis's metrics), over the placeable users."""
+    shares = harness.placeable_shares()
+    unplaceable = set(harness.unplaceable)
+    return {
+        "min_dominant_share": min(shares) if shares else 0.0,
+        "gini": gini(shares) if shares else 0.0,
+        "std_dominant_share": sample_std(shares) if shares else 0.0,
+        "ratio_20_20": _finite(ratio_20_20(shares)) if shares else None,
+        "jain": jain(shares) if shares else 1.0,
+        "utilization": dict(zip(resources, harness.utilization())),
+        "stranded": dict(zip(resources, harness.stranded())),
+        "dominant_shares": {labels[k]: s for k, s in enumerate(harness.shares) if k not in unplaceable},
+        "tasks": {labels[k]: n for k, n in enumerate(harness.tasks) if k not in unplaceable},
+        "unplaceable_users": [labels[k] for k in sorted(unplaceable)],
+    }
+
+
+def _finite_metrics(harness: FiniteHarness, resources: tuple[str, ...], total: tuple[float, ...],
+                    labels: list[str]) -> dict[str, Any]:
+    """Fairness over time (the final allocation of a finished run is empty): time averages of
+    the samples, the sampled series, the SWM comparison, and each user's started tasks. The
+    thesis's end-of-run metrics are the time averages (`min_dominant_share`, `gini`, `jain`)."""
+    averages = harness.time_averages()
+    series = {key: [_finite(x) for x in values] for key, values in harness.series.items()}
+    for r, name in enumerate(resources):
+        series[f"utilization_{name}"] = series.pop(f"utilization_{r}")
+    return {
+        "min_dominant_share": averages["min_share"],
+        "gini": averages["gini"],
+        "jain": averages["jain"],
+        "time_averaged": {"min_share": averages["min_share"], "gini": averages["gini"], "jain": averages["jain"],
+                          "utilization": {name: averages[f"utilization_{r}"] for r, name in enumerate(resources)}},
+        "utilization": {name: averages[f"utilization_{r}"] for r, name in enumerate(resources)},
+        "series": series,
+        "swm": swm_comparison(harness.swm_samples, total),
+        "tasks": {labels[k]: n for k, n in enumerate(harness.started)},
+        "unplaceable_users": [],
+    }
 
 
 def run_point(params: Mapping[str, Any]) -> dict[str, Any]:

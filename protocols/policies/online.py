@@ -30,11 +30,28 @@ from collections.abc import Sequence
 from protocols.policies.pool import PolicyInputError
 from protocols.resources import CapacityViolation
 
-__all__ = ["ONLINE_BETAS", "RULES", "OnlineScheduler"]
+__all__ = ["ONLINE_BETAS", "RULES", "OnlineScheduler", "order_key"]
 
 RULES = ("c-adrf", "naive-adrf", "cpu", "g-cpu", "mem", "g-mem", "fifo")
 ONLINE_BETAS = ("d-max", "D-max")
 _REL_TOL = 1e-9
+
+
+def order_key(rule: str, held: Sequence[float], capacity: Sequence[float], latest: Sequence[float], alpha: float,
+              beta: str, resource: int | None = None) -> float:
+    """The share `rule` orders users by, lowest first: W_i(x) = β_i x^α of the dominant share
+    (`c-adrf`, `naive-adrf`) or of one resource's share (`cpu`/`g-cpu`: resource 0, `mem`/`g-mem`:
+    1, or `resource` when given); the plain share for `cpu` and `mem`. `latest` is the user's
+    latest task demand (β = `D-max` reads it)."""
+    if rule in ("c-adrf", "naive-adrf"):
+        x = max(h / c for h, c in zip(held, capacity))
+    else:
+        r = resource if resource is not None else (0 if rule in ("cpu", "g-cpu") else 1)
+        x = held[r] / capacity[r]
+    if rule in ("cpu", "mem"):
+        return x
+    b = 1.0 if beta == "d-max" else max(d / c for d, c in zip(latest, capacity))
+    return b * x ** alpha
 
 
 class OnlineScheduler:
@@ -112,16 +129,8 @@ class OnlineScheduler:
         return max(h / c for h, c in zip(self.held[user], self.capacity))
 
     def key(self, user: int) -> float:
-        """The share the rule orders by, lowest first."""
-        if self.rule in ("c-adrf", "naive-adrf"):
-            x = self.dominant_share(user)
-        else:
-            r = 0 if self.rule in ("cpu", "g-cpu") else 1
-            x = self.held[user][r] / self.capacity[r]
-        if self.rule in ("cpu", "mem"):
-            return x
-        beta = 1.0 if self.beta == "d-max" else max(d / c for d, c in zip(self.latest[user], self.capacity))
-        return beta * x ** self.alpha
+        """The share the rule orders by, lowest first (`order_key`)."""
+        return order_key(self.rule, self.held[user], self.capacity, self.latest[user], self.alpha, self.beta)
 
     def wanted(self, user: int) -> float:
         """The dominant share the user would hold with all its queued jobs running too."""
