@@ -1,19 +1,21 @@
-"""The online rules (seed 002 §V) and the trace-driven job simulator."""
+"""The online rules (seed 002 §V), the trace's first hour, and the emulator's central online
+protocols checked against the job-simulator oracle (`tests/oracles/jobsim.py`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.policies.jobsim import (
-    Job,
-    load_first_hour_jobs,
-    offered_load,
-    relative_rmse,
-    simulate,
-)
+from experiments.running.runner import RunConfig, run_emulation
+from experiments.running.swm import relative_rmse
+from experiments.workloads.model import Server, Task, User, Workload
+from experiments.workloads.online import load_first_hour, offered_load
+from protocols.central import PendingTask
+from protocols.cluster import ClusterView
+from protocols.online_central import CAdrf, NaiveAdrf, Wmmf
 from protocols.policies.online import RULES, OnlineScheduler
 from protocols.policies.pool import PolicyInputError
 from protocols.resources import CapacityViolation
+from tests.oracles.jobsim import Job, simulate
 
 
 def starvation(rule: str, demand_2: tuple[float, float]) -> tuple[list[str], int]:
@@ -99,7 +101,7 @@ def test_a_start_beyond_capacity_is_caught() -> None:
 
 
 def test_first_hour_extract_and_load() -> None:
-    jobs, users = load_first_hour_jobs()
+    jobs, users = load_first_hour()
     assert len(jobs) == 37337 and len(users) == 43
     assert all(j.runtime >= 0 and j.demand[0] > 0 and j.demand[1] > 0 for j in jobs)
     cpu, mem = offered_load(jobs)
@@ -109,3 +111,49 @@ def test_first_hour_extract_and_load() -> None:
 def test_relative_rmse() -> None:
     assert relative_rmse([1, 2], [1, 2]) == 0
     assert relative_rmse([0, 2], [1, 2]) == pytest.approx((0.5) ** 0.5)
+
+
+def _starvation_workload() -> tuple[Workload, list[Job]]:
+    """Seed 002 §V-A as tasks that end: user 1 submits ten <3,1> tasks at 0 that would end one
+    at a time (10 s apart); user 2 asks <4,2> at 1 s — more than one freed task, at most two."""
+    one = [Task(0.0, 10.0 * (k + 1), (3.0, 1.0)) for k in range(10)]
+    two = [Task(1.0, 5.0, (4.0, 2.0))]
+    workload = Workload(("cpu", "mem"), (Server("pool", (9.0, 18.0)),),
+                        (User("u1", (3.0, 1.0), tuple(one)), User("u2", (4.0, 2.0), tuple(two))))
+    jobs = [Job(0, t.submit, t.duration, t.demand) for t in one] + [Job(1, t.submit, t.duration, t.demand) for t in two]
+    return workload, jobs
+
+
+@pytest.mark.parametrize(("protocol", "rule"), [("c-adrf", "c-adrf"), ("naive-adrf", "naive-adrf")])
+def test_emulator_online_protocols_start_what_the_oracle_starts(protocol: str, rule: str) -> None:
+    """The emulator's central protocol and the job simulator start the same tasks at the same
+    times, up to the handshake (one start per user per 1 ms tick, 1 µs latency)."""
+    workload, jobs = _starvation_workload()
+    starts: dict[tuple[int, int], float] = {}
+    result = run_emulation(RunConfig.build(workload, protocol=protocol, tick="1ms", latency="1us",
+                                           allocations_per_tick=0, swm_every=0),
+                           log=lambda _, **kw: starts.__setitem__((kw["user"], kw["task"]), kw["time"]))
+    assert result["status"] == "finished" and result["ledger"]["lost"] == 0
+    oracle = simulate(jobs, rule, (9, 18))
+    expected = [job.submit + delay for job, delay in zip(jobs, oracle.delays)]
+    emulated = [starts[(0, k)] for k in range(10)] + [starts[(1, 0)]]
+    assert emulated == pytest.approx(expected, abs=0.02)
+    user_2 = emulated[-1]
+    if rule == "c-adrf":
+        assert 20 <= user_2 < 20.1  # it waits one end, cumulates, starts at the second
+    else:
+        assert user_2 > 40  # every freed slot went back to user 1 while it had tasks
+
+
+def test_online_rule_order_is_the_policy_librarys() -> None:
+    """`wmmf` orders by one resource's held share, as the library's `mem` rule does."""
+    view = ClusterView([(10, 10)])
+    pending = [PendingTask(1, 0, (1, 1), 0.0, 1, (1.0, 6.0)), PendingTask(2, 0, (1, 1), 0.0, 2, (6.0, 1.0))]
+    chosen, _ = Wmmf(wmmf_resource=1).choose(pending, view)  # type: ignore[misc]
+    assert chosen.user == 2
+    chosen, _ = Wmmf(wmmf_resource=0).choose(pending, view)  # type: ignore[misc]
+    assert chosen.user == 1
+    blocked = [PendingTask(1, 0, (20, 1), 0.0, 1, ()), PendingTask(2, 0, (1, 1), 0.0, 2, (5.0, 5.0))]
+    assert CAdrf().choose(blocked, view) is None  # the poorest does not fit: nothing starts
+    chosen, _ = NaiveAdrf().choose(blocked, view)  # type: ignore[misc]
+    assert chosen.user == 2

@@ -57,7 +57,7 @@ from experiments.workloads.synthetic import synthetic_case
 from nodes.network import parse_duration
 from protocols.errors import InputError
 from protocols.params import Kind, Param
-from protocols.registry import PROTOCOLS
+from protocols.registry import PROTOCOLS, get_protocol
 from protocols.resources import CapacityViolation
 
 __all__ = ["app", "main"]
@@ -297,6 +297,28 @@ def workload_google(
     case = google_case(machines, users, seed)
     _write_json(output, case.to_dict())
     out.print(f"wrote {output}: {machines} machines, {users} users (seed {seed})")
+
+
+@workload_app.command("online")
+def workload_online(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
+    minutes: Annotated[float, typer.Option(help="The first minutes of the trace to replay (at most 60).")] = 60.0,
+    load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the mean offered CPU and memory "
+                                                     "load (both reach it).")] = 0.8,
+    machines: Annotated[int | None, typer.Option(help="Exactly this many machines instead.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the machine draw.")] = 1,
+    pool: Annotated[bool, typer.Option(help="One pool server of exactly the load fraction (seed 002's model).")] = False,
+) -> None:
+    """Write the Google 2011 trace's first hour as a finite workload: every task with its real request, submit
+    time and run time, on trace machines sized to the offered load (docs/workloads.md)."""
+    from experiments.workloads.online import online_case
+
+    case = online_case(minutes, load_fraction, machines, seed, pool)
+    _write_json(output, case.to_dict())
+    source = case.source
+    out.print(f"wrote {output}: {source['tasks']:,} tasks of {len(case.users)} users over {minutes:g} min on "
+              f"{len(case.servers)} {'pool server' if pool else 'machines'} (capacity {source['capacity'][0]:.1f} CPU, {source['capacity'][1]:.1f} "
+              f"memory; offered load {source['offered_load'][0]:.1f}, {source['offered_load'][1]:.1f}; seed {seed})")
 
 
 @workload_app.command("extract")
@@ -607,11 +629,14 @@ def experiment(
     draws: Annotated[int, typer.Option(help="adrf-swm: random sets of trace users.")] = 100,
     seed: Annotated[int, typer.Option(help="adrf-swm: root seed of the draws.")] = 1,
     load_fraction: Annotated[float, typer.Option(help="online: pool size as a fraction of the first hour's mean load.")] = 0.8,
+    tick: Annotated[float, typer.Option(help="online: the emulator's allocation tick, s.")] = 0.01,
+    workers: Annotated[int, typer.Option(help="online: runs in parallel.")] = 2,
+    minutes: Annotated[float, typer.Option(help="online: the first minutes of the trace (at most 60).")] = 60.0,
     plots: Annotated[Path | None, typer.Option(help="online: directory for the CDF figures.")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run an experiment of the policy library and print it next to the seed's numbers."""
-    from experiments.policies.experiments import adrf_vs_swm, online_schedulers
+    from experiments.policies.experiments import adrf_vs_swm
 
     if plots is not None:
         try:
@@ -634,14 +659,19 @@ def experiment(
                           f"{row['seed_gap']:.2%} ({row['seed_swm']:g} vs {row['seed_adrf']:g})" if "seed_gap" in row
                           else "-")
     elif name == "online":
-        result = online_schedulers(load_fraction=load_fraction)
-        table = Table(title=f"Online rules on the trace's first hour: {result['jobs']:,} jobs of {result['users']} users, "
-                            f"pool {result['capacity'][0]:.1f} CPU × {result['capacity'][1]:.1f} memory "
-                            f"({load_fraction:g} of the mean load)")
-        for column in ("rule", "α", "mean RMSE vs SWM", "median RMSE", "median delay s", "p90 delay s", "makespan s"):
+        from experiments.running.runner import run_point
+        from experiments.sweeps.online import online_rules
+
+        if workers < 1:
+            raise CliError("--workers must be at least 1")
+        result = online_rules(run_point, load_fraction=load_fraction, tick=tick, workers=workers, minutes=minutes)
+        table = Table(title=f"Online rules on the emulator, the trace's first {minutes:g} min: {result['tasks']:,} tasks of "
+                            f"{result['users']} users, one pool of {result['capacity'][0]:.1f} CPU × "
+                            f"{result['capacity'][1]:.1f} memory ({load_fraction:g} of the mean load), tick {tick:g} s")
+        for column in ("rule", "mean RMSE vs SWM", "median RMSE", "median delay s", "p90 delay s", "makespan s"):
             table.add_column(column, justify="right")
         for row in result["rows"]:
-            table.add_row(row["rule"], f"{row['alpha']:g}", f"{row['mean_rmse']:.2%}", f"{row['median_rmse']:.2%}",
+            table.add_row(row["rule"], f"{row['mean_rmse']:.2%}", f"{row['median_rmse']:.2%}",
                           f"{row['median_delay_s']:.0f}", f"{row['p90_delay_s']:.0f}", f"{row['makespan_s']:.0f}")
         if plots is not None:
             from experiments.policies.plots import plot_online
@@ -653,6 +683,42 @@ def experiment(
     out.print(table)
     if json_path is not None:
         _write_json(json_path, result)
+
+
+ONLINE_PROTOCOLS = "drf,c-adrf,naive-adrf,wmmf,fifo,probe,ddrf-random,ddrf-gradient,dgdrf,pdgdrf,bdgdrf"
+
+
+@app.command("trace-replay")
+def trace_replay(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for the workload and one result per protocol.")],
+    protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols.")] = ONLINE_PROTOCOLS,
+    minutes: Annotated[float, typer.Option(help="The first minutes of the trace (at most 60).")] = 60.0,
+    load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the offered load.")] = 0.8,
+    seed: Annotated[int, typer.Option(help="Seed of the machine draw and of the runs.")] = 1,
+    workers: Annotated[int, typer.Option(help="Runs in parallel.")] = 2,
+    report: Annotated[Path | None, typer.Option(help="Write the Markdown report (figures beside it).")] = None,
+) -> None:
+    """Every protocol on the Google 2011 trace's own arrivals and run times (docs/results-online.md); resumable."""
+    from experiments.running.runner import run_point
+    from experiments.sweeps.online import run_online_protocols
+
+    names = [p.strip() for p in protocols_.split(",") if p.strip()]
+    for name in names:
+        get_protocol(name)
+    if workers < 1:
+        raise CliError("--workers must be at least 1")
+
+    def done(protocol: str, result: dict[str, Any]) -> None:
+        out.print(f"{protocol}: {result['status']} at {result['run_time_s']:,.0f} s virtual in "
+                  f"{result['wall_time_s']:,.0f} s wall")
+
+    results = run_online_protocols(out_dir, names, run_point, {"seed": seed}, minutes, load_fraction, seed, workers,
+                                   done)
+    if report is not None:
+        from experiments.reports.online import write_online_report
+
+        write_online_report(results, report)
+        out.print(f"wrote {report}")
 
 
 def _registry_document() -> list[dict[str, Any]]:

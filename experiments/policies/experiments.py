@@ -1,6 +1,6 @@
 """Experiments of the policy library (seed 002 §VI): `drfemu experiment NAME`.
 
-`online`: see `online_schedulers` and `experiments.policies.jobsim`.
+`online` runs on the emulator: `experiments.sweeps.online.online_rules`.
 
 `adrf-swm`: `draws` times, pick 10–80 users uniformly at random from the Google 2011 trace
 extract (one submitted task's CPU and memory request per user, as the Google cases do) and
@@ -22,7 +22,7 @@ from nodes.streams import RandomStreams
 from protocols.errors import InputError
 from protocols.policies.adrf import BETAS, adrf, social_welfare, swm
 
-__all__ = ["SEED_TABLE_2", "adrf_vs_swm", "online_schedulers"]
+__all__ = ["SEED_TABLE_2", "adrf_vs_swm"]
 
 # Seed 002 Table 2, Google traces: average social welfare of SWM and ADRF for α → 1, 1.5, 2.
 SEED_TABLE_2 = {1.0: (-41.0, -42.0), 1.5: (-144.0, -147.0), 2.0: (-459.0, -479.0)}
@@ -62,43 +62,3 @@ def adrf_vs_swm(draws: int = 100, min_users: int = 10, max_users: int = 80, alph
         rows.append(row)
     return {"experiment": "adrf-swm", "draws": draws, "users": [min_users, max_users], "seed": seed,
             "mean_users": statistics.fmean(sizes), "rows": rows}
-
-
-def online_schedulers(alphas: Sequence[float] = (1.0, 1.5), load_fraction: float = 0.8,
-                      sample_every: float = 700.0) -> dict[str, Any]:
-    """Seed 002 §VI-B on the trace's first hour: the seven online rules against SWM.
-
-    For each rule and α: the relative RMSE between the rule's dominant shares and the SWM
-    optimum at every sample (decision: SWM is capped at what each user's present jobs could
-    use — uncapped, it hands every present user a share it has no jobs for, and every rule
-    scores ≈ 1), and every job's queueing delay. The replay is deterministic.
-    """
-    from experiments.policies.jobsim import (
-        describe,
-        load_first_hour_jobs,
-        offered_load,
-        sample_rmse,
-        simulate,
-    )
-    from protocols.policies.online import RULES
-
-    if not 0 < load_fraction:
-        raise InputError("the pool fraction must be positive")
-    jobs, users = load_first_hour_jobs()
-    load = offered_load(jobs)
-    capacity = (load_fraction * load[0], load_fraction * load[1])
-    rows, delays, rmse = [], {}, {}
-    for rule in RULES:
-        result = simulate(jobs, rule, capacity, sample_every=sample_every)
-        delays[rule] = result.delays
-        summary = describe(result)
-        for alpha in alphas:
-            errors = [sample_rmse(s, capacity, alpha) for s in result.samples if s.users]
-            rmse[(rule, alpha)] = errors
-            rows.append({**summary, "alpha": alpha, "mean_rmse": statistics.fmean(errors),
-                         "median_rmse": statistics.median(errors)})
-    return {"experiment": "online", "jobs": len(jobs), "users": len(users), "capacity": list(capacity),
-            "offered_load": list(load), "load_fraction": load_fraction, "sample_every_s": sample_every,
-            "rows": rows, "rmse": {f"{rule}@{alpha:g}": v for (rule, alpha), v in rmse.items()},
-            "delays": delays}
-

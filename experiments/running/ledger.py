@@ -96,6 +96,12 @@ class TaskLedger:
         due = max(submitted, expected or 0)
         return {**self.counts, "lost": due - self.tracked}
 
+    def delay_quantiles(self, points: int = 100) -> list[float]:
+        """The delays at quantiles 0, 1/points, …, 1 (a CDF to plot; empty before any start)."""
+        if not self.delays:
+            return []
+        return np.quantile(np.asarray(self.delays), np.linspace(0.0, 1.0, points + 1)).tolist()
+
     def delay_percentiles(self) -> dict[str, float | None]:
         """p50, p95, p99 and the mean of the started tasks' queueing delays (None before any start)."""
         if not self.delays:

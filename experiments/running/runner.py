@@ -233,6 +233,7 @@ def run_emulation(
         "allocations": harness.allocations,
         "ledger": ledger.check(user_counts, expected),
         "queueing_delay_s": ledger.delay_percentiles(),
+        "queueing_delay_quantiles_s": ledger.delay_quantiles(),
         "error_ratio": error_ratios[0],
         "error_ratio_by_tolerance": {f"{tau:g}": r for tau, r in zip(TOLERANCES, error_ratios)},
         "error_series": harness.error_series(),

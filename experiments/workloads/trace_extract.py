@@ -19,8 +19,8 @@ of the Google cluster-usage trace clusterdata-2011-2 (CC-BY 4.0, Google) and wri
   tasks already running when the trace began) with CPU > 0 and memory > 0, that was
   SCHEDULEd in the shard. Times are seconds since 600 s, to the millisecond; `end` is the first FINISH, KILL,
   EVICT, FAIL or LOST after the schedule (`end_event` names it), or the end of the shard
-  with `end_event` = `censored` when the task was still running then. The online job
-  simulator (`experiments.policies.jobsim`) takes arrivals from `submit` and run times from
+  with `end_event` = `censored` when the task was still running then. The trace replay
+  (`experiments.workloads.online`) takes arrivals from `submit` and run times from
   `end − schedule`. Decision: the 39 tasks never scheduled (killed while pending) are left
   out, since they have no run time.
 

@@ -2,8 +2,9 @@
 
 `OnlineScheduler` holds a pool's free capacity, the queued jobs (per user, in submission
 order) and what each user's running jobs hold. `submit`, `finish` and `schedule` are pure
-state changes with no notion of time; `experiments.policies.jobsim` drives them with the trace's
-arrivals and run times. Rules:
+state changes with no notion of time; the test oracle `tests/oracles/jobsim.py` drives them with
+arrivals and run times, and the emulator's central protocols (`protocols.online_central`) share
+their order (`order_key`). Rules:
 
 - `c-adrf` (Algorithm 1): the user with the least adaptive dominant share W_i(x_i) starts its
   next job if it fits; if not, nothing else starts — freed resources cumulate until it fits;
