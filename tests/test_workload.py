@@ -160,3 +160,30 @@ def test_packaged_extract_is_exactly_what_the_raw_trace_gives(tmp_path: Path) ->
     for name in ("machines.csv.gz", "user_requests.csv.gz"):
         with gzip.open(tmp_path / name) as fresh, gzip.open(packaged / name) as shipped:
             assert fresh.read() == shipped.read(), name
+
+
+def test_synthetic_tasks_keep_the_endless_case_and_follow_their_processes() -> None:
+    endless = synthetic_case(10, 4, seed=3)
+    finite = synthetic_case(10, 4, seed=3, tasks=40, arrivals="bursts:30:8", durations="fixed:2")
+    assert finite.servers == endless.servers and [u.demand for u in finite.users] == [u.demand for u in endless.users]
+    assert finite.finite and finite.task_count == 160
+    submits = [t.submit for t in finite.users[0].tasks or ()]
+    assert len(set(submits)) == 5 and all(t.duration == 2.0 for t in finite.users[0].tasks or ())  # 5 bursts of 8
+    assert finite == synthetic_case(10, 4, seed=3, tasks=40, arrivals="bursts:30:8", durations="fixed:2")
+    poisson = synthetic_case(10, 4, seed=3, tasks=2000, arrivals="poisson:4", durations="exp:10")
+    user = poisson.users[0].tasks or ()
+    assert user[-1].submit / len(user) == pytest.approx(0.25, rel=0.1)
+    assert np.mean([t.duration for t in user]) == pytest.approx(10, rel=0.1)
+
+
+@pytest.mark.parametrize(("arrivals", "durations", "message"), [
+    ("poisson", "exp:1", "must be poisson:RATE"),
+    ("uniform:1", "exp:1", "unknown arrival process"),
+    ("poisson:-1", "exp:1", "must be positive"),
+    ("bursts:5:2.5", "exp:1", "whole number"),
+    ("poisson:1", "weibull:1", "unknown duration distribution"),
+    ("poisson:1", "lognormal:x:1", "needs numbers"),
+])
+def test_bad_processes_get_one_line_errors(arrivals: str, durations: str, message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        synthetic_case(4, 2, tasks=3, arrivals=arrivals, durations=durations)

@@ -347,13 +347,18 @@ def workload_synthetic(
                                              "demand (e.g. gpu).")] = "",
     holders: Annotated[float, typer.Option(help="Fraction of servers that have each scarce resource.")] = 0.25,
     demanders: Annotated[float, typer.Option(help="Fraction of users that demand each scarce resource.")] = 0.5,
+    tasks: Annotated[int, typer.Option(help="Tasks per user, which end (0: endless users, the thesis's).")] = 0,
+    arrivals: Annotated[str, typer.Option(help="With --tasks: poisson:RATE | bursts:EVERY:SIZE | fixed:GAP.")] = "poisson:1",
+    durations: Annotated[str, typer.Option(help="With --tasks: exp:MEAN | lognormal:MEDIAN:SIGMA | pareto:MIN:ALPHA | "
+                                                "fixed:SECONDS.")] = "exp:10",
 ) -> None:
     """Write a synthetic workload with any number of resources (optionally some scarce: the GPU case)."""
     names = tuple(name.strip() for name in resources.split(",") if name.strip())
     rare = tuple(name.strip() for name in scarce.split(",") if name.strip())
-    case = synthetic_case(servers, users, names, seed, rare, holders, demanders)
+    case = synthetic_case(servers, users, names, seed, rare, holders, demanders, tasks, arrivals, durations)
     _write_json(output, case.to_dict())
     extra = f", scarce {', '.join(rare)} (holders {holders:g}, demanders {demanders:g})" if rare else ""
+    extra += f", {tasks} tasks each ({arrivals}, {durations})" if tasks else ""
     out.print(f"wrote {output}: {servers} servers, {users} users, resources {', '.join(names)}{extra} (seed {seed})")
 
 

@@ -5,6 +5,12 @@ Servers draw each resource's capacity independently from the classes {0.25, 0.5,
 in [0.001, 0.1] — the range where the Google 2011 requests lie — so every resource can be a
 user's dominant one. Draws come from the stream `workload/synthetic` of the seed.
 
+**Tasks that end** (`tasks` > 0): each user submits `tasks` tasks of its demand, at times drawn
+from the arrival process `arrivals` (default `poisson:1`) and running for times drawn from
+`durations` (default `exp:10`; `experiments.workloads.processes`), from the streams
+`workload/synthetic/arrivals` and `workload/synthetic/durations`, user by user — so the
+cluster and the demands are those of the same case without tasks.
+
 **Scarce resources** (`scarce`, e.g. GPUs): a resource named there is held only by a
 `holders` fraction of the servers (the others have none of it) and demanded only by a
 `demanders` fraction of the users (the others demand none), each at least one, chosen from
@@ -24,8 +30,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from experiments.workloads.model import Server, User, Workload, WorkloadError
+from experiments.workloads.model import MAX_TASKS, Server, Task, User, Workload, WorkloadError
+from experiments.workloads.processes import Draw, arrival_process, duration_distribution
 from nodes.streams import RandomStreams
+from protocols.resources import fits
 
 __all__ = ["synthetic_case"]
 
@@ -35,9 +43,12 @@ LARGE_MACHINE = 0.75  # the least of each other resource a holder of a scarce re
 
 
 def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", "mem"), seed: int = 1,
-                   scarce: Sequence[str] = (), holders: float = 0.25, demanders: float = 0.5) -> Workload:
+                   scarce: Sequence[str] = (), holders: float = 0.25, demanders: float = 0.5, tasks: int = 0,
+                   arrivals: str = "poisson:1", durations: str = "exp:10") -> Workload:
     """A random cluster of `servers` and `users` over the named resources; the `scarce` ones
-    are held by a `holders` fraction of servers and demanded by a `demanders` fraction of users."""
+    are held by a `holders` fraction of servers and demanded by a `demanders` fraction of users.
+    With `tasks` > 0 every user submits that many tasks, arriving by `arrivals` and running for
+    `durations` (else the users are endless)."""
     names = tuple(resources)
     unknown = [r for r in scarce if r not in names]
     if unknown:
@@ -46,6 +57,9 @@ def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", 
         raise WorkloadError("holders and demanders must be fractions in (0, 1]")
     if servers < 1 or users < 1:
         raise WorkloadError("a synthetic case needs at least 1 server and 1 user")
+    if not 0 <= tasks <= MAX_TASKS // users:
+        raise WorkloadError(f"tasks per user must be in [0, {MAX_TASKS // users:,}]")
+    submit_times, run_times = arrival_process(arrivals), duration_distribution(durations)
     if not names or len(set(names)) != len(names):
         raise WorkloadError("resources must be a non-empty list of distinct names")
     rng = RandomStreams(seed).numpy("workload/synthetic")
@@ -72,13 +86,31 @@ def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", 
                 demands[wanting] = lower
                 demands[wanting, r] = upper[:, r]
             demands[lacking, r] = 0.0
-    return Workload(
-        names,
-        tuple(Server(f"s{i}", tuple(float(x) for x in row)) for i, row in enumerate(capacities)),
-        tuple(User(f"u{i}", tuple(float(x) for x in row)) for i, row in enumerate(demands)),
-        {"kind": "synthetic", "servers": servers, "users": users, "seed": seed}
-        | ({"scarce": list(scarce), "holders": holders, "demanders": demanders} if scarce else {}),
-    )
+    cluster = tuple(Server(f"s{i}", tuple(float(x) for x in row)) for i, row in enumerate(capacities))
+    people = tuple(User(f"u{i}", tuple(float(x) for x in row)) for i, row in enumerate(demands))
+    source = ({"kind": "synthetic", "servers": servers, "users": users, "seed": seed}
+              | ({"scarce": list(scarce), "holders": holders, "demanders": demanders} if scarce else {}))
+    if tasks:
+        people = _with_tasks(people, cluster, tasks, submit_times, run_times, RandomStreams(seed))
+        source |= {"tasks": tasks, "arrivals": arrivals, "durations": durations}
+    return Workload(names, cluster, people, source)
+
+
+def _with_tasks(users: tuple[User, ...], servers: tuple[Server, ...], tasks: int, submit_times: Draw,
+                run_times: Draw, streams: RandomStreams) -> tuple[User, ...]:
+    """Each user with `tasks` tasks of its demand. A user whose demand fits on no server gets
+    none (it would wait for ever): refused with an error naming it."""
+    arrival_rng = streams.numpy("workload/synthetic/arrivals")
+    duration_rng = streams.numpy("workload/synthetic/durations")
+    out = []
+    for user in users:
+        if not any(fits(user.demand, s.capacity, s.capacity) for s in servers):
+            raise WorkloadError(f"user {user.id!r} demands {list(user.demand)}, which fits on no server: draw another "
+                                "seed or more servers for a finite case")
+        submits = submit_times(arrival_rng, tasks).tolist()
+        runs = run_times(duration_rng, tasks).tolist()
+        out.append(User(user.id, user.demand, tuple(Task(t, d, user.demand) for t, d in zip(submits, runs))))
+    return tuple(out)
 
 
 def _fraction_without(rng: np.random.Generator, n: int, fraction: float) -> np.ndarray:
