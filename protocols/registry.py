@@ -126,12 +126,6 @@ def get_protocol(name: str) -> ProtocolSpec:
 register(ProtocolSpec("drf", "central DRF, first-fit placement", Gateway.CENTRAL, central_rule=DrfFirstFit))
 register(ProtocolSpec("drf-bestfit", "central DRF, DRFH best-fit placement", Gateway.CENTRAL, central_rule=DrfBestFit))
 register(ProtocolSpec("fifo", "central FIFO, first-fit placement", Gateway.CENTRAL, central_rule=Fifo))
-register(ProtocolSpec("c-adrf", "central C-ADRF (seed 002 Algorithm 1): the lowest adaptive share, waiting until its "
-                      "task fits", Gateway.CENTRAL, central_rule=CAdrf))
-register(ProtocolSpec("naive-adrf", "central naive ADRF: the lowest adaptive share whose task fits", Gateway.CENTRAL,
-                      central_rule=NaiveAdrf))
-register(ProtocolSpec("wmmf", "central weighted max-min fairness on one resource's share", Gateway.CENTRAL,
-                      central_rule=Wmmf))
 register(ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", Gateway.RANDOM,
                       server_rule=ProbeRule))
 register(ProtocolSpec("ddrf-random", "DDRF over P fixed random neighbours", Gateway.HOME, server_rule=DdrfRule))
@@ -143,3 +137,9 @@ register(ProtocolSpec("pdgdrf", "the gradient centre, and any server whose alloc
                       Gateway.HOME, server_rule=PdgdrfRule, gradient=GradientUse.LIVE))
 register(ProtocolSpec("bdgdrf", "every home that sees the gradient's top allocates for its users within a band of the "
                       "minimum share", Gateway.HOME, server_rule=BdgdrfRule, gradient=GradientUse.LIVE))
+register(ProtocolSpec("c-adrf", "central C-ADRF (seed 002 Algorithm 1): the lowest adaptive share, waiting until its "
+                      "task fits", Gateway.CENTRAL, central_rule=CAdrf))
+register(ProtocolSpec("naive-adrf", "central naive ADRF: the lowest adaptive share whose task fits", Gateway.CENTRAL,
+                      central_rule=NaiveAdrf))
+register(ProtocolSpec("wmmf", "central weighted max-min fairness on one resource's share", Gateway.CENTRAL,
+                      central_rule=Wmmf))

@@ -293,3 +293,39 @@ def test_overlay_study_prints_markdown_and_csv(tmp_path: Path, capsys: pytest.Ca
     assert main(["overlay-study", "--seeds", "1", "--rounds", "5", "--perturbations", "0", "--csv", str(rows)]) == 0
     assert "### Convergence on 1,000 nodes" in capsys.readouterr().out
     assert rows.read_text().splitlines()[0] == "view,round,ideal_view_fraction,centre_correct,centre_view_exact"
+
+
+def test_workload_online_then_run_then_trace_replay(tmp_path: Path) -> None:
+    """The trace's first minute as a finite workload, run by `drfemu run`, then every named
+    protocol on it with the report (end to end through the CLI)."""
+    case = tmp_path / "minute.json"
+    assert main(["workload", "online", "--minutes", "1", "-o", str(case)]) == 0
+    data = json.loads(case.read_text())
+    assert data["source"]["kind"] == "google-2011-online" and all("tasks" in u for u in data["users"])
+    out = tmp_path / "r.json"
+    assert main(["run", "--workload", str(case), "--protocol", "c-adrf", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    tasks = sum(len(u["tasks"]) for u in data["users"])
+    assert r["status"] == "finished" and r["ledger"] == {"waiting": 0, "placing": 0, "running": 0,
+                                                         "finished": tasks, "lost": 0}
+    assert set(r["queueing_delay_s"]) == {"p50", "p95", "p99", "mean"} and r["time_averaged"]["gini"] is not None
+    page = tmp_path / "online.md"
+    assert main(["trace-replay", "--out", str(tmp_path / "replay"), "--minutes", "1", "--protocols", "drf,pdgdrf",
+                 "--workers", "1", "--report", str(page)]) == 0
+    assert "| pdgdrf | finished |" in page.read_text() and page.with_suffix(".html").exists()
+    assert len(list((tmp_path / "online").glob("*.png"))) == 6
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["workload", "online", "--minutes", "61", "-o", "x.json"], "--minutes must be in (0, 60]"),
+    (["workload", "online", "--machines", "3", "--pool", "-o", "x.json"], "not both"),
+    (["trace-replay", "--out", "x", "--protocols", "drf,nope"], "unknown protocol 'nope'"),
+    (["run", "--protocol", "wmmf", "--wmmf-resource", "2"], "--wmmf-resource 2 names no resource"),
+])
+def test_finite_workload_commands_reject_bad_input(argv: list[str], needle: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1

@@ -29,7 +29,8 @@ __all__ = ["draw_figure", "protocol_style"]
 
 _PALETTE = [{"color": c, "marker": m, "linestyle": ls} for c, m, ls in
             zip(("black", "#8c564b", "#7f7f7f", "#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#e377c2",
-                 "#17becf"), "o*xsv^DPXh", ("-", ":", ":", "--", "-.", "--", "-", "-.", ":", "--"))]
+                 "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173"), "o*xsv^DPXh<>pd8",
+                ("-", ":", ":", "--", "-.", "--", "-", "-.", ":", "--", "-", ":", "-.", "--", "-"))]
 
 
 def protocol_style(protocol: str) -> dict[str, Any]:

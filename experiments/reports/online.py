@@ -1,0 +1,151 @@
+"""The trace-replay report (issue 15): `drfemu trace-replay --report PAGE`.
+
+From each protocol's result on the trace's own arrivals (`experiments.sweeps.online`): one
+Markdown table — time-averaged minimum share, Gini and Jain over the users present, queueing
+delay p50/p95/p99, time-averaged utilisation, the error ratio at allocation instants, the mean
+RMSE against SWM, messages per task, wall time — and figures beside the page: minimum share,
+Gini, tasks waiting and memory utilisation over time, RMSE against SWM over time, and the
+delay CDFs. The same content as one self-contained HTML page (`<page>.html`).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from experiments.reports.plots import protocol_style  # noqa: E402
+
+__all__ = ["online_table", "write_online_report"]
+
+COLUMNS = ("protocol", "outcome", "makespan s", "min share", "Gini", "Jain", "delay p50 s", "p95 s", "p99 s",
+           "CPU used", "memory used", "error ratio τ=0", "RMSE vs SWM", "messages / task", "wall s")
+
+
+def _number(x: float | None, form: str) -> str:
+    return "–" if x is None else format(x, form)
+
+
+def online_table(results: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
+    """One row per protocol, in `COLUMNS` order."""
+    rows = []
+    for protocol, r in results.items():
+        averaged, delay, used = r["time_averaged"], r["queueing_delay_s"], r["utilization"]
+        tasks = r["ledger"]["finished"] + r["ledger"]["running"]
+        rows.append([protocol, r["status"], _number(r["run_time_s"], ",.0f"), _number(averaged["min_share"], ".4f"),
+                     _number(averaged["gini"], ".3f"), _number(averaged["jain"], ".3f"),
+                     _number(delay["p50"], ",.0f"), _number(delay["p95"], ",.0f"), _number(delay["p99"], ",.0f"),
+                     _number(used.get("cpu"), ".1%"), _number(used.get("mem"), ".1%"),
+                     _number(r["error_ratio"], ".2%"), _number(r["swm"].get("mean_rmse"), ".2%"),
+                     _number(r["messages_total"] / tasks if tasks else None, ",.0f"),
+                     _number(r["wall_time_s"], ",.0f")])
+    return rows
+
+
+def _over_time(results: Mapping[str, Mapping[str, Any]], key: str, ylabel: str, title: str, path: Path,
+               log: bool = False) -> None:
+    fig, ax = plt.subplots(figsize=(8, 4.4), dpi=110)
+    for protocol, r in results.items():
+        series = r["series"]
+        values = np.array([np.nan if v is None else v for v in series[key]], dtype=float)
+        style = protocol_style(protocol)
+        ax.plot(series["time"], values, label=protocol, color=style["color"], linestyle=style["linestyle"],
+                linewidth=1.0)
+    ax.set_xlabel("virtual time, s")
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("symlog", linthresh=1.0)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _rmse(results: Mapping[str, Mapping[str, Any]], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(8, 4.4), dpi=110)
+    for protocol, r in results.items():
+        swm = r["swm"]
+        if swm.get("available"):
+            style = protocol_style(protocol)
+            ax.plot(swm["times"], swm["rmse"], label=protocol, color=style["color"], linestyle=style["linestyle"],
+                    marker=style["marker"], markersize=3, linewidth=1.0)
+    ax.set_xlabel("virtual time, s")
+    ax.set_ylabel("relative RMSE of dominant shares against SWM")
+    ax.set_title("Distance to the SWM optimum (seed 002's measure, every 700 s)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _delays(results: Mapping[str, Mapping[str, Any]], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(8, 4.4), dpi=110)
+    for protocol, r in results.items():
+        quantiles = r["queueing_delay_quantiles_s"]
+        if quantiles:
+            style = protocol_style(protocol)
+            ax.plot([max(q, 1e-3) for q in quantiles], np.linspace(0, 1, len(quantiles)), label=protocol,
+                    color=style["color"], linestyle=style["linestyle"], linewidth=1.0)
+    ax.set_xscale("log")
+    ax.set_xlabel("queueing delay, s (submission to start; 1 ms floor)")
+    ax.set_ylabel("CDF")
+    ax.set_title("Queueing delay of every task", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_online_report(results: Mapping[str, Mapping[str, Any]], page: Path, intro: str = "") -> list[Path]:
+    """Write `page` (Markdown), `page` with `.html`, and the figures in `<page stem>/`; returns the figures."""
+    figures = page.parent / page.stem
+    figures.mkdir(parents=True, exist_ok=True)
+    drawn = [
+        ("min-share.png", "Minimum dominant share of the users present", lambda p: _over_time(
+            results, "min_share", "minimum G_i (users present)", "Minimum dominant share over time", p)),
+        ("gini.png", "Gini of the dominant shares of the users present", lambda p: _over_time(
+            results, "gini", "Gini (users present)", "Gini over time", p)),
+        ("waiting.png", "Tasks submitted and not yet started", lambda p: _over_time(
+            results, "waiting", "tasks waiting", "Tasks waiting over time", p, log=True)),
+        ("memory.png", "Memory utilisation", lambda p: _over_time(
+            results, "utilization_mem", "memory in use", "Memory utilisation over time", p)),
+        ("rmse.png", "Relative RMSE against SWM", lambda p: _rmse(results, p)),
+        ("delays.png", "Queueing delay CDF", lambda p: _delays(results, p)),
+    ]
+    paths = []
+    for name, _, draw in drawn:
+        draw(figures / name)
+        paths.append(figures / name)
+    rows = online_table(results)
+    lines = [intro.rstrip(), "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines.append("")
+    for (name, caption, _), path in zip(drawn, paths):
+        lines.append(f"![{caption}]({figures.name}/{name})")
+        lines.append("")
+    page.write_text("\n".join(lines).lstrip("\n"), encoding="utf-8")
+    esc = html.escape
+    body = ["<!doctype html><html><head><meta charset='utf-8'><title>drfemu trace replay</title></head><body>",
+            "<h1>drfemu trace replay</h1><table border='1' cellpadding='3'><thead><tr>"
+            + "".join(f"<th>{esc(c)}</th>" for c in COLUMNS) + "</tr></thead><tbody>"]
+    body += ["<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in rows]
+    body.append("</tbody></table>")
+    for (name, caption, _), path in zip(drawn, paths):
+        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+        body.append(f"<figure><img alt='{esc(caption)}' src='data:image/png;base64,{encoded}'>"
+                    f"<figcaption>{esc(caption)}</figcaption></figure>")
+    body.append("</body></html>")
+    page.with_suffix(".html").write_text("\n".join(body) + "\n", encoding="utf-8")
+    return paths
