@@ -42,8 +42,26 @@ __all__ = ["FiniteUserNode", "UserNode"]
 _SUBMIT = "submit"
 
 
-class UserNode(Actor):
-    __slots__ = ("gateway", "demand", "task_share", "tasks", "share", "task", "accepted", "begun")
+class _HandshakeUser(Actor):
+    """The user's side of the handshake shared by both roles: take the first proposal for the
+    current task, decline every other."""
+
+    __slots__ = ("accepted",)
+
+    def current_task(self) -> int:
+        raise NotImplementedError
+
+    @handles(Proposal)
+    def on_proposal(self, msg: Proposal, now: float) -> None:
+        if msg.task == self.current_task() and not self.accepted:
+            self.accepted = True
+            self.send(msg.proposer, Accept(self.id, msg.task))
+        else:
+            self.send(msg.proposer, Decline(self.id, msg.task))
+
+
+class UserNode(_HandshakeUser):
+    __slots__ = ("gateway", "demand", "task_share", "tasks", "share", "task", "begun")
 
     def __init__(self, actor_id: int, gateway: int, demand: Vector, total: Vector) -> None:
         super().__init__(actor_id)
@@ -76,13 +94,8 @@ class UserNode(Actor):
         return {"submitted": self.task + placing, "waiting": 0, "placing": placing, "running": self.tasks,
                 "finished": 0}
 
-    @handles(Proposal)
-    def on_proposal(self, msg: Proposal, now: float) -> None:
-        if msg.task == self.task and not self.accepted:
-            self.accepted = True
-            self.send(msg.proposer, Accept(self.id, msg.task))
-        else:
-            self.send(msg.proposer, Decline(self.id, msg.task))
+    def current_task(self) -> int:
+        return self.task
 
     @handles(TaskStarted)
     def on_task_started(self, msg: TaskStarted, now: float) -> None:
@@ -95,10 +108,10 @@ class UserNode(Actor):
         self._next(now)
 
 
-class FiniteUserNode(Actor):
+class FiniteUserNode(_HandshakeUser):
     """A user with a finite list of tasks `(submit time, demand)`, in submission order."""
 
-    __slots__ = ("gateway", "total", "submits", "demands", "submitted", "queue", "current", "accepted", "allocator",
+    __slots__ = ("gateway", "total", "submits", "demands", "submitted", "queue", "current", "allocator",
                  "held", "running", "share", "started", "ended")
 
     def __init__(self, actor_id: int, gateway: int, tasks: Sequence[tuple[float, Vector]], total: Vector) -> None:
@@ -149,13 +162,8 @@ class FiniteUserNode(Actor):
         self.allocator = msg.server
         self.send(msg.server, TaskRequest(self.id, self.current, self.demands[self.current], self.share))
 
-    @handles(Proposal)
-    def on_proposal(self, msg: Proposal, now: float) -> None:
-        if msg.task == self.current and not self.accepted:
-            self.accepted = True
-            self.send(msg.proposer, Accept(self.id, msg.task))
-        else:
-            self.send(msg.proposer, Decline(self.id, msg.task))
+    def current_task(self) -> int:
+        return self.current
 
     @handles(TaskStarted)
     def on_task_started(self, msg: TaskStarted, now: float) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,19 +50,24 @@ def online_table(results: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def _over_time(results: Mapping[str, Mapping[str, Any]], key: str, ylabel: str, title: str, path: Path,
-               log: bool = False) -> None:
+Curves = Callable[[Mapping[str, Any]], tuple[Any, Any] | None]  # a result → (xs, ys), or None: no curve
+
+
+def _figure(results: Mapping[str, Mapping[str, Any]], curves: Curves, title: str, xlabel: str, ylabel: str,
+            path: Path, xscale: str = "linear", yscale: str = "linear", markers: bool = False) -> None:
+    """One curve per protocol, in its fixed style."""
     fig, ax = plt.subplots(figsize=(8, 4.4), dpi=110)
     for protocol, r in results.items():
-        series = r["series"]
-        values = np.array([np.nan if v is None else v for v in series[key]], dtype=float)
-        style = protocol_style(protocol)
-        ax.plot(series["time"], values, label=protocol, color=style["color"], linestyle=style["linestyle"],
-                linewidth=1.0)
-    ax.set_xlabel("virtual time, s")
-    ax.set_ylabel(ylabel)
-    if log:
+        curve = curves(r)
+        if curve is not None:
+            style = protocol_style(protocol)
+            ax.plot(*curve, label=protocol, color=style["color"], linestyle=style["linestyle"], linewidth=1.0,
+                    marker=style["marker"] if markers else None, markersize=3)
+    ax.set_xscale(xscale)
+    if yscale == "symlog":
         ax.set_yscale("symlog", linthresh=1.0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
@@ -71,58 +76,44 @@ def _over_time(results: Mapping[str, Mapping[str, Any]], key: str, ylabel: str, 
     plt.close(fig)
 
 
-def _rmse(results: Mapping[str, Mapping[str, Any]], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(8, 4.4), dpi=110)
-    for protocol, r in results.items():
-        swm = r["swm"]
-        if swm.get("available"):
-            style = protocol_style(protocol)
-            ax.plot(swm["times"], swm["rmse"], label=protocol, color=style["color"], linestyle=style["linestyle"],
-                    marker=style["marker"], markersize=3, linewidth=1.0)
-    ax.set_xlabel("virtual time, s")
-    ax.set_ylabel("relative RMSE of dominant shares against SWM")
-    ax.set_title("Distance to the SWM optimum (seed 002's measure, every 700 s)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+def _series(key: str) -> Curves:
+    def curve(r: Mapping[str, Any]) -> tuple[Any, Any]:
+        series = r["series"]
+        return series["time"], np.array([np.nan if v is None else v for v in series[key]], dtype=float)
+
+    return curve
 
 
-def _delays(results: Mapping[str, Mapping[str, Any]], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(8, 4.4), dpi=110)
-    for protocol, r in results.items():
-        quantiles = r["queueing_delay_quantiles_s"]
-        if quantiles:
-            style = protocol_style(protocol)
-            ax.plot([max(q, 1e-3) for q in quantiles], np.linspace(0, 1, len(quantiles)), label=protocol,
-                    color=style["color"], linestyle=style["linestyle"], linewidth=1.0)
-    ax.set_xscale("log")
-    ax.set_xlabel("queueing delay, s (submission to start; 1 ms floor)")
-    ax.set_ylabel("CDF")
-    ax.set_title("Queueing delay of every task", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+def _rmse_curve(r: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    swm = r["swm"]
+    return (swm["times"], swm["rmse"]) if swm.get("available") else None
+
+
+def _delay_curve(r: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    quantiles = r["queueing_delay_quantiles_s"]
+    return ([max(q, 1e-3) for q in quantiles], np.linspace(0, 1, len(quantiles))) if quantiles else None
 
 
 def write_online_report(results: Mapping[str, Mapping[str, Any]], page: Path, intro: str = "") -> list[Path]:
     """Write `page` (Markdown), `page` with `.html`, and the figures in `<page stem>/`; returns the figures."""
     figures = page.parent / page.stem
     figures.mkdir(parents=True, exist_ok=True)
-    drawn = [
-        ("min-share.png", "Minimum dominant share of the users present", lambda p: _over_time(
-            results, "min_share", "minimum G_i (users present)", "Minimum dominant share over time", p)),
-        ("gini.png", "Gini of the dominant shares of the users present", lambda p: _over_time(
-            results, "gini", "Gini (users present)", "Gini over time", p)),
-        ("waiting.png", "Tasks submitted and not yet started", lambda p: _over_time(
-            results, "waiting", "tasks waiting", "Tasks waiting over time", p, log=True)),
-        ("memory.png", "Memory utilisation", lambda p: _over_time(
-            results, "utilization_mem", "memory in use", "Memory utilisation over time", p)),
-        ("rmse.png", "Relative RMSE against SWM", lambda p: _rmse(results, p)),
-        ("delays.png", "Queueing delay CDF", lambda p: _delays(results, p)),
+    time = "virtual time, s"
+    drawn: list[tuple[str, str, Callable[[Path], None]]] = [
+        ("min-share.png", "Minimum dominant share of the users present", lambda p: _figure(
+            results, _series("min_share"), "Minimum dominant share over time", time, "minimum G_i (users present)", p)),
+        ("gini.png", "Gini of the dominant shares of the users present", lambda p: _figure(
+            results, _series("gini"), "Gini over time", time, "Gini (users present)", p)),
+        ("waiting.png", "Tasks submitted and not yet started", lambda p: _figure(
+            results, _series("waiting"), "Tasks waiting over time", time, "tasks waiting", p, yscale="symlog")),
+        ("memory.png", "Memory utilisation", lambda p: _figure(
+            results, _series("utilization_mem"), "Memory utilisation over time", time, "memory in use", p)),
+        ("rmse.png", "Relative RMSE against SWM", lambda p: _figure(
+            results, _rmse_curve, "Distance to the SWM optimum (seed 002's measure, every 700 s)", time,
+            "relative RMSE of dominant shares against SWM", p, markers=True)),
+        ("delays.png", "Queueing delay CDF", lambda p: _figure(
+            results, _delay_curve, "Queueing delay of every task", "queueing delay, s (submission to start; 1 ms "
+            "floor)", "CDF", p, xscale="log")),
     ]
     paths = []
     for name, _, draw in drawn:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.running.harness import SHARE_MARGIN, STALLED, TIME_CAP, TOLERANCES, RunOutcome, error_series
+from experiments.running.harness import SHARE_MARGIN, STALLED, TOLERANCES, RunObserver, RunOutcome
 from experiments.running.ledger import LedgerViolation
 from protocols.events import TaskAllocated, TaskFinished, TaskSubmitted
 from protocols.fairness import gini, jain
@@ -39,7 +39,7 @@ __all__ = ["FINISHED", "FiniteHarness"]
 FINISHED = "finished"
 
 
-class FiniteHarness:
+class FiniteHarness(RunObserver):
     """Observes one run of a finite workload. Servers are actors 0..S-1; `user_actors[k]` is user k's."""
 
     def __init__(
@@ -57,6 +57,7 @@ class FiniteHarness:
         progress: Callable[[float, int], None] | None = None,
         tolerances: Sequence[float] = TOLERANCES,
     ) -> None:
+        super().__init__(tick, stall_ticks, max_time, on_finish, progress, tolerances)
         self.capacity = np.array(capacities, dtype=float)
         self.free = self.capacity.copy()
         self.running_on = [0] * len(capacities)
@@ -74,15 +75,7 @@ class FiniteHarness:
         self.finished = 0
         self.waiting = 0  # submitted, not started (at the user or being placed)
         self.running_total = 0
-        self.tolerances = tuple(tolerances)
-        self.errors = [0] * len(self.tolerances)
-        self._error_flags = bytearray()
-        self.allocations = 0
-        self.last_allocation = 0.0
         self.last_finish = 0.0
-        self.tick = tick
-        self.stall_ticks = stall_ticks
-        self.max_time = max_time
         self.sample_every = sample_every
         self.swm_every = swm_every
         self.outcome: RunOutcome | None = None
@@ -91,10 +84,7 @@ class FiniteHarness:
             "time", "users_present", "min_share", "gini", "jain", "waiting", "running")}
         self.series.update({f"utilization_{r}": [] for r in range(len(self.total))})
         self.swm_samples: list[dict[str, Any]] = []
-        self._on_finish = on_finish
         self._log = log
-        self._progress = progress
-        self._last_progress_tick = 0
 
     # -- events ---------------------------------------------------------------------------
     def subscribe(self, runtime: Any) -> None:
@@ -173,16 +163,7 @@ class FiniteHarness:
             fitting = [self.shares[j] for j, ok in zip(lower, fits.tolist()) if ok]
             if fitting:
                 lowest = float(min(fitting))
-        bits = 0
-        flags = []
-        for i, tau in enumerate(self.tolerances):
-            flag = lowest is not None and share > (1.0 + tau) * lowest * (1.0 + SHARE_MARGIN)
-            flags.append(flag)
-            if flag:
-                self.errors[i] += 1
-                bits |= 1 << i
-        self._error_flags.append(bits)
-        return tuple(flags)
+        return self.flag_errors(share, lowest)
 
     # -- samples --------------------------------------------------------------------------
     def _present(self) -> list[int]:
@@ -215,32 +196,18 @@ class FiniteHarness:
 
     # -- ticks ----------------------------------------------------------------------------
     def on_tick(self, now: float, tick: int) -> None:
-        if self.outcome is not None:
+        if self.outcome is not None or self.time_capped(now):
             return
-        if now >= self.max_time - REL_TOL:
-            self.finish(TIME_CAP, f"virtual time reached the cap of {self.max_time:g}s", now)
-        elif (self.waiting and not self.running_total
-              and now - max(self.last_allocation, self.last_finish) >= self.stall_ticks * self.tick - REL_TOL):
+        if (self.waiting and not self.running_total
+                and now - max(self.last_allocation, self.last_finish) >= self.stall_ticks * self.tick - REL_TOL):
             self.finish(STALLED, f"{self.waiting} task(s) waited {self.stall_ticks} ticks on an idle cluster", now)
-        elif self._progress is not None and tick - self._last_progress_tick >= 50:
-            self._last_progress_tick = tick
-            self._progress(now, self.allocations)
-
-    def finish(self, status: str, reason: str, end_time: float) -> None:
-        if self.outcome is None:
-            self.outcome = RunOutcome(status, reason, end_time)
-            self._on_finish(self.outcome)
+        else:
+            self.report_progress(now, tick)
 
     # -- results --------------------------------------------------------------------------
     def utilization(self) -> list[float]:
         used = (self.capacity - self.free).sum(axis=0)
         return [float(u / t) if t > 0 else 0.0 for u, t in zip(used, self._total)]
-
-    def error_series(self, points: int = 100) -> dict[str, list[float] | list[int]]:
-        return error_series(self._error_flags, self.tolerances, points)
-
-    def error_ratios(self) -> list[float]:
-        return [e / self.allocations if self.allocations else 0.0 for e in self.errors]
 
     def time_averages(self) -> dict[str, float | None]:
         """Means over the samples with some user present."""

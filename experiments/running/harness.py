@@ -34,7 +34,7 @@ from protocols.resources import (
     total_capacity,
 )
 
-__all__ = ["TOLERANCES", "Harness", "RunOutcome", "error_series"]
+__all__ = ["TOLERANCES", "Harness", "RunObserver", "RunOutcome", "error_series"]
 
 TOLERANCES: tuple[float, ...] = (0.0, 0.01, 0.05, 0.1, 0.15)
 SHARE_MARGIN = 1e-9
@@ -49,8 +49,68 @@ class RunOutcome:
     end_time: float
 
 
-class Harness:
-    """Observes one run. Servers are actors 0..S-1; `user_actors[k]` is user k's actor id."""
+class RunObserver:
+    """What every harness shares: the end of the run, progress reports, and the error flags of
+    its allocations (bit i of byte n: allocation n was an error at tolerance i)."""
+
+    def __init__(self, tick: float, stall_ticks: int, max_time: float, on_finish: Callable[[RunOutcome], None],
+                 progress: Callable[[float, int], None] | None, tolerances: Sequence[float]) -> None:
+        self.tolerances = tuple(tolerances)
+        if len(self.tolerances) > 8:
+            raise ValueError("at most 8 tolerances (their error flags share one byte per allocation)")
+        self.errors = [0] * len(self.tolerances)
+        self._error_flags = bytearray()
+        self.allocations = 0
+        self.last_allocation = 0.0
+        self.tick = tick
+        self.stall_ticks = stall_ticks
+        self.max_time = max_time
+        self.outcome: RunOutcome | None = None
+        self._on_finish = on_finish
+        self._progress = progress
+        self._last_progress_tick = 0
+
+    def flag_errors(self, share: float, lowest: float | None) -> tuple[bool, ...]:
+        """Judge an allocation to a user at `share` while the lowest competing share is `lowest`
+        (None: nobody competes), and record the flags."""
+        bits = 0
+        flags = []
+        for i, tau in enumerate(self.tolerances):
+            flag = lowest is not None and share > (1.0 + tau) * lowest * (1.0 + SHARE_MARGIN)
+            flags.append(flag)
+            if flag:
+                self.errors[i] += 1
+                bits |= 1 << i
+        self._error_flags.append(bits)
+        return tuple(flags)
+
+    def time_capped(self, now: float) -> bool:
+        """End the run at the time cap if it is reached; True if so."""
+        if now >= self.max_time - REL_TOL:
+            self.finish(TIME_CAP, f"virtual time reached the cap of {self.max_time:g}s", now)
+            return True
+        return False
+
+    def report_progress(self, now: float, tick: int) -> None:
+        if self._progress is not None and tick - self._last_progress_tick >= 50:
+            self._last_progress_tick = tick
+            self._progress(now, self.allocations)
+
+    def finish(self, status: str, reason: str, end_time: float) -> None:
+        if self.outcome is None:
+            self.outcome = RunOutcome(status, reason, end_time)
+            self._on_finish(self.outcome)
+
+    def error_ratios(self) -> list[float]:
+        return [e / self.allocations if self.allocations else 0.0 for e in self.errors]
+
+    def error_series(self, points: int = 100) -> dict[str, list[float] | list[int]]:
+        return error_series(self._error_flags, self.tolerances, points)
+
+
+class Harness(RunObserver):
+    """Observes one run of endless users. Servers are actors 0..S-1; `user_actors[k]` is user k's
+    actor id."""
 
     def __init__(
         self,
@@ -65,6 +125,7 @@ class Harness:
         progress: Callable[[float, int], None] | None = None,
         tolerances: Sequence[float] = TOLERANCES,
     ) -> None:
+        super().__init__(tick, stall_ticks, max_time, on_finish, progress, tolerances)
         self.capacity = [tuple(c) for c in capacities]
         self.free = [list(c) for c in capacities]
         self.demands = [tuple(d) for d in demands]
@@ -80,21 +141,7 @@ class Harness:
         for c in self.capacity:
             self.fit_count += self._fitting(c, c)
         self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
-        self.tolerances = tuple(tolerances)
-        if len(self.tolerances) > 8:
-            raise ValueError("at most 8 tolerances (their error flags share one byte per allocation)")
-        self.errors = [0] * len(self.tolerances)
-        self._error_flags = bytearray()  # bit i of byte n: allocation n was an error at tolerance i
-        self.allocations = 0
-        self.last_allocation = 0.0
-        self.tick = tick
-        self.stall_ticks = stall_ticks
-        self.max_time = max_time
-        self.outcome: RunOutcome | None = None
-        self._on_finish = on_finish
         self._log = log
-        self._progress = progress
-        self._last_progress_tick = 0
 
     # -- allocation events ----------------------------------------------------------------
     def on_event(self, event: TaskAllocated) -> None:
@@ -137,18 +184,7 @@ class Harness:
     def _judge(self, k: int, share: float) -> tuple[bool, ...]:
         others = self.fit_count > 0
         others[k] = False
-        if others.any():
-            lowest = float(self._share_array[others].min())
-            flags = tuple(share > (1.0 + tau) * lowest * (1.0 + SHARE_MARGIN) for tau in self.tolerances)
-        else:
-            flags = tuple(False for _ in self.tolerances)
-        bits = 0
-        for i, flag in enumerate(flags):
-            if flag:
-                self.errors[i] += 1
-                bits |= 1 << i
-        self._error_flags.append(bits)
-        return flags
+        return self.flag_errors(share, float(self._share_array[others].min()) if others.any() else None)
 
     def _fitting(self, free: Sequence[float], capacity: Sequence[float]) -> np.ndarray:
         """Which users' tasks fit in `free` (the `fits` rule, for all users at once)."""
@@ -162,25 +198,17 @@ class Harness:
 
     # -- ticks ----------------------------------------------------------------------------
     def on_tick(self, now: float, tick: int) -> None:
-        if self.outcome is not None:
+        if self.outcome is not None or self.time_capped(now):
             return
-        if now >= self.max_time - REL_TOL:
-            self.finish(TIME_CAP, f"virtual time reached the cap of {self.max_time:g}s", now)
-        elif now - self.last_allocation >= self.stall_ticks * self.tick - REL_TOL:
+        if now - self.last_allocation >= self.stall_ticks * self.tick - REL_TOL:
             waiting = int((self.fit_count > 0).sum())
             self.finish(
                 STALLED,
                 f"no allocation for {self.stall_ticks} ticks while {waiting} user(s) could still place a task",
                 now,
             )
-        elif self._progress is not None and tick - self._last_progress_tick >= 50:
-            self._last_progress_tick = tick
-            self._progress(now, self.allocations)
-
-    def finish(self, status: str, reason: str, end_time: float) -> None:
-        if self.outcome is None:
-            self.outcome = RunOutcome(status, reason, end_time)
-            self._on_finish(self.outcome)
+        else:
+            self.report_progress(now, tick)
 
     # -- results --------------------------------------------------------------------------
     def placeable_shares(self) -> list[float]:
@@ -207,11 +235,6 @@ class Harness:
                     stranded[r] += left
         return [s / t if t > 0 else 0.0 for s, t in zip(stranded, self.total)]
 
-    def error_ratios(self) -> list[float]:
-        return [e / self.allocations if self.allocations else 0.0 for e in self.errors]
-
-    def error_series(self, points: int = 100) -> dict[str, list[float] | list[int]]:
-        return error_series(self._error_flags, self.tolerances, points)
 
 
 def error_series(error_flags: bytearray, tolerances: Sequence[float],

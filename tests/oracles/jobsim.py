@@ -14,17 +14,10 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from experiments.workloads.online import TraceTask as Job  # (user, submit, runtime, demand)
 from protocols.policies.online import OnlineScheduler
 
 __all__ = ["Job", "Sample", "SimResult", "simulate"]
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    user: int
-    submit: float
-    runtime: float
-    demand: tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
