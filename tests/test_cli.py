@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main
+from experiments.reports.online import MARKER
 from experiments.running.bench import run_bench
 
 RESULT_KEYS = {
@@ -310,9 +311,12 @@ def test_workload_online_then_run_then_trace_replay(tmp_path: Path) -> None:
                                                          "finished": tasks, "lost": 0}
     assert set(r["queueing_delay_s"]) == {"p50", "p95", "p99", "mean"} and r["time_averaged"]["gini"] is not None
     page = tmp_path / "online.md"
+    page.write_text(f"# Discussion kept\n\n{MARKER}\n\nstale table\n")
     assert main(["trace-replay", "--out", str(tmp_path / "replay"), "--minutes", "1", "--protocols", "drf,pdgdrf",
                  "--workers", "1", "--report", str(page)]) == 0
-    assert "| pdgdrf | finished |" in page.read_text() and page.with_suffix(".html").exists()
+    text = page.read_text()
+    assert "| pdgdrf | finished |" in text and text.startswith("# Discussion kept") and "stale" not in text
+    assert page.with_suffix(".html").exists()
     assert len(list((tmp_path / "online").glob("*.png"))) == 6
 
 

@@ -6,6 +6,9 @@ delay p50/p95/p99, time-averaged utilisation, the error ratio at allocation inst
 RMSE against SWM, messages per task, wall time — and figures beside the page: minimum share,
 Gini, tasks waiting and memory utilisation over time, RMSE against SWM over time, and the
 delay CDFs. The same content as one self-contained HTML page (`<page>.html`).
+
+The page keeps what is written above the line `MARKER` (the discussion) and regenerates
+everything below it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import numpy as np  # noqa: E402
 
 from experiments.reports.plots import protocol_style  # noqa: E402
 
-__all__ = ["online_table", "write_online_report"]
+__all__ = ["MARKER", "online_table", "write_online_report"]
+
+MARKER = "<!-- generated below by drfemu trace-replay --report; edit above this line -->"
 
 COLUMNS = ("protocol", "outcome", "makespan s", "min share", "Gini", "Jain", "delay p50 s", "p95 s", "p99 s",
            "CPU used", "memory used", "error ratio τ=0", "RMSE vs SWM", "messages / task", "wall s")
@@ -94,8 +99,9 @@ def _delay_curve(r: Mapping[str, Any]) -> tuple[Any, Any] | None:
     return ([max(q, 1e-3) for q in quantiles], np.linspace(0, 1, len(quantiles))) if quantiles else None
 
 
-def write_online_report(results: Mapping[str, Mapping[str, Any]], page: Path, intro: str = "") -> list[Path]:
-    """Write `page` (Markdown), `page` with `.html`, and the figures in `<page stem>/`; returns the figures."""
+def write_online_report(results: Mapping[str, Mapping[str, Any]], page: Path) -> list[Path]:
+    """Write `page` (Markdown; its part above `MARKER` kept), `page` with `.html`, and the figures
+    in `<page stem>/`; returns the figures."""
     figures = page.parent / page.stem
     figures.mkdir(parents=True, exist_ok=True)
     time = "virtual time, s"
@@ -120,13 +126,18 @@ def write_online_report(results: Mapping[str, Mapping[str, Any]], page: Path, in
         draw(figures / name)
         paths.append(figures / name)
     rows = online_table(results)
-    lines = [intro.rstrip(), "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    kept = ""
+    if page.exists():
+        text = page.read_text(encoding="utf-8")
+        if MARKER in text:
+            kept = text[:text.index(MARKER)].rstrip() + "\n\n"
+    lines = [kept + MARKER, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines.append("")
     for (name, caption, _), path in zip(drawn, paths):
         lines.append(f"![{caption}]({figures.name}/{name})")
         lines.append("")
-    page.write_text("\n".join(lines).lstrip("\n"), encoding="utf-8")
+    page.write_text("\n".join(lines), encoding="utf-8")
     esc = html.escape
     body = ["<!doctype html><html><head><meta charset='utf-8'><title>drfemu trace replay</title></head><body>",
             "<h1>drfemu trace replay</h1><table border='1' cellpadding='3'><thead><tr>"
