@@ -89,6 +89,17 @@ def test_the_ledger_follows_every_task_and_refuses_impossible_moves() -> None:
         ledger.check({5: {"submitted": 1, "waiting": 0, "placing": 0, "running": 0, "finished": 1}})
 
 
+def test_times_finer_than_the_clock_are_kept_to_the_microsecond() -> None:
+    """A submit time between two microseconds once woke its user at an instant before it, for
+    ever; times are now rounded to the clock's resolution."""
+    from experiments.workloads.model import parse_workload
+
+    w = parse_workload({"resources": ["a"], "servers": [{"capacity": [2]}], "users": [{"demand": [1], "tasks": [
+        {"submit": 1.0000004, "duration": 0.5}, {"submit": 4e-7, "duration": 1e-6}]}]})
+    assert [(t.submit, t.duration) for t in w.users[0].tasks or ()] == [(0.0, 1e-6), (1.0, 0.5)]
+    assert _run(w, "drf")["ledger"]["finished"] == 2
+
+
 def _finite(capacities: list[list[int]], users: list[list[tuple[float, float, list[int]]]]) -> Workload:
     servers = tuple(Server(f"s{i}", tuple(float(x) for x in c)) for i, c in enumerate(capacities))
     return Workload(("a", "b"), servers, tuple(

@@ -19,9 +19,9 @@ seconds and running `duration` seconds once started,
                                             {"submit": 5, "duration": 10, "demand": [2, 1], "count": 3}]}
 
 where a task's `demand` defaults to the user's and `count` repeats a task (a job of identical
-tasks). A finite user arrives with its first task and leaves once its last has finished. A
-workload is all endless or all finite: an endless user would keep a finite run from ever
-finishing.
+tasks). Times are kept to the microsecond, the emulator clock's resolution. A finite user
+arrives with its first task and leaves once its last has finished. A workload is all endless or all finite: an endless user would keep a finite run from
+ever finishing.
 
 Validation decisions: capacities and demands are finite and non-negative; a server needs
 some capacity (not all zeros) and every resource needs capacity somewhere in the cluster; an
@@ -233,6 +233,9 @@ def _user(i: int, entry: Mapping[str, Any], m: int) -> User:
         if len(tasks) + count > MAX_TASKS:
             raise WorkloadError(f"user {uid!r} has more than {MAX_TASKS:,} tasks")
         assert submit is not None and duration is not None
+        submit, duration = round(submit, 6), round(duration, 6)  # the emulator's clock counts microseconds
+        if duration == 0:
+            raise WorkloadError(f"{where} duration must be at least 1 µs (the emulator's clock resolution)")
         tasks.extend([Task(submit, duration, task_demand)] * count)
     order = sorted(range(len(tasks)), key=lambda k: tasks[k].submit)
     ordered = tuple(tasks[k] for k in order)
