@@ -12,8 +12,9 @@ It proposes tasks to their users, reserving the demand at once, so two proposals
 oversubscribe it, and refuses (`CapacityViolation`) to propose what does not fit; an
 `Accept` starts the task and reports `TaskAllocated`, a `Decline` gives the reservation
 back. A task that ends (`TaskExit`) frees its demand, is reported as `TaskFinished` and
-announced to its user (`TaskEnded`); a homed user's `UserShare` updates its record. Everything it knows came in its constructor (its parameters, its own random streams),
-its mailbox and its wake-ups; everything it does leaves as messages, events and counters.
+announced to its user (`TaskEnded`); a homed user's `UserShare` updates its record.
+Everything it knows came in its constructor (its parameters, its own random streams), its
+mailbox and its wake-ups; everything it does leaves as messages, events and counters.
 
 `server_class(rule)` is the node class of one protocol: `ServerNode` with the rule's message
 handlers added to its dispatch table (made once per rule class).
