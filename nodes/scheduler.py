@@ -24,8 +24,8 @@ __all__ = ["CentralScheduler"]
 
 
 class CentralScheduler(Actor):
-    __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "held", "running", "per_tick", "_arrivals",
-                 "_index")
+    __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "held", "running", "per_tick",
+                 "_arrivals", "_index")
 
     def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector],
                  per_tick: int = 1) -> None:

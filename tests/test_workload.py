@@ -51,7 +51,8 @@ def test_three_resources_and_optional_fields() -> None:
 def test_finite_tasks_are_expanded_and_ordered_by_submit_time() -> None:
     w = parse_workload({"resources": ["cpu", "mem"], "servers": [{"capacity": [4, 4]}],
                         "users": [{"id": "a", "demand": [1, 1], "tasks": [
-                            {"submit": 3, "duration": 2}, {"submit": 1, "duration": 1, "demand": [2, 1], "count": 2}]}]})
+                            {"submit": 3, "duration": 2},
+                            {"submit": 1, "duration": 1, "demand": [2, 1], "count": 2}]}]})
     assert w.finite and w.task_count == 3
     assert [(t.submit, t.duration, t.demand) for t in w.users[0].tasks or ()] == [
         (1.0, 1.0, (2.0, 1.0)), (1.0, 1.0, (2.0, 1.0)), (3.0, 2.0, (1.0, 1.0))]

@@ -177,8 +177,9 @@ def _summary(result: RunResult) -> Table:
         ("error ratio τ=1/5/10/15%", " / ".join(f"{r['error_ratio_by_tolerance'][k]:.2%}" for k in ("0.01", "0.05", "0.1", "0.15"))),
         ("tasks waiting / placing / running / finished / lost", " / ".join(f"{r['ledger'][k]:,}" for k in (
             "waiting", "placing", "running", "finished", "lost"))),
-        ("queueing delay p50 / p95 / p99", " / ".join("–" if r["queueing_delay_s"][k] is None
-                                                      else f"{r['queueing_delay_s'][k]:.3g} s" for k in ("p50", "p95", "p99"))),
+        ("queueing delay p50 / p95 / p99", " / ".join(
+            "–" if r["queueing_delay_s"][k] is None else f"{r['queueing_delay_s'][k]:.3g} s"
+            for k in ("p50", "p95", "p99"))),
         ("messages", f"{r['messages_total']:,} ({r['bytes_total']:,} bytes)"
                      + ("" if r["messages_per_allocation"] is None else f", {r['messages_per_allocation']:,.0f} per allocation")),
         ("wall time", f"{r['wall_time_s']:.2f} s ({r['events_per_s']:,.0f} events/s)"),
@@ -307,7 +308,8 @@ def workload_online(
                                                      "load (both reach it).")] = 0.8,
     machines: Annotated[int | None, typer.Option(help="Exactly this many machines instead.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the machine draw.")] = 1,
-    pool: Annotated[bool, typer.Option(help="One pool server of exactly the load fraction (seed 002's model).")] = False,
+    pool: Annotated[bool, typer.Option(help="One pool server of exactly the load fraction (seed 002's model).")] = (
+        False),
 ) -> None:
     """Write the Google 2011 trace's first hour as a finite workload: every task with its real request, submit
     time and run time, on trace machines sized to the offered load (docs/workloads.md)."""
@@ -317,8 +319,9 @@ def workload_online(
     _write_json(output, case.to_dict())
     source = case.source
     out.print(f"wrote {output}: {source['tasks']:,} tasks of {len(case.users)} users over {minutes:g} min on "
-              f"{len(case.servers)} {'pool server' if pool else 'machines'} (capacity {source['capacity'][0]:.1f} CPU, {source['capacity'][1]:.1f} "
-              f"memory; offered load {source['offered_load'][0]:.1f}, {source['offered_load'][1]:.1f}; seed {seed})")
+              f"{len(case.servers)} {'pool server' if pool else 'machines'} (capacity {source['capacity'][0]:.4g} CPU, "
+              f"{source['capacity'][1]:.4g} "
+              f"memory; offered load {source['offered_load'][0]:.4g}, {source['offered_load'][1]:.4g}; seed {seed})")
 
 
 @workload_app.command("extract")
@@ -348,7 +351,8 @@ def workload_synthetic(
     holders: Annotated[float, typer.Option(help="Fraction of servers that have each scarce resource.")] = 0.25,
     demanders: Annotated[float, typer.Option(help="Fraction of users that demand each scarce resource.")] = 0.5,
     tasks: Annotated[int, typer.Option(help="Tasks per user, which end (0: endless users, the thesis's).")] = 0,
-    arrivals: Annotated[str, typer.Option(help="With --tasks: poisson:RATE | bursts:EVERY:SIZE | fixed:GAP.")] = "poisson:1",
+    arrivals: Annotated[str, typer.Option(help="With --tasks: poisson:RATE | bursts:EVERY:SIZE | fixed:GAP.")] = (
+        "poisson:1"),
     durations: Annotated[str, typer.Option(help="With --tasks: exp:MEAN | lognormal:MEDIAN:SIGMA | pareto:MIN:ALPHA | "
                                                 "fixed:SECONDS.")] = "exp:10",
 ) -> None:
@@ -670,7 +674,8 @@ def experiment(
         if workers < 1:
             raise CliError("--workers must be at least 1")
         result = online_rules(run_point, load_fraction=load_fraction, tick=tick, workers=workers, minutes=minutes)
-        table = Table(title=f"Online rules on the emulator, the trace's first {minutes:g} min: {result['tasks']:,} tasks of "
+        table = Table(title=f"Online rules on the emulator, the trace's first {minutes:g} min: "
+                            f"{result['tasks']:,} tasks of "
                             f"{result['users']} users, one pool of {result['capacity'][0]:.1f} CPU × "
                             f"{result['capacity'][1]:.1f} memory ({load_fraction:g} of the mean load), tick {tick:g} s")
         for column in ("rule", "mean RMSE vs SWM", "median RMSE", "median delay s", "p90 delay s", "makespan s"):

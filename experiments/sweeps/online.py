@@ -50,8 +50,8 @@ def run_online_protocols(out: Path, protocols: Sequence[str], run_point: RunPoin
                 continue
         todo.append(protocol)
     with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
-        running = {pool.submit(run_point, canonical_params({**params, "protocol": p, "workload": str(workload_path)})): p
-                   for p in todo}
+        points = {p: canonical_params({**params, "protocol": p, "workload": str(workload_path)}) for p in todo}
+        running = {pool.submit(run_point, point): p for p, point in points.items()}
         while running:
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:

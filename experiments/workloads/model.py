@@ -20,8 +20,8 @@ seconds and running `duration` seconds once started,
 
 where a task's `demand` defaults to the user's and `count` repeats a task (a job of identical
 tasks). Times are kept to the microsecond, the emulator clock's resolution. A finite user
-arrives with its first task and leaves once its last has finished. A workload is all endless or all finite: an endless user would keep a finite run from
-ever finishing.
+arrives with its first task and leaves once its last has finished. A workload is all endless
+or all finite: an endless user would keep a finite run from ever finishing.
 
 Validation decisions: capacities and demands are finite and non-negative; a server needs
 some capacity (not all zeros) and every resource needs capacity somewhere in the cluster; an

@@ -97,7 +97,8 @@ def online_case(minutes: float = 60.0, load_fraction: float = 0.8, machines: int
             raise WorkloadError("give --machines or --pool, not both")
         if not all(fits(t.demand, target, target) for t in tasks):
             raise WorkloadError("some task is larger than the pool; raise --load-fraction")
-        return Workload(RESOURCES, (Server("pool", target),), users, {**source, "machines": 1, "capacity": list(target)})
+        pool_source = {**source, "machines": 1, "capacity": list(target)}
+        return Workload(RESOURCES, (Server("pool", target),), users, pool_source)
     trace = load_google_trace()
     if machines is not None and not 1 <= machines <= len(trace.machines):
         raise WorkloadError(f"--machines must be in [1, {len(trace.machines)}]")

@@ -4,7 +4,7 @@ Specs are text, `NAME:ARG[:ARG]`, seconds throughout:
 
 | spec | meaning |
 |---|---|
-| `poisson:RATE` | a user's tasks arrive as a Poisson process of RATE tasks/s (exponential gaps), the first at a gap after 0 |
+| `poisson:RATE` | a Poisson process of RATE tasks/s (exponential gaps, the first after one gap) |
 | `bursts:EVERY:SIZE` | bursts of SIZE tasks at once (a job), burst times a Poisson process with mean gap EVERY |
 | `fixed:GAP` | one task every GAP seconds, from 0 |
 | `exp:MEAN` | exponential run times of mean MEAN |
