@@ -324,12 +324,14 @@ def test_workload_online_then_run_then_trace_replay(tmp_path: Path) -> None:
     (["workload", "online", "--minutes", "61", "-o", "x.json"], "--minutes must be in (0, 60]"),
     (["workload", "online", "--machines", "3", "--pool", "-o", "x.json"], "not both"),
     (["trace-replay", "--out", "x", "--protocols", "drf,nope"], "unknown protocol 'nope'"),
+    (["trace-replay", "--out", "x", "--report", "README.md"], "exists without the line"),
     (["run", "--protocol", "wmmf", "--wmmf-resource", "2"], "--wmmf-resource 2 names no resource"),
 ])
 def test_finite_workload_commands_reject_bad_input(argv: list[str], needle: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("a page of someone's words\n")
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1

@@ -717,6 +717,10 @@ def trace_replay(
         get_protocol(name)
     if workers < 1:
         raise CliError("--workers must be at least 1")
+    if report is not None:
+        from experiments.reports.online import kept_part
+
+        kept_part(report)  # a page that would lose its text is refused before anything runs
 
     def done(protocol: str, result: dict[str, Any]) -> None:
         out.print(f"{protocol}: {result['status']} at {result['run_time_s']:,.0f} s virtual in "

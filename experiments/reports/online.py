@@ -8,7 +8,7 @@ Gini, tasks waiting and memory utilisation over time, RMSE against SWM over time
 delay CDFs. The same content as one self-contained HTML page (`<page>.html`).
 
 The page keeps what is written above the line `MARKER` (the discussion) and regenerates
-everything below it.
+everything below it; an existing page without the marker is refused rather than overwritten.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments.reports.plots import protocol_style  # noqa: E402
+from protocols.errors import InputError  # noqa: E402
 
-__all__ = ["MARKER", "online_table", "write_online_report"]
+__all__ = ["MARKER", "kept_part", "online_table", "write_online_report"]
 
 MARKER = "<!-- generated below by drfemu trace-replay --report; edit above this line -->"
 
@@ -99,9 +100,22 @@ def _delay_curve(r: Mapping[str, Any]) -> tuple[Any, Any] | None:
     return ([max(q, 1e-3) for q in quantiles], np.linspace(0, 1, len(quantiles))) if quantiles else None
 
 
+def kept_part(page: Path) -> str:
+    """What a report page keeps: its text above `MARKER` ("" for a new page). An existing page
+    without the marker raises `InputError` (one line), so nothing written there is lost."""
+    if not page.exists():
+        return ""
+    text = page.read_text(encoding="utf-8")
+    if MARKER not in text:
+        raise InputError(f"{page} exists without the line {MARKER!r}: add it where the generated part starts "
+                         "(everything above it is kept), or write to a new page")
+    return text[:text.index(MARKER)].rstrip() + "\n\n"
+
+
 def write_online_report(results: Mapping[str, Mapping[str, Any]], page: Path) -> list[Path]:
     """Write `page` (Markdown; its part above `MARKER` kept), `page` with `.html`, and the figures
     in `<page stem>/`; returns the figures."""
+    kept = kept_part(page)
     figures = page.parent / page.stem
     figures.mkdir(parents=True, exist_ok=True)
     time = "virtual time, s"
@@ -126,11 +140,6 @@ def write_online_report(results: Mapping[str, Mapping[str, Any]], page: Path) ->
         draw(figures / name)
         paths.append(figures / name)
     rows = online_table(results)
-    kept = ""
-    if page.exists():
-        text = page.read_text(encoding="utf-8")
-        if MARKER in text:
-            kept = text[:text.index(MARKER)].rstrip() + "\n\n"
     lines = [kept + MARKER, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines.append("")
