@@ -1,8 +1,11 @@
 """One emulation run: workload + protocol + seed → `RunResult` (SPEC §2–5).
 
 Actor addresses: servers are 0..S−1 in workload order, users S..S+U−1 in workload order,
-then the gateway, then (central protocols) the scheduler. All users start at time 0; the
-allocation tick fires every `tick` seconds from time `tick` on.
+then the gateway, then (central protocols) the scheduler. All users start at time 0 (a
+finite user then waits for its first submit time); the allocation tick fires every `tick`
+seconds from time `tick` on. A finite workload's homes count a user only once its first task
+arrives (`protocols.homes`), and its tasks end through the task lifetimes
+(`experiments.running.lifetimes`).
 
 Distributed protocols (SPEC §4): every server is an overlay peer. Like the thesis's
 bootstrap server, each starts with a Cyclon view of `c` random others (described as of time
@@ -22,8 +25,9 @@ and random server choices); each server's own `overlay` (Cyclon and gradient cho
 `neighbors` (fixed random neighbour sets). Same `RunConfig` ⇒ the same events in the same
 order ⇒ the same result, apart from the wall-clock fields.
 
-The harness learns what happened from the nodes' `TaskAllocated` events; the distributed
-set-up sums the servers' counters after the run.
+The harness (endless users: `harness.Harness`; finite ones: `finite_harness.FiniteHarness`)
+and the task ledger learn what happened from the nodes' events; the distributed set-up sums
+the servers' counters after the run, and the ledger is checked against the users' counters.
 """
 
 from __future__ import annotations
