@@ -47,11 +47,13 @@ def plot_online(result: dict[str, Any], out_dir: Path) -> list[Path]:
     for rule, values in result["rmse"].items():
         _cdf(ax, values, rule)
     rmse = _save(fig, ax, "relative RMSE of dominant shares against SWM (per 700 s sample)",
-                 "Online rules against the SWM optimum, α = 1 (seed 002 Figs. 4–5)", out_dir / "online-rmse-alpha-1.png")
+                 "Online rules against the SWM optimum, α = 1 (seed 002 Figs. 4–5)",
+                 out_dir / "online-rmse-alpha-1.png")
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     for rule, quantiles in result["delay_quantiles"].items():
         _quantile_cdf(ax, [max(v, 1e-3) for v in quantiles], rule)
     ax.set_xscale("log")
     delays = _save(fig, ax, "task queueing delay, s (submission to start; 1 ms floor for the log axis)",
-                   "Queueing delay of the first hour's tasks (seed 002 Figs. 6–7)", out_dir / "online-queueing-delay.png")
+                   "Queueing delay of the first hour's tasks (seed 002 Figs. 6–7)",
+                   out_dir / "online-queueing-delay.png")
     return [rmse, delays]
