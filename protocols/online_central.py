@@ -47,6 +47,7 @@ class _OnlineRule:
 
     def __init__(self, adrf_alpha: float = 1.0, adrf_beta: str = "d-max") -> None:
         self.alpha, self.beta = adrf_alpha, adrf_beta
+        self.rule = self.RULE  # `order_key`'s name of the order
         self.resource: int | None = None
 
     def check_resources(self, resources: int) -> None:
@@ -57,7 +58,7 @@ class _OnlineRule:
         zero = (0.0,) * len(total)
 
         def key(task: PendingTask) -> tuple[float, int]:
-            return order_key(self.RULE, task.held or zero, total, task.demand, self.alpha, self.beta,
+            return order_key(self.rule, task.held or zero, total, task.demand, self.alpha, self.beta,
                              self.resource), task.user
 
         for task in sorted(pending, key=key):
@@ -85,12 +86,14 @@ class NaiveAdrf(_OnlineRule):
 class Wmmf(_OnlineRule):
     """Weighted max-min fairness on one resource's share."""
 
+    RULE = "cpu"
+
     PARAMS = (PER_TICK, ADRF_ALPHA, ADRF_BETA, WMMF_RESOURCE, WMMF_WEIGHTED)
 
     def __init__(self, adrf_alpha: float = 1.0, adrf_beta: str = "d-max", wmmf_resource: int = 0,
                  wmmf_weighted: bool = False) -> None:
         super().__init__(adrf_alpha, adrf_beta)
-        self.RULE = "g-cpu" if wmmf_weighted else "cpu"  # type: ignore[misc]  # `order_key`'s names; resource below
+        self.rule = "g-cpu" if wmmf_weighted else "cpu"  # one resource's share; which one is `resource`
         self.resource = wmmf_resource
 
     def check_resources(self, resources: int) -> None:
