@@ -17,7 +17,8 @@ A walk that found no room marks its user *saturated* (`mark_saturated`, on by de
 then counts as `+∞` in that minimum, so a user that cannot grow does not hold up the rest
 (thesis ch. 6). Decision: a bounded walk can miss the last servers with room, so the home
 retries a marked user's walk after `saturation_retry` seconds, doubling the wait after every
-further failure (the server asks to be woken for it). The user stays marked meanwhile — it
+further failure (the server asks to be woken for it; the run chooses the first wait, shorter
+when tasks end: `experiments.running.params.SATURATION_RETRY_TICKS`). The user stays marked meanwhile — it
 does not reappear in the utility, which would pull the gradient's centre back to it every
 time — and a retry that finds room places the task; the user's next task then reports its
 new share and ends the mark.

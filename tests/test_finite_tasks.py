@@ -157,3 +157,24 @@ def test_a_user_with_nothing_waiting_never_holds_the_others_back(protocol: str,
     monkeypatch.setattr(HomeUsers, "share_reported", keeps_counting)
     broken = _run(w, protocol)
     assert broken["queueing_delay_s"]["p95"] > 3.0
+
+
+@pytest.mark.parametrize("protocol", ["dgdrf", "pdgdrf"])
+def test_with_tasks_that_end_a_saturated_user_retries_soon(protocol: str) -> None:
+    """B's task arrives at 1 s on a cluster A fills until 1.5 s: its walk fails and marks B. With
+    tasks that end the first retry comes after 1 tick (so B starts soon after 1.5 s); the endless
+    workloads' 50 ticks make B wait about 5 s."""
+    w = _finite([[4, 4], [4, 4]], [[(0.0, 1.5, [2, 2])] * 4, [(1.0, 1.0, [1, 1])]])
+    r = _run(w, protocol)
+    assert r["saturation_retry_ticks"] == 1 and r["placement"]["saturation_marks"] >= 1
+    assert r["queueing_delay_s"]["p99"] < 1.5
+    slow = _run(w, protocol, saturation_retry=50)
+    assert slow["saturation_retry_ticks"] == 50 and slow["queueing_delay_s"]["p99"] > 4.0
+
+
+def test_the_saturation_retry_default_depends_on_whether_tasks_end() -> None:
+    from experiments.running.params import run_params
+
+    assert run_params(protocol="dgdrf").saturation_retry_ticks(False) == 50
+    assert run_params(protocol="dgdrf").saturation_retry_ticks(True) == 1
+    assert run_params(protocol="dgdrf", saturation_retry=0).saturation_retry_ticks(True) == 0

@@ -52,7 +52,8 @@ class DistributedSetup:
         homed: dict[int, dict[int, float]] = {}
         for user, server in homes.items():
             homed.setdefault(server, {})[user] = dominant_share(demands[user], total)
-        retry = params.saturation_retry * params.tick if params.saturation_retry else math.inf
+        retry_ticks = params.saturation_retry_ticks(finite)
+        retry = retry_ticks * params.tick if retry_ticks else math.inf
         rule_params = {p.name: getattr(params, p.name) for p in spec.params}
         scale = tuple(1.0 / t if t > 0 else 0.0 for t in total)
         gradient = gradient_factory(params.gradient, temperature=params.softmax_temperature,

@@ -51,7 +51,7 @@ from protocols.errors import InputError
 from protocols.params import Kind, Param
 from protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 
-__all__ = ["CASE", "CORE", "GOOGLE", "RunParams", "all_params", "canonical_params", "defaults", "echo", "param",
+__all__ = ["CASE", "CORE", "GOOGLE", "SATURATION_RETRY_TICKS", "RunParams", "all_params", "canonical_params", "defaults", "echo", "param",
            "parameters_markdown", "protocol_defaults",
            "readers", "run_id", "run_params", "unread_given"]
 
@@ -81,8 +81,9 @@ CORE: tuple[Param, ...] = (
     Param("shuffle_length", Kind.INT, 5, "Cyclon shuffle length ℓ (at most c).", ge=1, le=10_000),
     Param("mark_saturated", Kind.BOOL, True, "A failed walk marks its user saturated (reports +∞).",
           echo="mark_saturated"),
-    Param("saturation_retry", Kind.INT, 50, "Ticks before a saturated user's walk is retried, doubling (0: never).",
-          ge=0, le=10**9, unit="ticks", echo="saturation_retry_ticks"),
+    Param("saturation_retry", Kind.INT, None, "Ticks before a saturated user's walk is retried, doubling (0: never; "
+          "default: 50 on endless workloads, 1 on finite ones).", ge=0, le=10**9, unit="ticks",
+          echo="saturation_retry_ticks"),
     Param("gradient", Kind.TEXT, "tman", "Gradient overlay: tman (ours: whole views, id-ordered ties, uniform partner) "
           "or kompics (the Kompics Toolbox component the thesis ran).", choices=tuple(GRADIENTS),
           echo="gradient_variant"),
@@ -102,6 +103,13 @@ CORE: tuple[Param, ...] = (
     Param("swm_every", Kind.DURATION, 700.0, "Tasks that end: the period of the samples compared with the SWM "
           "optimum (seed 002: 700 s; 0: none).", ge=0, le=1e9, unit="s", echo="swm_every_s"),
 )
+
+SATURATION_RETRY_TICKS = {False: 50, True: 1}
+"""`--saturation-retry` when not given, by whether tasks end. Decision: with endless tasks a
+walk that found no room means the cluster is full for good, so the retry is rare (5 s at the
+thesis's tick); with tasks that end, room frees every fraction of a second (the trace hour
+ends about 4 tasks a second), and a 5 s wait starves the marked user while others take that
+room (docs/results-online.md: PDGDRF's minimum share 0.0001 at 50 ticks, 0.248 at 1)."""
 
 CASE = ("workload", "machines", "users", "case_seed")  # what the workload is, not how it is run
 
@@ -197,6 +205,11 @@ class RunParams(BaseModel):
     """Base of the generated model: frozen, no unknown fields. Attribute access by name; times in seconds."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def saturation_retry_ticks(self, finite: bool) -> int:
+        """The saturation retry in ticks; unset, it depends on the workload (`SATURATION_RETRY_TICKS`)."""
+        given: int | None = self.saturation_retry  # type: ignore[attr-defined]
+        return SATURATION_RETRY_TICKS[finite] if given is None else given
 
     @property
     def max_age_periods(self) -> int:
@@ -350,10 +363,12 @@ def run_id(params: Mapping[str, Any]) -> str:
     return f"{params['protocol']}-{size}-s{params['seed']}-{digest}"
 
 
-def echo(params: RunParams) -> dict[str, Any]:
-    """The parameters the result document repeats, under their `echo` keys."""
+def echo(params: RunParams, finite: bool = False) -> dict[str, Any]:
+    """The parameters the result document repeats, under their `echo` keys; defaults that
+    depend on the workload (`finite`: tasks end) as resolved."""
     values = params.model_dump()
     document = {p.echo: values[p.name] for p in all_params() if p.echo is not None and p.name in values}
+    document["saturation_retry_ticks"] = params.saturation_retry_ticks(finite)
     document["gradient_max_age_periods"] = params.max_age_periods
     return document
 

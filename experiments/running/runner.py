@@ -253,7 +253,7 @@ def run_emulation(
         "events_per_s": events / wall if wall > 0 else 0.0,
         "workload": dict(workload.source),
         "distributed": spec.distributed,
-        **echo(params),
+        **echo(params, finite),
         "ticks": ticks.fired,
     }
     if isinstance(harness, FiniteHarness):
