@@ -23,7 +23,9 @@ A run ends when something calls `stop(result)`: `finished` (an asyncio future) t
 `result`. An exception raised by any handler, tick or timer stops the runtime and is set on
 `finished`, so it surfaces where the run is awaited instead of being logged by the loop.
 
-Same actors, same seed ⇒ the same events in the same order, on any machine.
+Same actors, same seed ⇒ the same events in the same order, on any machine. A runtime given
+an `EventTrace` (`nodes.trace`) reports every delivery, timer, wake-up and event to it, which
+is how `drfemu check` finds the first event where two runs part.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 
 from nodes.actor import Actor, WakeUp
 from nodes.network import US_PER_S, Network, to_us
+from nodes.trace import EventTrace, describe_callback
 
 __all__ = ["Periodic", "Runtime"]
 
@@ -124,7 +127,8 @@ class Periodic:
 class Runtime:
     """Runs a set of actors on an asyncio loop (normally a `VirtualClockLoop`)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, network: Network, actors: Sequence[Actor]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, network: Network, actors: Sequence[Actor],
+                 trace: EventTrace | None = None) -> None:
         for index, actor in enumerate(actors):
             if actor.id != index:
                 raise ValueError(f"actor ids must be 0..n-1 in order; position {index} holds id {actor.id}")
@@ -147,6 +151,7 @@ class Runtime:
         self._tick_hooks: list[Callable[[float, int], None]] = []
         self._ticks: Periodic | None = None
         self._drivers = 0
+        self.trace = trace
 
     # -- time -----------------------------------------------------------------------------
     @property
@@ -175,6 +180,8 @@ class Runtime:
         """Arm the wake-ups nodes asked for and publish their events."""
         items = self._port[:]
         self._port.clear()
+        if self.trace is not None:
+            self._trace_port(items)
         subscribers = self._subscribers
         for item in items:
             if item.__class__ is WakeUp:
@@ -184,6 +191,14 @@ class Runtime:
             else:
                 for handler in subscribers.get(item.__class__, ()):
                     handler(item)
+
+    def _trace_port(self, items: list[Any]) -> None:
+        record, now_us = self.trace.record, self.now_us  # type: ignore[union-attr]
+        for item in items:
+            if item.__class__ is WakeUp:
+                record(now_us, "wake", item.actor, (to_us(item.at), item.key))
+            else:
+                record(now_us, "event", -1, item)
 
     def every(
         self,
@@ -291,7 +306,11 @@ class Runtime:
         self.now_us = at_us
         now = at_us / US_PER_S
         deliveries = instant.deliveries
+        trace = self.trace
         if deliveries:
+            if trace is not None:
+                for dst, msg in deliveries:
+                    trace.record(at_us, "deliver", dst, msg)
             mailboxes = self._mailboxes
             ready: list[int] = []
             for dst, msg in deliveries:
@@ -342,6 +361,8 @@ class Runtime:
         for owner, callback in instant.timers:
             if self.stopped:
                 return
+            if trace is not None:
+                trace.record(at_us, "timer", owner.id if owner is not None else -1, describe_callback(callback))
             callback(now)
             self.timer_events += 1
             if owner is not None and owner.outbox:

@@ -93,9 +93,9 @@ def test_after_a_run_no_node_holds_a_harness_sweep_or_cli_object(protocol: str, 
     built: list[Any] = []
     real = nodes.runtime.Runtime.__init__
 
-    def spy(self: Any, loop: Any, network: Any, actors: Any) -> None:
+    def spy(self: Any, loop: Any, network: Any, actors: Any, *rest: Any) -> None:
         built.extend(actors)
-        real(self, loop, network, actors)
+        real(self, loop, network, actors, *rest)
 
     monkeypatch.setattr(nodes.runtime.Runtime, "__init__", spy)
     run_emulation(RunConfig.build(google_case(12, 4, 1), protocol=protocol, neighbors=2))

@@ -797,6 +797,42 @@ def bench(
         _write_json(json_path, result.to_dict())
 
 
+@app.command()
+def check(
+    config: Annotated[Path, typer.Argument(help="Sweep config (TOML) naming the runs to check, e.g. configs/check.toml.")],
+    workers: Annotated[int, typer.Option(help="Fresh processes replaying runs alongside.")] = 1,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write every verdict as JSON.")] = None,
+) -> None:
+    """Check determinism: run each run of CONFIG twice here and once in a fresh process, compare
+    them event by event, and name the first event that differs. Exit 1 if any run differs."""
+    from experiments.running.check import check_runs
+    from experiments.sweeps.config import load_sweep
+
+    if workers < 1:
+        raise CliError("--workers must be at least 1")
+    if json_path is not None:
+        _check_writable(json_path)
+    plan = load_sweep(config)
+    out.print(f"check {config}: {len(plan.runs)} run(s), each twice here and once in a fresh process")
+    verdicts = []
+    for verdict in check_runs(list(plan.runs.items()), workers):
+        verdicts.append(verdict)
+        status = "ok" if verdict.ok else "DIFFERS"
+        out.print(f"{status:7} {verdict.run}  {verdict.events:,} events  {verdict.digest[:16]}", highlight=False)
+        for divergence in verdict.divergences:
+            out.print(f"        {divergence.describe()}", highlight=False, soft_wrap=True)
+            for line in divergence.context:
+                out.print(f"          after {line}", highlight=False, soft_wrap=True)
+        for against, keys in verdict.result_differences.items():
+            out.print(f"        same events, but the {against} result differs in: {', '.join(keys)}", highlight=False)
+    failed = [v.run for v in verdicts if not v.ok]
+    out.print(f"{len(verdicts) - len(failed)} of {len(verdicts)} run(s) deterministic")
+    if json_path is not None:
+        _write_json(json_path, {"config": str(config), "runs": [v.to_dict() for v in verdicts]})
+    if failed:
+        raise typer.Exit(1)
+
+
 def _fail(message: str, status: int) -> int:
     # Plain write, never wrapped: an error is exactly one line.
     print(f"drfemu: {message}", file=sys.stderr)

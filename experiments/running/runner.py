@@ -63,6 +63,7 @@ from nodes.resource_node import ResourceNode
 from nodes.runtime import Runtime
 from nodes.scheduler import CentralScheduler
 from nodes.streams import RandomStreams
+from nodes.trace import EventTrace
 from nodes.user import FiniteUserNode, UserNode
 from protocols.central import PER_TICK
 from protocols.errors import InputError
@@ -130,9 +131,11 @@ def run_emulation(
     config: RunConfig,
     log: Callable[..., Any] | None = None,
     progress: Callable[[float, int], None] | None = None,
+    trace: EventTrace | None = None,
 ) -> RunResult:
     """Run one emulation: to saturation, stall or the time cap (endless users), or until every
-    task has finished, a stall or the time cap (finite users)."""
+    task has finished, a stall or the time cap (finite users). `trace` receives every event
+    (`nodes.trace`; the determinism checker)."""
     config.validate()
     params: Any = config.params
     spec = get_protocol(params.protocol)
@@ -188,7 +191,7 @@ def run_emulation(
             loss_rng=streams.python("network/loss"),
             cost=config.cost,
         )
-        runtime = Runtime(loop, network, actors)
+        runtime = Runtime(loop, network, actors, trace)
         ledger = TaskLedger()
         ledger.subscribe(runtime)
         if isinstance(harness, FiniteHarness):

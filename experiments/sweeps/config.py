@@ -8,7 +8,8 @@ A config holds:
 - `[[cases]]`: parameter sets taken one at a time (e.g. machines and users together); a
   list value in a case expands that case like a grid;
 - `[[grids]]`: tables of lists; each grid is the cartesian product of its lists, and the
-  points are every case × every combination of every grid;
+  points are every case × every combination of every grid; in a case or a grid,
+  `protocol = "all"` stands for every registered protocol, in registry order;
 - `seeds = [1, 2, …]` or `replicates = N` (seeds 1..N): the replicates of every point;
 - `[[tables]]` and `[[figures]]`: what `drfemu report` draws from this experiment
   (`experiments.sweeps.report_spec` checks them).
@@ -31,10 +32,11 @@ from typing import Any
 from experiments.running.params import canonical_params, defaults, protocol_defaults, run_id
 from experiments.sweeps.report_spec import check_figure, check_table
 from protocols.errors import InputError
-from protocols.registry import get_protocol
+from protocols.registry import PROTOCOLS, get_protocol
 
 __all__ = ["Experiment", "Point", "Sweep", "SweepConfigError", "load_sweep"]
 
+EVERY_PROTOCOL = "all"
 _KEYS = {"name", "title", "include", "base", "cases", "grids", "seeds", "replicates", "tables", "figures"}
 
 
@@ -117,7 +119,8 @@ def _seeds(path: Path, document: Mapping[str, Any]) -> list[int]:
 
 def _combinations(path: Path, grid: Mapping[str, Any], index: int, key: str) -> list[dict[str, Any]]:
     names = list(grid)
-    lists = [_as_list(path, f"{key}[{index}].{name}", grid[name]) for name in names]
+    lists = [list(PROTOCOLS) if name == "protocol" and grid[name] == EVERY_PROTOCOL
+             else _as_list(path, f"{key}[{index}].{name}", grid[name]) for name in names]
     return [dict(zip(names, values)) for values in itertools.product(*lists)]
 
 

@@ -1,0 +1,93 @@
+"""Per-event hashes of a run, for the determinism checker (`drfemu check`, issue 16).
+
+A `Runtime` given an `EventTrace` reports every event to it, in the order it processes them:
+
+- `deliver`: a message put in an actor's mailbox (the actor, the message);
+- `timer`: a one-off timer that fires (its owner, or -1, and the callback with its arguments);
+- `wake`: a wake-up a node asks for (the node, the time, the key);
+- `event`: an event a node emits for the observers.
+
+Each event becomes one line of text — its time in µs, its kind, the actor and the `repr` of
+what it carries — and one 64-bit BLAKE2b hash of that line. Messages and events are frozen
+dataclasses and plain tuples, whose `repr` shows every field, so two runs that did the same
+thing give the same hashes, in any process. A `repr` that shows a memory address would
+differ between identical runs: that is a programming error and raises `TypeError`.
+
+Two ways to use a trace besides collecting hashes:
+- `reference`: the hashes of an earlier run; the first event whose hash differs raises
+  `Diverged` with its description (and the few events before it), which stops the run;
+- `describe_at`: raise `Diverged` at event number `describe_at` — used to read what the
+  reference run did there, by running it again (with the reference given, the stop says
+  whether the replay's event there is the reference's own: a run that is not reproducible
+  cannot be asked what it did).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+from hashlib import blake2b
+from typing import Any
+
+__all__ = ["Diverged", "EventTrace", "describe_callback"]
+
+CONTEXT = 5  # events before the divergent one that a report shows
+
+
+class Diverged(Exception):
+    """The traced run reached the event it was asked to stop at (or the first that differs)."""
+
+    def __init__(self, index: int, at_us: int, line: str, context: list[str], agrees: bool) -> None:
+        super().__init__(f"event #{index} at {at_us / 1e6:.6f} s: {line}")
+        self.index = index
+        self.at_us = at_us
+        self.line = line
+        self.context = context
+        self.agrees = agrees  # the event's hash is the reference's (a `describe_at` stop on a faithful replay)
+
+
+def describe_callback(callback: Callable[..., Any]) -> str:
+    """A process-independent name of a timer callback: its qualified name and partial arguments."""
+    if isinstance(callback, partial):
+        args = ", ".join(repr(a) for a in callback.args)
+        return f"{describe_callback(callback.func)}({args})"
+    owner = getattr(callback, "__self__", None)
+    name = getattr(callback, "__qualname__", None) or type(callback).__qualname__
+    return f"{name}@{owner.id}" if owner is not None and hasattr(owner, "id") else name
+
+
+class EventTrace:
+    """Collects one hash per event (`hashes`), optionally checking them against a reference."""
+
+    __slots__ = ("hashes", "count", "reference", "describe_at", "recent")
+
+    def __init__(self, reference: bytes | None = None, describe_at: int | None = None) -> None:
+        self.hashes = array("Q")
+        self.count = 0
+        self.reference = array("Q", reference) if reference is not None else None
+        self.describe_at = describe_at
+        self.recent: deque[str] = deque(maxlen=CONTEXT)
+
+    def record(self, at_us: int, kind: str, actor: int, detail: Any) -> None:
+        text = f"{kind} {actor} {detail!r}"
+        if " at 0x" in text:
+            raise TypeError(f"a traced {kind} shows a memory address, which differs between identical runs: {text}")
+        line = f"{at_us} {text}"
+        value = int.from_bytes(blake2b(line.encode(), digest_size=8).digest(), "little")
+        index = self.count
+        reference = self.reference
+        if reference is not None:
+            agrees = index < len(reference) and reference[index] == value
+            if not agrees or index == self.describe_at:
+                raise Diverged(index, at_us, text, list(self.recent), agrees)
+        elif index == self.describe_at:
+            raise Diverged(index, at_us, text, list(self.recent), False)
+        self.hashes.append(value)
+        self.recent.append(f"{at_us / 1e6:.6f} s: {text}")
+        self.count = index + 1
+
+    def digest(self) -> str:
+        """One hash of the whole run's events."""
+        return blake2b(self.hashes.tobytes(), digest_size=16).hexdigest()
