@@ -191,10 +191,19 @@ class Network:
     takes the same time and none is lost, `fixed_us` is that latency (µs) and the runtime
     delivers a whole batch at one instant; otherwise it is -1 and the runtime asks
     `due(src, dst, msg, now_us)` per message, which returns the delivery instant in µs or
-    -1 when the message is lost. Loss draws come from their own random stream.
+    -1 when the message is lost. Loss draws come from their own random stream, and only for
+    messages whose loss probability is above 0, so a run without loss draws nothing.
+
+    Faults (issue 16) change the network while it runs: the loss of every message, of a
+    message type or of a directed link (`set_loss`; a link's loss wins over its type's, a
+    type's over the overall one), the latency model (`set_latency`), islands cut off from
+    everyone else (`isolate`, `heal`), and actors that are down (`set_down`): nothing reaches
+    them or leaves them. Each drop is counted by type and by cause (`loss`, `partition`,
+    `down`).
     """
 
-    __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_payload", "_variable")
+    __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_payload", "_variable",
+                 "_base_latency", "_by_type", "_by_link", "_islands", "_down", "_faulty", "causes")
 
     def __init__(
         self,
@@ -208,15 +217,109 @@ class Network:
         if loss > 0 and loss_rng is None:
             raise ValueError("a lossy network needs its own random stream")
         self.latency: LatencyModel = latency if latency is not None else ConstantLatency()
+        self._base_latency = self.latency
         self.loss = loss
         self.cost = cost if cost is not None else CostModel()
-        constant = isinstance(self.latency, ConstantLatency) and loss == 0.0
-        self.fixed_us = self.latency.us if constant else -1  # type: ignore[attr-defined]
-        self._lose = loss_rng.random if loss > 0 and loss_rng is not None else None
+        self._lose = loss_rng.random if loss_rng is not None else None
         self._sent: dict[type, int] = {}
         self._dropped: dict[type, int] = {}
         self._payload: dict[type, list[int]] = {}  # [numbers, addresses] carried in tuple fields
         self._variable: dict[type, list[tuple[Callable[[Any], tuple[Any, ...]], int, int]]] = {}
+        self._by_type: dict[type, float] = {}
+        self._by_link: dict[tuple[int, int], float] = {}
+        self._islands: dict[int, int] = {}  # actor -> island (absent: the mainland)
+        self._down: set[int] = set()
+        self.causes = {"loss": 0, "partition": 0, "down": 0}
+        self._faulty = False
+        self.fixed_us = -1
+        self._refresh()
+
+    # -- faults ---------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        self._faulty = bool(self._by_type or self._by_link or self._islands or self._down)
+        constant = isinstance(self.latency, ConstantLatency) and self.loss == 0.0 and not self._faulty
+        self.fixed_us = self.latency.us if constant else -1  # type: ignore[attr-defined]
+
+    def _need_stream(self, p: float) -> None:
+        if p > 0 and self._lose is None:
+            raise ValueError("a lossy network needs its own random stream")
+
+    def set_loss(self, p: float | None, message_type: type | None = None,
+                 link: tuple[int, int] | None = None) -> float | None:
+        """Set the loss of every message, of one type or of one directed link (p None: the
+        type or link follows the overall loss again). Returns the value it replaces."""
+        if p is not None and not 0.0 <= p < 1.0:
+            raise InputError(f"loss probability must be in [0, 1), got {p}")
+        self._need_stream(p or 0.0)
+        if link is not None:
+            before = self._by_link.pop(link, None)
+            if p is not None:
+                self._by_link[link] = p
+        elif message_type is not None:
+            before = self._by_type.pop(message_type, None)
+            if p is not None:
+                self._by_type[message_type] = p
+        else:
+            before, self.loss = self.loss, p or 0.0
+        self._refresh()
+        return before
+
+    def set_latency(self, latency: LatencyModel | None) -> LatencyModel:
+        """Use `latency` from now on (None: the run's own model again); returns the one replaced."""
+        before, self.latency = self.latency, latency if latency is not None else self._base_latency
+        self._refresh()
+        return before
+
+    def isolate(self, actors: list[int], island: int) -> None:
+        """Cut `actors` off from every actor outside island `island` (≥ 1)."""
+        for actor in actors:
+            self._islands[actor] = island
+        self._refresh()
+
+    def heal(self, actors: list[int] | None = None) -> None:
+        """`actors` (None: every island) rejoin the mainland."""
+        if actors is None:
+            self._islands.clear()
+        else:
+            for actor in actors:
+                self._islands.pop(actor, None)
+        self._refresh()
+
+    def isolated(self) -> set[int]:
+        """The actors on an island."""
+        return set(self._islands)
+
+    def set_down(self, actor: int, down: bool) -> None:
+        """Mark `actor` crashed (nothing reaches it or leaves it) or up again."""
+        if down:
+            self._down.add(actor)
+        else:
+            self._down.discard(actor)
+        self._refresh()
+
+    def is_down(self, actor: int) -> bool:
+        return actor in self._down
+
+    def drop(self, msg: Any, cause: str) -> None:
+        """Count one message lost for `cause` (also used by the runtime for one that reached a
+        node after it crashed)."""
+        cls = msg.__class__
+        self._dropped[cls] = self._dropped.get(cls, 0) + 1
+        self.causes[cause] += 1
+
+    def _fault(self, src: int, dst: int, msg: Any) -> str | None:
+        down = self._down
+        if down and (dst in down or src in down):
+            return "down"
+        islands = self._islands
+        if islands and islands.get(src, 0) != islands.get(dst, 0):
+            return "partition"
+        p = self._by_link.get((src, dst)) if self._by_link else None
+        if p is None:
+            p = self._by_type.get(msg.__class__, self.loss) if self._by_type else self.loss
+        if p > 0 and self._lose() < p:  # type: ignore[misc]
+            return "loss"
+        return None
 
     def count(self, out: list[tuple[int, Any]]) -> None:
         """Tally a batch of sends by message type (and items carried, for variable types)."""
@@ -242,9 +345,13 @@ class Network:
 
     def due(self, src: int, dst: int, msg: Any, now_us: int) -> int:
         """Delivery instant of one message in µs, or -1 when the network loses it."""
-        if self._lose is not None and self._lose() < self.loss:
-            cls = msg.__class__
-            self._dropped[cls] = self._dropped.get(cls, 0) + 1
+        if self._faulty:
+            cause = self._fault(src, dst, msg)
+            if cause is not None:
+                self.drop(msg, cause)
+                return -1
+        elif self.loss > 0 and self._lose() < self.loss:  # type: ignore[misc]
+            self.drop(msg, "loss")
             return -1
         return now_us + self.latency.latency_us(src, dst)
 

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 __all__ = [
+    "MESSAGE_TYPES",
     "Accept",
     "Decline",
     "Launch",
@@ -96,8 +97,12 @@ def _check_wire(cls: type) -> None:
                         "(field, numbers_per_item, addresses_per_item) triple per tuple field")
 
 
+MESSAGE_TYPES: dict[str, type] = {}
+"""Every message class by name, as `message` made it (fault scenarios name types by it)."""
+
+
 def message(cls: C) -> C:
-    """Make `cls` a frozen, slotted dataclass whose constructor is cheap."""
+    """Make `cls` a frozen, slotted dataclass whose constructor is cheap (and list it in `MESSAGE_TYPES`)."""
     _check_wire(cls)
     klass: Any = dataclasses.dataclass(frozen=True, slots=True)(cls)
     fields = dataclasses.fields(klass)
@@ -122,6 +127,7 @@ def message(cls: C) -> C:
     init = namespace["__init__"]
     init.__qualname__ = f"{klass.__qualname__}.__init__"
     klass.__init__ = init
+    MESSAGE_TYPES[klass.__name__] = klass
     return klass  # type: ignore[no-any-return]
 
 

@@ -182,9 +182,19 @@ def test_synthetic_tasks_keep_the_endless_case_and_follow_their_processes() -> N
     ("uniform:1", "exp:1", "unknown arrival process"),
     ("poisson:-1", "exp:1", "must be positive"),
     ("bursts:5:2.5", "exp:1", "whole number"),
-    ("poisson:1", "weibull:1", "unknown duration distribution"),
+    ("poisson:1", "gamma:1", "unknown duration distribution"),
     ("poisson:1", "lognormal:x:1", "needs numbers"),
 ])
 def test_bad_processes_get_one_line_errors(arrivals: str, durations: str, message: str) -> None:
     with pytest.raises(WorkloadError, match=message):
         synthetic_case(4, 2, tasks=3, arrivals=arrivals, durations=durations)
+
+
+def test_weibull_durations_have_the_scale_and_shape_asked_for() -> None:
+    import numpy as np
+
+    from experiments.workloads.processes import duration_distribution
+
+    draws = duration_distribution("weibull:60:1.5")(np.random.default_rng(1), 20_000)
+    # Weibull mean = scale · Γ(1 + 1/shape) = 60 · Γ(5/3) ≈ 54.16
+    assert abs(draws.mean() - 54.16) < 1.0 and draws.min() > 0

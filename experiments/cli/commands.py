@@ -53,6 +53,7 @@ from experiments.running.runner import (
 )
 from experiments.workloads.google import google_case
 from experiments.workloads.model import Workload
+from experiments.workloads.processes import ARRIVALS, DURATIONS
 from experiments.workloads.synthetic import synthetic_case
 from nodes.network import parse_duration
 from protocols.errors import InputError
@@ -351,10 +352,8 @@ def workload_synthetic(
     holders: Annotated[float, typer.Option(help="Fraction of servers that have each scarce resource.")] = 0.25,
     demanders: Annotated[float, typer.Option(help="Fraction of users that demand each scarce resource.")] = 0.5,
     tasks: Annotated[int, typer.Option(help="Tasks per user, which end (0: endless users, the thesis's).")] = 0,
-    arrivals: Annotated[str, typer.Option(help="With --tasks: poisson:RATE | bursts:EVERY:SIZE | fixed:GAP.")] = (
-        "poisson:1"),
-    durations: Annotated[str, typer.Option(help="With --tasks: exp:MEAN | lognormal:MEDIAN:SIGMA | pareto:MIN:ALPHA | "
-                                                "fixed:SECONDS.")] = "exp:10",
+    arrivals: Annotated[str, typer.Option(help=f"With --tasks: {' | '.join(ARRIVALS)}.")] = "poisson:1",
+    durations: Annotated[str, typer.Option(help=f"With --tasks: {' | '.join(DURATIONS)}.")] = "exp:10",
 ) -> None:
     """Write a synthetic workload with any number of resources (optionally some scarce: the GPU case)."""
     names = tuple(name.strip() for name in resources.split(",") if name.strip())

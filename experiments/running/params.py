@@ -100,6 +100,8 @@ CORE: tuple[Param, ...] = (
           ge=0, le=10**9, unit="periods"),
     Param("sample_every", Kind.DURATION, 10.0, "Tasks that end: the period of the fairness, utilisation and queue "
           "samples over time (0: none).", ge=0, le=1e9, unit="s", echo="sample_every_s"),
+    Param("faults", Kind.TEXT, None, "A fault scenario file (TOML; docs/faults.md): message loss, latency changes, "
+          "partitions.", echo="fault_scenario"),
     Param("swm_every", Kind.DURATION, 700.0, "Tasks that end: the period of the samples compared with the SWM "
           "optimum (seed 002: 700 s; 0: none).", ge=0, le=1e9, unit="s", echo="swm_every_s"),
 )
@@ -295,7 +297,7 @@ def run_params(**values: Any) -> RunParams:
 def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, Any]:
     """All parameters with defaults filled in, types and bounds checked and unread ones reset.
 
-    A workload path is made absolute (relative to `base_dir`) and must be a readable file;
+    A workload or fault scenario path is made absolute (relative to `base_dir`) and must be a file;
     `machines`, `users` and `case_seed` describe a Google case and are refused beside a
     workload file. Durations become seconds. Raises `ValueError` with one line.
     """
@@ -313,17 +315,13 @@ def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) ->
         if stray:
             raise InputError(f"{', '.join(stray)} {'describe' if len(stray) > 1 else 'describes'} a Google case and "
                              "cannot be combined with --workload FILE")
-        path = Path(workload).expanduser()
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        if path.is_dir():
-            raise InputError(f"--workload: {str(path)!r} is a directory, not a workload file")
-        if not path.is_file():
-            raise InputError(f"--workload: file {str(path)!r} not found")
-        case.update(workload=str(path.resolve()), machines=None, users=None, case_seed=None)
+        path = _readable(workload, base_dir, "--workload", "workload")
+        case.update(workload=str(path), machines=None, users=None, case_seed=None)
     else:
         google = tuple(param(n) for n in CASE if n != "workload")
         case.update(_validate(google, {p.name: given[p.name] for p in google if p.name in given}).model_dump())
+    if given.get("faults") is not None:
+        given["faults"] = str(_readable(given["faults"], base_dir, "--faults", "fault scenario"))
     validated = run_params(**{k: v for k, v in given.items() if k not in CASE}).model_dump()
     spec = get_protocol(validated["protocol"])
     if workload == GOOGLE and case["case_seed"] is None:
@@ -333,6 +331,20 @@ def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) ->
         if name not in CASE and not _reads(spec, name):
             merged[name] = param(name).default
     return {p.name: merged[p.name] for p in all_params() if p.name in merged}
+
+
+def _readable(value: Any, base_dir: Path | None, option: str, what: str) -> Path:
+    """The absolute path of a file a parameter names (relative to `base_dir`); it must exist."""
+    if not isinstance(value, str):
+        raise InputError(f"{option}: expected a file path, got {value!r}")
+    path = Path(value).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    if path.is_dir():
+        raise InputError(f"{option}: {str(path)!r} is a directory, not a {what} file")
+    if not path.is_file():
+        raise InputError(f"{option}: file {str(path)!r} not found")
+    return path.resolve()
 
 
 def unread_given(params: Mapping[str, Any]) -> list[str]:
@@ -351,13 +363,15 @@ def run_id(params: Mapping[str, Any]) -> str:
     the old behaviour leaves every earlier run's name — and its sweep record — valid. The
     flip side: a record is named by its parameters, not by the code, so after changing a
     default (or any behaviour) sweep into a fresh directory, or delete the records it
-    changes. A workload file enters the hash by its content, not its path.
+    changes. A workload or fault scenario file enters the hash by its content, not its path.
     """
     declared = defaults()
     keyed = {name: value for name, value in params.items()
              if name in ("protocol", *CASE, "seed") or name not in declared or value != declared[name]}
     if keyed["workload"] != GOOGLE:
         keyed["workload"] = hashlib.sha256(Path(keyed["workload"]).read_bytes()).hexdigest()
+    if keyed.get("faults") is not None:
+        keyed["faults"] = hashlib.sha256(Path(keyed["faults"]).read_bytes()).hexdigest()
     digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]
     size = f"{params['machines']}x{params['users']}" if params["workload"] == GOOGLE else "file"
     return f"{params['protocol']}-{size}-s{params['seed']}-{digest}"

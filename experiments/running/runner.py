@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.running.distributed import DistributedSetup
+from experiments.running.faults import FaultInjector
 from experiments.running.finite_harness import FINISHED, FiniteHarness
 from experiments.running.harness import (
     SATURATED,
@@ -52,6 +53,7 @@ from experiments.running.ledger import TaskLedger
 from experiments.running.lifetimes import TaskLifetimes
 from experiments.running.params import GOOGLE, RunParams, echo, run_params
 from experiments.running.swm import swm_comparison
+from experiments.workloads.faults import FaultScenario, load_scenario
 from experiments.workloads.google import google_case
 from experiments.workloads.model import Workload, load_workload
 from nodes.actor import Actor
@@ -69,7 +71,7 @@ from protocols.central import PER_TICK
 from protocols.errors import InputError
 from protocols.events import TaskAllocated
 from protocols.fairness import gini, jain, ratio_20_20, sample_std
-from protocols.registry import get_protocol
+from protocols.registry import GradientUse, get_protocol
 
 __all__ = ["RunConfig", "RunResult", "build_run_config", "run_emulation", "run_point"]
 
@@ -88,13 +90,22 @@ class RunConfig:
         """A config from parameters by name (validated; defaults fill the rest)."""
         return cls(workload, run_params(**params))
 
-    def validate(self) -> None:
-        """Checks that need the workload as well as the parameters."""
+    def validate(self) -> tuple[FaultScenario, dict[Any, int]] | None:
+        """Checks that need the workload as well as the parameters; returns the run's fault
+        scenario, read and checked against the run, with the servers it names (None without one)."""
         spec = get_protocol(self.params.protocol)  # type: ignore[attr-defined]
         servers = len(self.workload.servers)
         if spec.distributed and servers > 1 and self.params.neighbors >= servers:  # type: ignore[attr-defined]
             raise InputError(f"--neighbors ({self.params.neighbors}) must be below the number of servers "  # type: ignore[attr-defined]
                              f"({servers})")
+        path = self.params.faults  # type: ignore[attr-defined]
+        if path is None:
+            return None
+        scenario = load_scenario(Path(path))
+        positions = scenario.bind([s.id for s in self.workload.servers], central=spec.central_rule is not None,
+                                  gradient=spec.gradient is not GradientUse.OFF,
+                                  max_time=self.params.max_time)  # type: ignore[attr-defined]
+        return scenario, positions
 
 
 def build_run_config(params: Mapping[str, Any]) -> RunConfig:
@@ -136,7 +147,7 @@ def run_emulation(
     """Run one emulation: to saturation, stall or the time cap (endless users), or until every
     task has finished, a stall or the time cap (finite users). `trace` receives every event
     (`nodes.trace`; the determinism checker)."""
-    config.validate()
+    faults = config.validate()
     params: Any = config.params
     spec = get_protocol(params.protocol)
     workload = config.workload
@@ -192,6 +203,9 @@ def run_emulation(
             cost=config.cost,
         )
         runtime = Runtime(loop, network, actors, trace)
+        injector = None
+        if faults is not None:
+            injector = FaultInjector(*faults, runtime, network, server_ids, streams.python("faults"))
         ledger = TaskLedger()
         ledger.subscribe(runtime)
         if isinstance(harness, FiniteHarness):
@@ -246,6 +260,8 @@ def run_emulation(
         "error_series": harness.error_series(),
         "messages": {name: t.sent for name, t in traffic.items()},
         "messages_dropped": {name: t.dropped for name, t in traffic.items() if t.dropped},
+        "messages_dropped_by_cause": dict(network.causes),
+        "faults": injector.log if injector is not None else [],
         "bytes": {name: t.bytes for name, t in traffic.items()},
         "messages_total": sum(t.sent for t in traffic.values()),
         "bytes_total": sum(t.bytes for t in traffic.values()),

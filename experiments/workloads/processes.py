@@ -10,6 +10,7 @@ Specs are text, `NAME:ARG[:ARG]`, seconds throughout:
 | `exp:MEAN` | exponential run times of mean MEAN |
 | `lognormal:MEDIAN:SIGMA` | log-normal run times (the heavy tail of trace run times) |
 | `pareto:MIN:ALPHA` | Pareto run times from MIN with tail index ALPHA |
+| `weibull:SCALE:SHAPE` | Weibull run times (also churn's session lengths: Rhea et al. 2004 find them Weibull-like) |
 | `fixed:SECONDS` | every task runs SECONDS |
 
 Times are rounded to the microsecond (the emulator's clock) and run times kept ≥ 1 µs.
@@ -28,7 +29,7 @@ __all__ = ["ARRIVALS", "DURATIONS", "arrival_process", "duration_distribution"]
 Draw = Callable[[np.random.Generator, int], np.ndarray]
 
 ARRIVALS = ("poisson:RATE", "bursts:EVERY:SIZE", "fixed:GAP")
-DURATIONS = ("exp:MEAN", "lognormal:MEDIAN:SIGMA", "pareto:MIN:ALPHA", "fixed:SECONDS")
+DURATIONS = ("exp:MEAN", "lognormal:MEDIAN:SIGMA", "pareto:MIN:ALPHA", "weibull:SCALE:SHAPE", "fixed:SECONDS")
 
 
 def _parse(spec: str, forms: tuple[str, ...], what: str) -> tuple[str, list[float]]:
@@ -78,6 +79,8 @@ def duration_distribution(spec: str) -> Draw:
         draw = lambda rng, n: rng.lognormal(np.log(args[0]), args[1], n)  # noqa: E731
     elif name == "pareto":
         draw = lambda rng, n: args[0] * (1.0 + rng.pareto(args[1], n))  # noqa: E731
+    elif name == "weibull":
+        draw = lambda rng, n: args[0] * rng.weibull(args[1], n)  # noqa: E731
     else:
         draw = lambda rng, n: np.full(n, args[0])  # noqa: E731
     return lambda rng, n: np.maximum(np.round(draw(rng, n), 6), 1e-6)

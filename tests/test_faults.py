@@ -1,0 +1,171 @@
+"""Fault scenarios (issue 16): the file format, its one-line errors, and the network faults."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from experiments.cli import main
+from experiments.workloads.faults import Action, ScenarioError, load_scenario, parse_scenario
+from nodes.network import ConstantLatency, Network, UniformLatency
+from protocols.messages import Accept, Proposal
+
+ISSUE_EXAMPLE = """
+loss = 0.01
+[[event]]
+at = "60s"
+action = "crash"
+servers = 10
+[[event]]
+at = "120s"
+action = "recover"
+servers = "crashed"
+[[event]]
+at = "200s"
+action = "crash"
+target = "scheduler"
+duration = "60s"
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "faults.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_issues_example_parses(tmp_path: Path) -> None:
+    scenario = load_scenario(_write(tmp_path, ISSUE_EXAMPLE))
+    assert scenario.loss == 0.01
+    assert [(e.at, e.action, e.duration) for e in scenario.events] == [
+        (60.0, Action.CRASH, None), (120.0, Action.RECOVER, None), (200.0, Action.CRASH, 60.0)]
+    assert scenario.events[0].servers is not None and scenario.events[0].servers.count == 10
+    assert scenario.events[1].servers is not None and scenario.events[1].servers.crashed
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("loss = 0.01\n[[event]]\nat = '1s'\naction = 'explode'\nservers = 1\n", "unknown action 'explode'"),
+    ("[[event]]\nat = '-5s'\naction = 'heal'\n", "event 1: at: not a duration"),
+    ("[[event]]\nat = -5\naction = 'heal'\n", "must be a time from 0 on"),
+    ("[[event]]\nat = '5'\naction = 'heal'\n", "a unit is required"),
+    ("loss = [", "not valid TOML"),
+    ("loss = 1.5\n", "loss must be a probability in [0, 1)"),
+    ("[[event]]\nat = '1s'\naction = 'crash'\n", "action 'crash' needs servers or a target"),
+    ("[[event]]\nat = '1s'\naction = 'crash'\ntarget = 'moon'\n", "unknown target 'moon'"),
+    ("[[event]]\nat = '1s'\naction = 'loss'\n", "action 'loss' needs 'loss'"),
+    ("[[event]]\nat = '1s'\naction = 'heal'\nservers = 3\n", "action 'heal' takes no servers"),
+    ("[[event]]\nat = '1s'\naction = 'latency'\nlatency = 'warp:1'\n", "latency: bad latency"),
+    ("[churn]\nservers = 0\nup = 'exp:10'\ndown = 'exp:5'\n", "churn: servers must be"),
+    ("[churn]\nservers = 2\nup = 'gauss:10'\ndown = 'exp:5'\n", "unknown duration distribution"),
+    ("flood = true\n", "unknown key(s) flood"),
+])
+def test_bad_files_get_one_line_naming_the_problem(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ScenarioError) as error:
+        load_scenario(_write(tmp_path, text))
+    message = str(error.value)
+    assert expected in message and "\n" not in message and str(tmp_path) in message
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[[event]]\nat = '1s'\naction = 'partition'\nservers = ['nope']\n", "server 'nope' is not in the workload"),
+    ("[[event]]\nat = '1s'\naction = 'partition'\nservers = [7]\n", "server 7 is not a position 0..2"),
+    ("[[event]]\nat = '1s'\naction = 'partition'\nservers = 4\n", "4 servers named, the run has 3"),
+    ("[[event]]\nat = '99s'\naction = 'heal'\n", "is not before the run's time cap (50 s)"),
+    ("[loss_by_type]\nGossip = 0.1\n", "unknown message type(s) Gossip"),
+    ("[[event]]\nat = '1s'\naction = 'crash'\ntarget = 'centre'\n", "target 'centre' needs a gradient protocol"),
+])
+def test_what_needs_the_run_is_checked_against_it(text: str, expected: str) -> None:
+    scenario = parse_scenario(__import__("tomllib").loads(text), "s.toml")
+    with pytest.raises(ScenarioError, match="^s.toml: ") as error:
+        scenario.bind(["a", "b", "c"], central=True, gradient=False, max_time=50.0)
+    assert expected in str(error.value)
+
+
+def test_loss_by_link_wins_over_type_which_wins_over_the_overall_loss() -> None:
+    network = Network(ConstantLatency(0.001), loss_rng=random.Random(1))
+    assert network.fixed_us == 1000
+    network.set_loss(0.999999, message_type=Proposal)
+    network.set_loss(0.0, link=(1, 2))
+    assert network.fixed_us == -1
+    assert network.due(0, 2, Proposal(1, 0), 0) == -1
+    assert network.due(1, 2, Proposal(1, 1), 0) == 1000
+    assert network.due(0, 2, Accept(0, 1), 0) == 1000
+    assert network.causes == {"loss": 1, "partition": 0, "down": 0}
+    network.set_loss(None, message_type=Proposal)
+    network.set_loss(None, link=(1, 2))
+    assert network.fixed_us == 1000  # back on the batched path
+
+
+def test_islands_and_down_actors_drop_by_cause() -> None:
+    network = Network(UniformLatency(0.001, 0.002, random.Random(2)), loss_rng=random.Random(1))
+    network.isolate([3, 4], 1)
+    assert network.due(3, 4, Proposal(1, 3), 0) > 0  # inside one island
+    assert network.due(3, 5, Proposal(1, 3), 0) == -1 and network.due(5, 4, Proposal(1, 5), 0) == -1
+    network.heal([3])
+    assert network.due(3, 5, Proposal(1, 3), 0) > 0 and network.due(5, 4, Proposal(1, 5), 0) == -1
+    network.set_down(7, True)
+    assert network.due(7, 1, Accept(7, 1), 0) == -1 and network.due(1, 7, Accept(1, 1), 0) == -1
+    assert network.causes == {"loss": 0, "partition": 3, "down": 2}
+    assert sum(t.dropped for t in network.tally().values()) == 0  # nothing was counted as sent
+    network.heal()
+    network.set_down(7, False)
+    assert network.due(7, 4, Accept(7, 1), 0) > 0
+
+
+def test_a_run_plays_its_scenario_and_logs_it(tmp_path: Path) -> None:
+    faults = _write(tmp_path, """
+[loss_by_type]
+CyclonReply = 0.2
+[[event]]
+at = "2s"
+action = "partition"
+servers = 4
+duration = "3s"
+[[event]]
+at = "6s"
+action = "latency"
+latency = "uniform:1ms:5ms"
+duration = "2s"
+""")
+    out = tmp_path / "r.json"
+    args = ["run", "--protocol", "dgdrf", "--machines", "12", "--users", "4", "--neighbors", "2",
+            "--faults", str(faults), "--max-time", "30s", "--json", str(out)]
+    assert main(args) == 0
+    result = json.loads(out.read_text())
+    assert [f["action"] for f in result["faults"]] == ["partition", "end of partition", "latency", "end of latency"]
+    assert len(result["faults"][0]["servers"]) == 4
+    causes = result["messages_dropped_by_cause"]
+    assert causes["loss"] > 0 and causes["partition"] > 0 and causes["down"] == 0
+    assert result["messages_dropped"]["CyclonReply"] >= causes["loss"]
+    again = tmp_path / "again.json"
+    assert main(args[:-1] + [str(again)]) == 0
+    second = json.loads(again.read_text())
+    assert {k: v for k, v in second.items() if k not in ("wall_time_s", "events_per_s")} == {
+        k: v for k, v in result.items() if k not in ("wall_time_s", "events_per_s")}
+
+
+def test_drfemu_run_refuses_a_bad_scenario_before_running(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    faults = _write(tmp_path, "[[event]]\nat = '1s'\naction = 'crash'\ntarget = 'scheduler'\n")
+    assert main(["run", "--protocol", "dgdrf", "--machines", "12", "--users", "4", "--faults", str(faults)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs a central protocol" in err[0]
+    assert main(["run", "--faults", str(tmp_path / "missing.toml")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_a_sweep_config_names_its_scenario_relative_to_itself_and_by_content(tmp_path: Path) -> None:
+    from experiments.sweeps.config import load_sweep
+
+    (tmp_path / "f.toml").write_text("loss = 0.01\n")
+    config = tmp_path / "c.toml"
+    config.write_text('[base]\nmachines = 8\nusers = 3\nfaults = "f.toml"\n[[grids]]\nprotocol = ["drf"]\n')
+    (run, params), = load_sweep(config).runs.items()
+    assert params["faults"] == str((tmp_path / "f.toml").resolve())
+    (tmp_path / "f.toml").write_text("loss = 0.02\n")
+    assert next(iter(load_sweep(config).runs)) != run
+    config.write_text('[base]\nfaults = "nowhere.toml"\n')
+    with pytest.raises(ScenarioError.__mro__[1], match="--faults: file .* not found"):
+        load_sweep(config)
