@@ -62,7 +62,8 @@ def _creation_order(driver: Periodic) -> int:
 class Periodic:
     """One periodic driver of a runtime (see `Runtime.every`)."""
 
-    __slots__ = ("runtime", "index", "period_us", "actors", "action", "hooks", "count", "fired", "cancelled")
+    __slots__ = ("runtime", "index", "period_us", "actors", "members", "action", "hooks", "count", "fired",
+                 "cancelled")
 
     def __init__(
         self,
@@ -76,7 +77,8 @@ class Periodic:
         self.runtime = runtime
         self.index = index
         self.period_us = period_us
-        self.actors = actors
+        self.actors = actors  # the members that are up, in order
+        self.members = [a.id for a in actors]
         self.action = action
         self.hooks = hooks
         self.count = 0  # the number of the next (or current) firing
@@ -150,7 +152,8 @@ class Runtime:
         self._instants: dict[int, _Instant] = {}
         self._tick_hooks: list[Callable[[float, int], None]] = []
         self._ticks: Periodic | None = None
-        self._drivers = 0
+        self._drivers: list[Periodic] = []
+        self.down: set[int] = set()  # crashed actors (see `crash`)
         self.trace = trace
 
     # -- time -----------------------------------------------------------------------------
@@ -220,11 +223,11 @@ class Runtime:
         period_us = to_us(period)
         if period_us <= 0:
             raise ValueError("a period must be at least 1 µs")
-        self._drivers += 1
         actors = list(actors)
         if actors and action is None:
             raise ValueError("a periodic driver with actors needs an action")
-        driver = Periodic(self, self._drivers, period_us, actors, action, list(hooks))
+        driver = Periodic(self, len(self._drivers) + 1, period_us, actors, action, list(hooks))
+        self._drivers.append(driver)
         driver.arm()
         return driver
 
@@ -293,6 +296,48 @@ class Runtime:
         if self._port:
             self._drain_port()
 
+    # -- crashes (issue 16) -----------------------------------------------------------------
+    def crash(self, actor_id: int) -> None:
+        """Actor `actor_id` crashes: it receives, sends and fires nothing more until `restart`.
+
+        Everything on its way to it is lost (counted as dropped, cause `down`), inputs from its
+        own machine included; its periodic calls and its wake-ups stop. Its object stays in
+        `actors` (a harness may still read its counters) but is never called again.
+        """
+        if actor_id in self.down:
+            return
+        self.down.add(actor_id)
+        self.network.set_down(actor_id, True)
+        for instant in self._instants.values():
+            if any(dst == actor_id for dst, _ in instant.deliveries):
+                kept = []
+                for item in instant.deliveries:
+                    if item[0] == actor_id:
+                        self.network.drop(item[1], "down")
+                    else:
+                        kept.append(item)
+                instant.deliveries = kept
+        self._mailboxes[actor_id] = []
+        for driver in self._drivers:
+            if actor_id in driver.members:
+                driver.actors = [a for a in driver.actors if a.id != actor_id]
+
+    def restart(self, actor: Actor) -> None:
+        """A fresh `actor` takes the place of the crashed one with its id (it rejoins empty: what
+        it knows came in its constructor). Periodic drivers call it where they called the old one."""
+        actor_id = actor.id
+        if actor_id not in self.down:
+            raise ValueError(f"actor {actor_id} is not down")
+        self.down.discard(actor_id)
+        self.network.set_down(actor_id, False)
+        self._port += actor.port
+        actor.port = self._port
+        self.actors[actor_id] = actor
+        self._inline_drain[actor_id] = type(actor).drain is Actor.drain
+        for driver in self._drivers:
+            if actor_id in driver.members:
+                driver.actors = [self.actors[i] for i in driver.members if i not in self.down]
+
     def _run_instant(self, at_us: int) -> None:
         instant = self._instants.pop(at_us)
         if self.stopped:
@@ -358,9 +403,12 @@ class Runtime:
                 if self.stopped:
                     return
                 driver.fire(now)
+        down = self.down
         for owner, callback in instant.timers:
             if self.stopped:
                 return
+            if owner is not None and (down and owner.id in down or self.actors[owner.id] is not owner):
+                continue  # a wake-up of a crashed node, or of its earlier life
             if trace is not None:
                 trace.record(at_us, "timer", owner.id if owner is not None else -1, describe_callback(callback))
             callback(now)

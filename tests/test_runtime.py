@@ -234,3 +234,50 @@ async def test_runtime_runs_unchanged_on_a_real_clock_loop() -> None:
     await asyncio.sleep(0.05)
     assert [text for _, text in b.seen] == ["echo:live"]
     assert [text for _, text in a.seen] == ["re:echo:live"]
+
+
+class Sleeper(Recorder):
+    """A recorder that asks to be woken."""
+
+    __slots__ = ("woken",)
+
+    def __init__(self, actor_id: int) -> None:
+        super().__init__(actor_id)
+        self.woken: list[tuple[float, str]] = []
+
+    def on_timer(self, key: Any, now: float) -> None:
+        self.woken.append((now, key))
+
+
+def test_a_crashed_actor_hears_sends_and_fires_nothing_until_a_fresh_one_restarts_it() -> None:
+    a, b = Recorder(0), Sleeper(1)
+    fresh = Sleeper(1)
+    network = Network(ConstantLatency(0.01))
+
+    def setup(rt: Runtime) -> None:
+        rt.start_ticks(0.1, [a, b])
+        b.wake_at(0.35, "old life")
+        rt.call_at(0.095, lambda now: (a.send(1, Note("before the crash")), rt.inject(a)))
+        rt.call_at(0.145, lambda now: (a.send(1, Note("in flight at the crash")), rt.inject(a)))
+        rt.deliver_at(0.3, 1, Note("from its own machine"))
+        rt.call_at(0.15, lambda now: rt.crash(1))
+        rt.call_at(0.17, lambda now: (a.send(1, Note("sent while down")), rt.inject(a)))
+        rt.call_at(0.25, lambda now: rt.restart(fresh))
+        rt.call_at(0.26, lambda now: (fresh.wake_at(0.4, "new life"), rt.inject(fresh)))
+        rt.call_at(0.27, lambda now: (a.send(1, Note("after the restart")), rt.inject(a)))
+
+    runtime = run([a, b], 0.45, network, setup)
+    assert b.seen == [(0.105, "before the crash")]
+    assert b.ticks == [0.1] and fresh.ticks == [0.3, 0.4] and a.ticks == [0.1, 0.2, 0.3, 0.4]
+    assert b.woken == [] and fresh.woken == [(0.4, "new life")]
+    assert fresh.seen == [(0.28, "after the restart")]
+    assert network.causes["down"] == 3  # in flight at the crash, sent while down, the machine's input
+    assert runtime.down == set() and runtime.actors[1] is fresh
+
+
+def test_restarting_an_actor_that_is_up_is_an_error() -> None:
+    def setup(rt: Runtime) -> None:
+        with pytest.raises(ValueError, match="not down"):
+            rt.restart(Recorder(0))
+
+    run([Recorder(0)], 0.1, setup=setup)
