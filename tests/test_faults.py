@@ -169,3 +169,15 @@ def test_a_sweep_config_names_its_scenario_relative_to_itself_and_by_content(tmp
     config.write_text('[base]\nfaults = "nowhere.toml"\n')
     with pytest.raises(ScenarioError.__mro__[1], match="--faults: file .* not found"):
         load_sweep(config)
+
+
+def test_a_run_with_faults_is_the_same_run_event_by_event(tmp_path: Path) -> None:
+    from experiments.running.check import check_runs
+    from experiments.running.params import canonical_params, run_id
+
+    faults = _write(tmp_path, "loss = 0.05\n[[event]]\nat = '1s'\naction = 'partition'\nservers = 3\n"
+                              "duration = '2s'\n[[event]]\nat = '2s'\naction = 'latency'\nlatency = 'pair:1ms:9ms'\n")
+    params = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 2,
+                               "faults": str(faults), "max_time": 20.0})
+    (verdict,) = check_runs([(run_id(params), params)], workers=1)
+    assert verdict.ok and verdict.events > 1000
