@@ -70,6 +70,10 @@ class LatencyModel(Protocol):
 
     def latency_us(self, src: int, dst: int) -> int: ...
 
+    def bound_us(self) -> int:
+        """The largest latency the model gives (timeouts derive from it)."""
+        ...
+
     def describe(self) -> str: ...
 
 
@@ -84,6 +88,9 @@ class ConstantLatency:
         self.us = to_us(seconds)
 
     def latency_us(self, src: int, dst: int) -> int:
+        return self.us
+
+    def bound_us(self) -> int:
         return self.us
 
     def describe(self) -> str:
@@ -104,6 +111,9 @@ class UniformLatency:
 
     def latency_us(self, src: int, dst: int) -> int:
         return self.low_us + int(self._random() * self.span)
+
+    def bound_us(self) -> int:
+        return self.low_us + self.span - 1
 
     def describe(self) -> str:
         return f"uniform {self.low_us / 1000:g}..{(self.low_us + self.span - 1) / 1000:g}ms"
@@ -141,6 +151,9 @@ class PairLatency:
         if self.jitter_span:
             base += int(self._random() * self.jitter_span)
         return base
+
+    def bound_us(self) -> int:
+        return self.low_us + self.span - 1 + max(self.jitter_span - 1, 0)
 
     def describe(self) -> str:
         text = f"per-pair {self.low_us / 1000:g}..{(self.low_us + self.span - 1) / 1000:g}ms"

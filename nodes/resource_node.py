@@ -5,27 +5,35 @@ the allocator's view diverged from reality, a protocol bug, and raises `Capacity
 which aborts the run. A task it starts is reported as a `TaskAllocated` event; a task that
 ends (`TaskExit`, from its own machine) frees its demand, is reported as `TaskFinished`, and
 is announced with `TaskEnded` to its user and to the scheduler, whose view must see the room.
+
+With resilience on (`rto` > 0, a run with faults; `protocols.resilience`) a repeated `Launch`
+repeats the start notice and never starts a task twice, and the end notice is repeated, with
+back-off, until the user and the scheduler acknowledge it (`EndAck`).
 """
 
 from __future__ import annotations
 
 from nodes.actor import Actor
 from protocols.events import TaskAllocated, TaskFinished
-from protocols.messages import Launch, TaskEnded, TaskExit, TaskStarted, handles
+from protocols.messages import EndAck, Launch, TaskEnded, TaskExit, TaskStarted, handles
+from protocols.resilience import Backoff
 from protocols.resources import CapacityViolation, Vector, fits, give, take
 
 __all__ = ["ResourceNode"]
 
 
 class ResourceNode(Actor):
-    __slots__ = ("capacity", "free", "scheduler", "running")
+    __slots__ = ("capacity", "free", "scheduler", "running", "rto", "ended", "unacked")
 
-    def __init__(self, actor_id: int, capacity: Vector, scheduler: int = -1) -> None:
+    def __init__(self, actor_id: int, capacity: Vector, scheduler: int = -1, rto: float = 0.0) -> None:
         super().__init__(actor_id)
         self.capacity = capacity
         self.free = list(capacity)
         self.scheduler = scheduler
         self.running: dict[tuple[int, int], Vector] = {}
+        self.rto = rto
+        self.ended: set[tuple[int, int]] = set()  # with resilience on: tasks that ran here and ended
+        self.unacked: dict[tuple[int, int], tuple[set[int], Backoff]] = {}  # end notices not yet acknowledged
 
     def start_task(self, user: int, task: int, demand: Vector, now: float) -> None:
         """Run `task` of `user` here; report it and tell the user."""
@@ -40,7 +48,11 @@ class ResourceNode(Actor):
 
     @handles(Launch)
     def on_launch(self, msg: Launch, now: float) -> None:
-        self.start_task(msg.user, msg.task, msg.demand, now)
+        key = (msg.user, msg.task)
+        if key in self.running:
+            self.send(msg.user, TaskStarted(msg.task, self.id))  # the start notice was lost
+        elif key not in self.ended:
+            self.start_task(msg.user, msg.task, msg.demand, now)
 
     @handles(TaskExit)
     def on_task_exit(self, msg: TaskExit, now: float) -> None:
@@ -53,3 +65,29 @@ class ResourceNode(Actor):
         self.send(msg.user, ended)
         if self.scheduler >= 0:
             self.send(self.scheduler, ended)
+        if self.rto > 0:
+            key = (msg.user, msg.task)
+            self.ended.add(key)
+            parties = {msg.user} | ({self.scheduler} if self.scheduler >= 0 else set())
+            backoff = Backoff(self.rto)
+            self.unacked[key] = (parties, backoff)
+            self.wake_at(now + backoff.wait, key)
+
+    @handles(EndAck)
+    def on_end_ack(self, msg: EndAck, now: float) -> None:
+        key = (msg.user, msg.task)
+        waiting = self.unacked.get(key)
+        if waiting is not None:
+            waiting[0].discard(msg.sender)
+            if not waiting[0]:
+                del self.unacked[key]
+
+    def on_timer(self, key: tuple[int, int], now: float) -> None:
+        """An end notice is still unacknowledged: repeat it to whoever has not answered."""
+        waiting = self.unacked.get(key)
+        if waiting is None:
+            return
+        parties, backoff = waiting
+        for party in sorted(parties):
+            self.send(party, TaskEnded(key[0], key[1], self.id))
+        self.wake_at(now + backoff.next(), key)

@@ -244,11 +244,13 @@ class Runtime:
     def stop(self, result: Any = None) -> None:
         """Stop processing (nothing more is delivered or fired) and resolve `finished`."""
         self.stopped = True
+        self._drivers.clear()  # they point back at the runtime: no cycle outlives the run
         if not self.finished.done():
             self.finished.set_result(result)
 
     def _fail(self, error: BaseException) -> None:
         self.stopped = True
+        self._drivers.clear()
         if not self.finished.done():
             self.finished.set_exception(error)
 

@@ -7,6 +7,13 @@ task's demand in its own view of the cluster — it is the only allocator, so it
 proposal gives the reservation back. When a task ends, the server's `TaskEnded` gives its room
 back and lowers what the scheduler counts its user as holding; a user's `UserShare` refreshes
 the `G_i` its pending task carries.
+
+Every request is idempotent by its task id (issue 16), which only matters when messages are
+lost and repeated: a `TaskRequest` for a task already proposed repeats the proposal, one for a
+task already launched is ignored, one for the pending task refreshes its share and keeps its
+place; an `Accept` for a task already launched repeats the `Launch` (the server repeats the
+start); a `Decline` or `TaskEnded` it has already handled is ignored. With resilience on
+(`ack_ends`) it acknowledges every `TaskEnded` (`EndAck`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from collections.abc import Sequence
 from nodes.actor import Actor
 from protocols.central import CentralRule, PendingTask
 from protocols.cluster import ClusterView
-from protocols.messages import Accept, Decline, Launch, Proposal, TaskEnded, TaskRequest, UserShare, handles
+from protocols.messages import Accept, Decline, EndAck, Launch, Proposal, TaskEnded, TaskRequest, UserShare, handles
 from protocols.resources import Vector
 
 __all__ = ["CentralScheduler"]
@@ -25,10 +32,10 @@ __all__ = ["CentralScheduler"]
 
 class CentralScheduler(Actor):
     __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "held", "running", "per_tick",
-                 "_arrivals", "_index")
+                 "ack_ends", "_arrivals", "_index")
 
     def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector],
-                 per_tick: int = 1) -> None:
+                 per_tick: int = 1, ack_ends: bool = False) -> None:
         super().__init__(actor_id)
         self.rule = rule
         self.servers = list(servers)
@@ -36,7 +43,8 @@ class CentralScheduler(Actor):
         self.cluster = ClusterView(capacities)
         self.pending: dict[int, PendingTask] = {}
         self.proposed: dict[tuple[int, int], tuple[int, Vector]] = {}
-        self.launched: dict[tuple[int, int], Vector] = {}
+        self.launched: dict[tuple[int, int], tuple[int, Vector]] = {}  # (server index, demand); kept once ended
+        self.ack_ends = ack_ends
         self.held: dict[int, Vector] = {}
         self.running: dict[int, int] = {}
         self.per_tick = per_tick
@@ -44,6 +52,16 @@ class CentralScheduler(Actor):
 
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
+        key = (msg.user, msg.task)
+        if key in self.proposed:
+            self.send(msg.user, Proposal(msg.task, self.id))  # the proposal (or the answer) was lost
+            return
+        if key in self.launched:
+            return
+        waiting = self.pending.get(msg.user)
+        if waiting is not None and waiting.task == msg.task:
+            self.pending[msg.user] = dataclasses.replace(waiting, share=msg.share)
+            return
         self._arrivals += 1
         self.pending[msg.user] = PendingTask(msg.user, msg.task, msg.demand, msg.share, self._arrivals,
                                              self.held.get(msg.user, ()))
@@ -63,8 +81,14 @@ class CentralScheduler(Actor):
 
     @handles(Accept)
     def on_accept(self, msg: Accept, now: float) -> None:
-        index, demand = self.proposed.pop((msg.user, msg.task))
-        self.launched[(msg.user, msg.task)] = demand
+        key = (msg.user, msg.task)
+        if key not in self.proposed:
+            launched = self.launched.get(key)
+            if launched is not None and launched[0] >= 0:
+                self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1]))
+            return
+        index, demand = self.proposed.pop(key)
+        self.launched[key] = (index, demand)
         held = self.held.get(msg.user)
         self.held[msg.user] = demand if held is None else tuple(h + d for h, d in zip(held, demand))
         self.running[msg.user] = self.running.get(msg.user, 0) + 1
@@ -72,12 +96,19 @@ class CentralScheduler(Actor):
 
     @handles(Decline)
     def on_decline(self, msg: Decline, now: float) -> None:
-        index, demand = self.proposed.pop((msg.user, msg.task))
-        self.cluster.release(index, demand)
+        proposed = self.proposed.pop((msg.user, msg.task), None)
+        if proposed is not None:
+            self.cluster.release(*proposed)
 
     @handles(TaskEnded)
     def on_task_ended(self, msg: TaskEnded, now: float) -> None:
-        demand = self.launched.pop((msg.user, msg.task))
+        if self.ack_ends:
+            self.send(msg.server, EndAck(msg.user, msg.task, self.id))
+        launched = self.launched.get((msg.user, msg.task))
+        if launched is None or launched[0] < 0:
+            return  # a repeated notice
+        demand = launched[1]
+        self.launched[(msg.user, msg.task)] = (-1, demand)  # ended: remembered, so a late request is ignored
         self.cluster.release(self._index[msg.server], demand)
         self.running[msg.user] -= 1
         if self.running[msg.user]:

@@ -14,6 +14,12 @@ of its waits at an allocator, it tells that allocator (`UserShare`), so the orde
 allocator keeps is never older than one message; when its last queued task starts, it tells
 the allocator it has nothing waiting (`UserShare(waiting=False)`), so an idle user never
 counts in a home's utility (the lowest user that stops asking, thesis ch. 6).
+
+With resilience on (`rto` > 0, a run with faults; `protocols.resilience`) a user that hears
+nothing about its current task asks again: the gateway while it has no allocator, the
+allocator while it has no proposal, the proposer while its accepted task has not started. A
+repeated proposal from the proposer it accepted is answered with `Accept` again, and every
+`TaskEnded` is acknowledged (`EndAck`), a repeated one without counting it twice.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from protocols.events import TaskDispatched, TaskSubmitted
 from protocols.messages import (
     Accept,
     Decline,
+    EndAck,
     Proposal,
     ServerReply,
     ServerRequest,
@@ -35,43 +42,94 @@ from protocols.messages import (
     UserShare,
     handles,
 )
+from protocols.resilience import Backoff
 from protocols.resources import Vector, dominant_share
 
 __all__ = ["FiniteUserNode", "UserNode"]
 
 _SUBMIT = "submit"
+_RETRY = "retry"
 
 
 class _HandshakeUser(Actor):
     """The user's side of the handshake shared by both roles: take the first proposal for the
-    current task, decline every other."""
+    current task, decline every other; with resilience on, ask again when nothing is heard."""
 
-    __slots__ = ("accepted",)
+    __slots__ = ("gateway", "accepted", "allocator", "proposer", "backoff", "attempt")
+
+    def __init__(self, actor_id: int, gateway: int, rto: float) -> None:
+        super().__init__(actor_id)
+        self.gateway = gateway
+        self.accepted = False
+        self.allocator = -1  # where the current task was sent, once the gateway answered
+        self.proposer = -1  # whose proposal for the current task was accepted
+        self.backoff = Backoff(rto) if rto > 0 else None
+        self.attempt = 0  # numbers the retry chains, so a stale wake-up is ignored
 
     def current_task(self) -> int:
         raise NotImplementedError
+
+    def task_request(self) -> TaskRequest:
+        """The current task's request, carrying the user's `G_i` now."""
+        raise NotImplementedError
+
+    def _ask_gateway(self, now: float) -> None:
+        self.accepted = False
+        self.allocator = -1
+        self.proposer = -1
+        self.send(self.gateway, ServerRequest(self.id))
+        self._arm(now, fresh=True)
+
+    def _arm(self, now: float, fresh: bool) -> None:
+        """(Re)start the retry chain of the current task (resilience on)."""
+        if self.backoff is not None:
+            self.attempt += 1
+            wait = self.backoff.reset() if fresh else self.backoff.next()
+            self.wake_at(now + wait, (_RETRY, self.current_task(), self.attempt))
+
+    def _retry(self, task: int, attempt: int, now: float) -> None:
+        if task != self.current_task() or attempt != self.attempt:
+            return  # the task started, or progress restarted the chain
+        if self.allocator < 0:
+            self.send(self.gateway, ServerRequest(self.id))
+        elif not self.accepted:
+            self.send(self.allocator, self.task_request())
+        else:
+            self.send(self.proposer, Accept(self.id, task))
+        self._arm(now, fresh=False)
+
+    @handles(ServerReply)
+    def on_server_reply(self, msg: ServerReply, now: float) -> None:
+        if self.backoff is not None:
+            if self.allocator >= 0 or self.current_task() < 0:
+                return  # an answer to a repeated question
+            self._arm(now, fresh=True)
+        self.allocator = msg.server
+        self.send(msg.server, self.task_request())
 
     @handles(Proposal)
     def on_proposal(self, msg: Proposal, now: float) -> None:
         if msg.task == self.current_task() and not self.accepted:
             self.accepted = True
+            self.proposer = msg.proposer
             self.send(msg.proposer, Accept(self.id, msg.task))
+            self._arm(now, fresh=True)
+        elif (self.backoff is not None and msg.task == self.current_task() and msg.proposer == self.proposer):
+            self.send(msg.proposer, Accept(self.id, msg.task))  # our Accept was lost: the proposer asks again
         else:
             self.send(msg.proposer, Decline(self.id, msg.task))
 
 
 class UserNode(_HandshakeUser):
-    __slots__ = ("gateway", "demand", "task_share", "tasks", "share", "task", "begun")
+    __slots__ = ("demand", "task_share", "tasks", "share", "task", "begun")
 
-    def __init__(self, actor_id: int, gateway: int, demand: Vector, total: Vector) -> None:
-        super().__init__(actor_id)
-        self.gateway = gateway
+    def __init__(self, actor_id: int, gateway: int, demand: Vector, total: Vector, rto: float = 0.0) -> None:
+        super().__init__(actor_id, gateway, rto)
         self.demand = demand
         self.task_share = dominant_share(demand, total)
         self.tasks = 0
         self.share = 0.0
         self.task = 0
-        self.accepted = False
         self.begun = False
 
     def start(self, now: float) -> None:
@@ -82,11 +140,13 @@ class UserNode(_HandshakeUser):
     def _next(self, now: float) -> None:
         self.emit(TaskSubmitted(now, self.id, self.task, self.demand))
         self.emit(TaskDispatched(now, self.id, self.task))
-        self.send(self.gateway, ServerRequest(self.id))
+        self._ask_gateway(now)
 
-    @handles(ServerReply)
-    def on_server_reply(self, msg: ServerReply, now: float) -> None:
-        self.send(msg.server, TaskRequest(self.id, self.task, self.demand, self.share))
+    def task_request(self) -> TaskRequest:
+        return TaskRequest(self.id, self.task, self.demand, self.share)
+
+    def on_timer(self, key: tuple[str, int, int], now: float) -> None:
+        self._retry(key[1], key[2], now)
 
     def counters(self) -> dict[str, int]:
         """The user's own account of its tasks (its current task is always out being placed)."""
@@ -104,27 +164,24 @@ class UserNode(_HandshakeUser):
         self.tasks += 1
         self.share = self.tasks * self.task_share
         self.task += 1
-        self.accepted = False
         self._next(now)
 
 
 class FiniteUserNode(_HandshakeUser):
     """A user with a finite list of tasks `(submit time, demand)`, in submission order."""
 
-    __slots__ = ("gateway", "total", "submits", "demands", "submitted", "queue", "current", "allocator",
-                 "held", "running", "share", "started", "ended")
+    __slots__ = ("total", "submits", "demands", "submitted", "queue", "current", "held", "running", "share",
+                 "started", "ended")
 
-    def __init__(self, actor_id: int, gateway: int, tasks: Sequence[tuple[float, Vector]], total: Vector) -> None:
-        super().__init__(actor_id)
-        self.gateway = gateway
+    def __init__(self, actor_id: int, gateway: int, tasks: Sequence[tuple[float, Vector]], total: Vector,
+                 rto: float = 0.0) -> None:
+        super().__init__(actor_id, gateway, rto)
         self.total = total
         self.submits = [t for t, _ in tasks]
         self.demands = [d for _, d in tasks]
         self.submitted = 0  # tasks submitted so far (task ids are 0..n-1, in submission order)
         self.queue: deque[int] = deque()  # submitted, not yet sent out
         self.current = -1  # the task out being placed, or -1
-        self.accepted = False
-        self.allocator = -1  # where the current task was sent, once the gateway answered
         self.held = [0.0] * len(total)
         self.running: dict[int, Vector] = {}
         self.share = 0.0
@@ -135,8 +192,11 @@ class FiniteUserNode(_HandshakeUser):
         """Submit what is due now and ask to be woken for the rest."""
         self._submit_due(now)
 
-    def on_timer(self, key: str, now: float) -> None:
-        self._submit_due(now)
+    def on_timer(self, key: str | tuple[str, int, int], now: float) -> None:
+        if key == _SUBMIT:
+            self._submit_due(now)
+        else:
+            self._retry(key[1], key[2], now)  # type: ignore[index]
 
     def _submit_due(self, now: float) -> None:
         submits = self.submits
@@ -152,15 +212,11 @@ class FiniteUserNode(_HandshakeUser):
 
     def _dispatch(self, now: float) -> None:
         self.current = self.queue.popleft()
-        self.accepted = False
-        self.allocator = -1
         self.emit(TaskDispatched(now, self.id, self.current))
-        self.send(self.gateway, ServerRequest(self.id))
+        self._ask_gateway(now)
 
-    @handles(ServerReply)
-    def on_server_reply(self, msg: ServerReply, now: float) -> None:
-        self.allocator = msg.server
-        self.send(msg.server, TaskRequest(self.id, self.current, self.demands[self.current], self.share))
+    def task_request(self) -> TaskRequest:
+        return TaskRequest(self.id, self.current, self.demands[self.current], self.share)
 
     def current_task(self) -> int:
         return self.current
@@ -183,6 +239,12 @@ class FiniteUserNode(_HandshakeUser):
 
     @handles(TaskEnded)
     def on_task_ended(self, msg: TaskEnded, now: float) -> None:
+        if self.backoff is not None:
+            self.send(msg.server, EndAck(self.id, msg.task, self.id))
+            if msg.task == self.current:  # its start notice was lost and it has already ended
+                self.on_task_started(TaskStarted(msg.task, msg.server), now)
+            if msg.task not in self.running:
+                return  # a repeated notice
         demand = self.running.pop(msg.task)
         self.ended += 1
         if self.running:

@@ -41,6 +41,7 @@ __all__ = [
     "MESSAGE_TYPES",
     "Accept",
     "Decline",
+    "EndAck",
     "Launch",
     "Proposal",
     "ServerReply",
@@ -261,3 +262,14 @@ class UserShare:
     share: float
     waiting: bool
     WIRE: ClassVar[tuple[int, int]] = (2, 1)
+
+
+@message
+class EndAck:
+    """`sender` (a user, or the central scheduler) heard that task `task` of `user` ended (with
+    resilience on, a server repeats `TaskEnded` until each party acknowledged it)."""
+
+    user: int
+    task: int
+    sender: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 2)

@@ -60,7 +60,7 @@ from nodes.actor import Actor
 from nodes.clock import VirtualClockLoop
 from nodes.gateway import Gateway
 from nodes.gc_tuning import tuned_gc
-from nodes.network import CostModel, Network, parse_latency
+from nodes.network import US_PER_S, CostModel, Network, parse_latency
 from nodes.resource_node import ResourceNode
 from nodes.runtime import Runtime
 from nodes.scheduler import CentralScheduler
@@ -72,6 +72,7 @@ from protocols.errors import InputError
 from protocols.events import TaskAllocated
 from protocols.fairness import gini, jain, ratio_20_20, sample_std
 from protocols.registry import GradientUse, get_protocol
+from protocols.resilience import retransmission_timeout
 
 __all__ = ["RunConfig", "RunResult", "build_run_config", "run_emulation", "run_point"]
 
@@ -175,6 +176,11 @@ def run_emulation(
             harness = Harness(capacities=capacities, demands=[u.demand for u in workload.users], user_actors=user_ids,
                               tick=params.tick, stall_ticks=params.stall_ticks, max_time=params.max_time,
                               on_finish=on_finish, log=log, progress=progress)
+        latency = parse_latency(params.latency, streams.python("network/latency"))
+        # Resilience (timeouts, retries, acknowledged ends) is on in runs with faults; so far in
+        # the central protocols' nodes only (docs/faults.md).
+        rto = (retransmission_timeout(latency.bound_us() / US_PER_S, params.tick)
+               if faults is not None and spec.central_rule is not None else 0.0)
         gateway = Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id)
         distributed: DistributedSetup | None = None
         actors: list[Actor]
@@ -185,19 +191,20 @@ def run_emulation(
             actors = list(distributed.servers)
             tickers.extend(distributed.tickers)
         else:
-            actors = [ResourceNode(i, c, scheduler_id) for i, c in zip(server_ids, capacities)]
+            actors = [ResourceNode(i, c, scheduler_id, rto) for i, c in zip(server_ids, capacities)]
         users: list[UserNode | FiniteUserNode] = [
-            FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total) if finite
-            else UserNode(a, gateway_id, u.demand, total)
+            FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto) if finite
+            else UserNode(a, gateway_id, u.demand, total, rto)
             for a, u in zip(user_ids, workload.users)]
         actors.extend(users)
         actors.append(gateway)
         if spec.central_rule is not None:
-            scheduler = _central_scheduler(spec, params, scheduler_id, server_ids, capacities, len(workload.resources))
+            scheduler = _central_scheduler(spec, params, scheduler_id, server_ids, capacities, len(workload.resources),
+                                           ack_ends=rto > 0)
             actors.append(scheduler)
             tickers.append(scheduler)
         network = Network(
-            parse_latency(params.latency, streams.python("network/latency")),
+            latency,
             loss=config.loss,
             loss_rng=streams.python("network/loss"),
             cost=config.cost,
@@ -285,7 +292,7 @@ def run_emulation(
 
 
 def _central_scheduler(spec: Any, params: Any, actor_id: int, servers: list[int], capacities: list[Any],
-                       resources: int) -> CentralScheduler:
+                       resources: int, ack_ends: bool) -> CentralScheduler:
     """The central scheduler with its rule built from the rule's own run parameters."""
     rule_params = {p.name: getattr(params, p.name) for p in spec.params}
     per_tick = rule_params.pop(PER_TICK.name, PER_TICK.default)  # a rule that does not declare it: the thesis's 1
@@ -296,7 +303,7 @@ def _central_scheduler(spec: Any, params: Any, actor_id: int, servers: list[int]
             check(resources)
         except ValueError as error:
             raise InputError(str(error)) from None
-    return CentralScheduler(actor_id, rule, servers, capacities, per_tick)
+    return CentralScheduler(actor_id, rule, servers, capacities, per_tick, ack_ends)
 
 
 def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[str]) -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""Resilience (issue 16): the timeouts and retries that let the handshake survive lost messages.
+
+The thesis's protocols assume every message arrives. A run with a fault scenario switches on
+one small layer in every node (and only then: a fault-free run is the thesis's, event by
+event):
+- a party that waits for an answer asks again after the retransmission timeout and doubles
+  the wait after each further silence, up to `MAX_BACKOFF` × the timeout; progress (an answer)
+  starts the waits again from the timeout;
+- whoever receives a request again answers as it did the first time (task ids make every
+  request idempotent: a task is never started twice);
+- a server repeats the news of a task's end until its user (and the central scheduler)
+  acknowledge it, since a lost `TaskEnded` would leave a share — or the scheduler's view of
+  the room — wrong for ever.
+
+Decision: the timeout is one allocation tick (an allocator answers at its next tick at the
+latest) plus four round trips at the latency model's largest one-way latency; with the
+defaults (100 ms tick, 1 ms latency) 108 ms, backing off to 6.9 s. A latency change during
+the run can make answers slower than the timeout: the requests repeat, which costs messages
+but, being idempotent, never places a task twice.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_BACKOFF", "Backoff", "retransmission_timeout"]
+
+MAX_BACKOFF = 64
+ROUND_TRIPS = 4
+
+
+def retransmission_timeout(max_latency: float, tick: float) -> float:
+    """The first wait before asking again, in seconds (see the module's decision)."""
+    return tick + ROUND_TRIPS * 2.0 * max_latency
+
+
+class Backoff:
+    """The waits of one retry chain: `timeout`, doubling up to `MAX_BACKOFF` × `timeout`."""
+
+    __slots__ = ("timeout", "wait")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.wait = timeout
+
+    def reset(self) -> float:
+        """Start again (after progress); returns the first wait."""
+        self.wait = self.timeout
+        return self.wait
+
+    def next(self) -> float:
+        """The wait after one more silence."""
+        self.wait = min(self.wait * 2.0, self.timeout * MAX_BACKOFF)
+        return self.wait
