@@ -10,7 +10,8 @@ three effects, each an append to a list the runtime empties:
   view froze. The node never learns who listens;
 - `wake_at(at, key)` — ask to be woken at virtual time `at` (the port): the runtime calls
   `on_timer(key, now)` then. A wake-up cannot be cancelled; a node ignores one it no longer
-  needs (e.g. by comparing `key` with its own state).
+  needs (e.g. by comparing `key` with its own state). `wake_after(delay, key)` is the same,
+  `delay` seconds after the current instant, for code that is not handed `now`.
 
 Handlers therefore are plain functions of `(state, message, now)` and can be unit-tested by
 calling them and reading `outbox` and `port`, with no event loop at all.
@@ -26,7 +27,7 @@ from typing import Any, ClassVar
 
 from protocols.messages import collect_handlers
 
-__all__ = ["Actor", "UnhandledMessage", "WakeUp"]
+__all__ = ["Actor", "UnhandledMessage", "WakeAfter", "WakeUp"]
 
 
 class UnhandledMessage(TypeError):
@@ -45,6 +46,20 @@ class WakeUp:
 
     def __repr__(self) -> str:
         return f"WakeUp(actor={self.actor}, at={self.at!r}, key={self.key!r})"
+
+
+class WakeAfter:
+    """A node's request to be woken `delay` seconds after the current instant (see `Actor.wake_after`)."""
+
+    __slots__ = ("actor", "delay", "key")
+
+    def __init__(self, actor: int, delay: float, key: Hashable) -> None:
+        self.actor = actor
+        self.delay = delay
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"WakeAfter(actor={self.actor}, delay={self.delay!r}, key={self.key!r})"
 
 
 class Actor:
@@ -77,6 +92,10 @@ class Actor:
     def wake_at(self, at: float, key: Hashable) -> None:
         """Ask to be woken at virtual time `at` (seconds; not before the current instant)."""
         self.port.append(WakeUp(self.id, at, key))
+
+    def wake_after(self, delay: float, key: Hashable) -> None:
+        """Ask to be woken `delay` seconds (≥ 0) after the current instant."""
+        self.port.append(WakeAfter(self.id, delay, key))
 
     def on_timer(self, key: Any, now: float) -> None:
         """Called at the time a `wake_at(…, key)` asked for."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from nodes.actor import Actor
 from protocols.events import TaskAllocated, TaskFinished
 from protocols.messages import EndAck, Launch, TaskEnded, TaskExit, TaskStarted, handles
-from protocols.resilience import Backoff
+from protocols.resilience import Notices
 from protocols.resources import CapacityViolation, Vector, fits, give, take
 
 __all__ = ["ResourceNode"]
@@ -33,7 +33,7 @@ class ResourceNode(Actor):
         self.running: dict[tuple[int, int], Vector] = {}
         self.rto = rto
         self.ended: set[tuple[int, int]] = set()  # with resilience on: tasks that ran here and ended
-        self.unacked: dict[tuple[int, int], tuple[set[int], Backoff]] = {}  # end notices not yet acknowledged
+        self.unacked = Notices(rto)  # end notices not yet acknowledged
 
     def start_task(self, user: int, task: int, demand: Vector, now: float) -> None:
         """Run `task` of `user` here; report it and tell the user."""
@@ -69,25 +69,16 @@ class ResourceNode(Actor):
             key = (msg.user, msg.task)
             self.ended.add(key)
             parties = {msg.user} | ({self.scheduler} if self.scheduler >= 0 else set())
-            backoff = Backoff(self.rto)
-            self.unacked[key] = (parties, backoff)
-            self.wake_at(now + backoff.wait, key)
+            self.wake_at(now + self.unacked.add(key, parties), key)
 
     @handles(EndAck)
     def on_end_ack(self, msg: EndAck, now: float) -> None:
-        key = (msg.user, msg.task)
-        waiting = self.unacked.get(key)
-        if waiting is not None:
-            waiting[0].discard(msg.sender)
-            if not waiting[0]:
-                del self.unacked[key]
+        self.unacked.ack((msg.user, msg.task), msg.sender)
 
     def on_timer(self, key: tuple[int, int], now: float) -> None:
         """An end notice is still unacknowledged: repeat it to whoever has not answered."""
-        waiting = self.unacked.get(key)
-        if waiting is None:
-            return
-        parties, backoff = waiting
-        for party in sorted(parties):
-            self.send(party, TaskEnded(key[0], key[1], self.id))
-        self.wake_at(now + backoff.next(), key)
+        due = self.unacked.due(key)
+        if due is not None:
+            for party in due[0]:
+                self.send(party, TaskEnded(key[0], key[1], self.id))
+            self.wake_at(now + due[1], key)

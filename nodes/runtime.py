@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
-from nodes.actor import Actor, WakeUp
+from nodes.actor import Actor, WakeAfter, WakeUp
 from nodes.network import US_PER_S, Network, to_us
 from nodes.trace import EventTrace, describe_callback
 
@@ -187,9 +187,10 @@ class Runtime:
             self._trace_port(items)
         subscribers = self._subscribers
         for item in items:
-            if item.__class__ is WakeUp:
+            cls = item.__class__
+            if cls is WakeUp or cls is WakeAfter:
                 actor = self.actors[item.actor]
-                at_us = max(to_us(item.at), self.now_us)
+                at_us = max(to_us(item.at), self.now_us) if cls is WakeUp else self.now_us + to_us(item.delay)
                 self._instant(at_us).timers.append((actor, partial(actor.on_timer, item.key)))
             else:
                 for handler in subscribers.get(item.__class__, ()):
@@ -200,6 +201,8 @@ class Runtime:
         for item in items:
             if item.__class__ is WakeUp:
                 record(now_us, "wake", item.actor, (to_us(item.at), item.key))
+            elif item.__class__ is WakeAfter:
+                record(now_us, "wake", item.actor, (now_us + to_us(item.delay), item.key))
             else:
                 record(now_us, "event", -1, item)
 

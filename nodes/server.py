@@ -16,6 +16,13 @@ announced to its user (`TaskEnded`); a homed user's `UserShare` updates its reco
 Everything it knows came in its constructor (its parameters, its own random streams), its
 mailbox and its wake-ups; everything it does leaves as messages, events and counters.
 
+With resilience on (`rto` > 0, a run with faults; `protocols.resilience`) it repeats a
+proposal until the user answers, answers a repeated `Accept` with the start notice (never
+starting a task twice), offers a task it already offered or runs only once, and repeats a
+task's end until the user acknowledges it. A home needs nothing new: a repeated request, like
+any request, makes the task idle again (its walk, or the answer to it, was lost — the user's
+timeout covers the longest walk) and ends a saturation mark, so the task is placed again.
+
 `server_class(rule)` is the node class of one protocol: `ServerNode` with the rule's message
 handlers added to its dispatch table (made once per rule class).
 """
@@ -36,6 +43,7 @@ from protocols.homes import HomeUser, HomeUsers
 from protocols.messages import (
     Accept,
     Decline,
+    EndAck,
     Proposal,
     TaskEnded,
     TaskExit,
@@ -47,10 +55,13 @@ from protocols.messages import (
     handles,
 )
 from protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
+from protocols.resilience import Notices
 from protocols.resources import CapacityViolation, Vector, fits, give, take
 from protocols.rule import ServerRule
 
 __all__ = ["PLACEMENT_COUNTERS", "ServerNode", "server_class"]
+
+_PROPOSAL, _END = "proposal", "end"  # the kinds of notice a server repeats (resilience on)
 
 PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_failed", "saturation_marks", "retries",
                       "proposals", "declined", "fit_walks", "fit_hops", "fit_misses")
@@ -60,7 +71,7 @@ class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
-                 "_streams", "_reserved", "_running")
+                 "rto", "notices", "_streams", "_reserved", "_running")
 
     def __init__(
         self,
@@ -82,11 +93,13 @@ class ServerNode(OverlayPeer):
         gradient: Callable[..., Any] = Gradient,
         total: Vector = (),
         users_active: bool = True,
+        rto: float = 0.0,
     ) -> None:
         """`homed` maps each user homed here to its task share `s_i`; `streams` are this node's own.
         `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
         DRFH heuristic normalised with `scale` (1 / the cluster total of each resource).
-        `total` (the cluster's capacity) and `users_active` go to its `HomeUsers`."""
+        `total` (the cluster's capacity) and `users_active` go to its `HomeUsers`; `rto` > 0
+        turns resilience on."""
         super().__init__(actor_id, view_size, cyclon_view, shuffle_length, streams.python("overlay"), NEG_INF, max_age,
                          gradient)
         self.capacity = capacity
@@ -101,6 +114,8 @@ class ServerNode(OverlayPeer):
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self._running: dict[tuple[int, int], Vector] = {}
+        self.rto = rto
+        self.notices = Notices(rto)  # proposals and end notices awaiting an answer (resilience on)
         self.gradient.set_utility(self.homes.utility())
 
     def start(self, neighbors: Sequence[int] = ()) -> None:
@@ -126,6 +141,8 @@ class ServerNode(OverlayPeer):
 
     def propose(self, user: int, task: int, demand: Vector) -> None:
         """Reserve `demand` here and offer the task to its user."""
+        if self.rto and ((user, task) in self._reserved or (user, task) in self._running):
+            return  # a repeated request or walk: the offer stands (and is repeated), or the task runs here
         if not fits(demand, self.free, self.capacity):
             raise CapacityViolation(f"server {self.id}: proposing task {task} of user {user} needing {demand} "
                                     f"with only {tuple(self.free)} free")
@@ -133,6 +150,9 @@ class ServerNode(OverlayPeer):
         self._reserved[(user, task)] = demand
         self.placement["proposals"] += 1
         self.send(user, Proposal(task, self.id))
+        if self.rto:
+            key = (_PROPOSAL, user, task)
+            self.wake_after(self.notices.add(key, {user}), key)
 
     def allocate(self, user: int, record: HomeUser) -> None:
         """Allocate a homed user's pending task: place it here or send it walking."""
@@ -163,6 +183,12 @@ class ServerNode(OverlayPeer):
     @handles(Accept)
     def on_accept(self, msg: Accept, now: float) -> None:
         key = (msg.user, msg.task)
+        if self.rto:
+            self.notices.drop((_PROPOSAL, *key))
+            if key not in self._reserved:
+                if key in self._running:
+                    self.send(msg.user, TaskStarted(msg.task, self.id))  # the start notice was lost
+                return
         demand = self._reserved.pop(key)
         self._running[key] = demand
         self.emit(TaskAllocated(now, self.id, msg.user, msg.task, demand))
@@ -170,7 +196,12 @@ class ServerNode(OverlayPeer):
 
     @handles(Decline)
     def on_decline(self, msg: Decline, now: float) -> None:
-        give(self.free, self._reserved.pop((msg.user, msg.task)))
+        key = (msg.user, msg.task)
+        if self.rto:
+            self.notices.drop((_PROPOSAL, *key))
+            if key not in self._reserved:
+                return  # a repeated answer
+        give(self.free, self._reserved.pop(key))
         self.placement["declined"] += 1
 
     @handles(TaskExit)
@@ -181,6 +212,13 @@ class ServerNode(OverlayPeer):
             self.free = list(self.capacity)  # no rounding residue once nothing runs or is reserved
         self.emit(TaskFinished(now, self.id, msg.user, msg.task, demand))
         self.send(msg.user, TaskEnded(msg.user, msg.task, self.id))
+        if self.rto:
+            key = (_END, msg.user, msg.task)
+            self.wake_after(self.notices.add(key, {msg.user}), key)
+
+    @handles(EndAck)
+    def on_end_ack(self, msg: EndAck, now: float) -> None:
+        self.notices.ack((_END, msg.user, msg.task), msg.sender)
 
     # -- homed users ----------------------------------------------------------------------
     @handles(UserShare)
@@ -208,12 +246,28 @@ class ServerNode(OverlayPeer):
             self.gradient.set_utility(utility)
             self.rule.on_utility(self, now)
 
-    def on_timer(self, key: tuple[int, int], now: float) -> None:
-        """A saturated user's retry is due: walk again if it is still wanted."""
-        user, task = key
+    def on_timer(self, key: tuple[int, int] | tuple[str, int, int], now: float) -> None:
+        """A saturated user's retry is due: walk again if it is still wanted; or (resilience on)
+        a proposal or an end notice is still unanswered: repeat it."""
+        if len(key) == 3:
+            self._repeat(key, now)  # type: ignore[arg-type]
+            return
+        user, task = key  # type: ignore[misc]
         if self.homes.retry_due(user, task):
             self.placement["retries"] += 1
             self.allocate(user, self.homes.records[user])
+
+    def _repeat(self, key: tuple[str, int, int], now: float) -> None:
+        kind, user, task = key
+        if kind == _PROPOSAL and (user, task) not in self._reserved:
+            self.notices.drop(key)
+            return
+        due = self.notices.due(key)
+        if due is None:
+            return
+        for party in due[0]:
+            self.send(party, Proposal(task, self.id) if kind == _PROPOSAL else TaskEnded(user, task, self.id))
+        self.wake_after(due[1], key)
 
     # -- walks ----------------------------------------------------------------------------
     @handles(WalkTask)

@@ -13,23 +13,26 @@ event):
   the room — wrong for ever.
 
 Decision: the timeout is one allocation tick (an allocator answers at its next tick at the
-latest) plus four round trips at the latency model's largest one-way latency; with the
-defaults (100 ms tick, 1 ms latency) 108 ms, backing off to 6.9 s. A latency change during
+latest) plus four round trips at the latency model's largest one-way latency, plus, where a
+task may walk to find room, one hop per server the walk may visit (`walk_ttl`): the longest
+answer a correct run can take. With the defaults (100 ms tick, 1 ms latency) that is 108 ms
+for the central protocols and probes, backing off to 6.9 s; on 394 servers a walking
+protocol's is 502 ms. A latency change during
 the run can make answers slower than the timeout: the requests repeat, which costs messages
 but, being idempotent, never places a task twice.
 """
 
 from __future__ import annotations
 
-__all__ = ["MAX_BACKOFF", "Backoff", "retransmission_timeout"]
+__all__ = ["MAX_BACKOFF", "Backoff", "Notices", "retransmission_timeout"]
 
 MAX_BACKOFF = 64
 ROUND_TRIPS = 4
 
 
-def retransmission_timeout(max_latency: float, tick: float) -> float:
+def retransmission_timeout(max_latency: float, tick: float, walk_hops: int = 0) -> float:
     """The first wait before asking again, in seconds (see the module's decision)."""
-    return tick + ROUND_TRIPS * 2.0 * max_latency
+    return tick + (walk_hops + ROUND_TRIPS * 2) * max_latency
 
 
 class Backoff:
@@ -50,3 +53,39 @@ class Backoff:
         """The wait after one more silence."""
         self.wait = min(self.wait * 2.0, self.timeout * MAX_BACKOFF)
         return self.wait
+
+
+class Notices:
+    """Notices repeated, with back-off, until every party has acknowledged them.
+
+    `add(key, parties)` starts one (returns the first wait); `ack(key, party)` records an
+    answer; `due(key)` says, when its wait is up, who has still not answered and the next wait
+    (None once everyone has). The node sends and asks to be woken; this only keeps the books.
+    """
+
+    __slots__ = ("timeout", "pending")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.pending: dict[object, tuple[set[int], Backoff]] = {}
+
+    def add(self, key: object, parties: set[int]) -> float:
+        backoff = Backoff(self.timeout)
+        self.pending[key] = (parties, backoff)
+        return backoff.wait
+
+    def ack(self, key: object, party: int) -> None:
+        waiting = self.pending.get(key)
+        if waiting is not None:
+            waiting[0].discard(party)
+            if not waiting[0]:
+                del self.pending[key]
+
+    def drop(self, key: object) -> None:
+        self.pending.pop(key, None)
+
+    def due(self, key: object) -> tuple[list[int], float] | None:
+        waiting = self.pending.get(key)
+        if waiting is None:
+            return None
+        return sorted(waiting[0]), waiting[1].next()

@@ -39,8 +39,10 @@ class DistributedSetup:
         homes: Mapping[int, int],
         streams: RandomStreams,
         finite: bool = False,
+        rto: float = 0.0,
     ) -> None:
-        """`finite`: the users submit finite task lists (their homes count them once a task arrives)."""
+        """`finite`: the users submit finite task lists (their homes count them once a task arrives);
+        `rto` > 0: resilience on (`protocols.resilience`)."""
         assert spec.server_rule is not None
         self.params = params
         self.spec = spec
@@ -65,7 +67,7 @@ class DistributedSetup:
                        walk_ttl=self.walk_ttl, max_age=params.max_age_periods * period,
                        mark_saturated=params.mark_saturated, saturation_retry=retry,
                        fit_candidates=params.fit_candidates if params.placement == "best-fit" else 0, scale=scale,
-                       gradient=gradient, total=total, users_active=not finite)
+                       gradient=gradient, total=total, users_active=not finite, rto=rto)
             for server, capacity in enumerate(capacities)
         ]
         self.homes = sorted(homed)

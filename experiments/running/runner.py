@@ -71,6 +71,7 @@ from protocols.central import PER_TICK
 from protocols.errors import InputError
 from protocols.events import TaskAllocated
 from protocols.fairness import gini, jain, ratio_20_20, sample_std
+from protocols.registry import Gateway as GatewayMode
 from protocols.registry import GradientUse, get_protocol
 from protocols.resilience import retransmission_timeout
 
@@ -177,17 +178,17 @@ def run_emulation(
                               tick=params.tick, stall_ticks=params.stall_ticks, max_time=params.max_time,
                               on_finish=on_finish, log=log, progress=progress)
         latency = parse_latency(params.latency, streams.python("network/latency"))
-        # Resilience (timeouts, retries, acknowledged ends) is on in runs with faults; so far in
-        # the central protocols' nodes only (docs/faults.md).
-        rto = (retransmission_timeout(latency.bound_us() / US_PER_S, params.tick)
-               if faults is not None and spec.central_rule is not None else 0.0)
+        # Resilience (timeouts, retries, acknowledged ends) is on in runs with faults (docs/faults.md).
+        walk_hops = (params.walk_ttl or n_servers) if spec.gateway is GatewayMode.HOME else 0
+        rto = (retransmission_timeout(latency.bound_us() / US_PER_S, params.tick, walk_hops)
+               if faults is not None else 0.0)
         gateway = Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id)
         distributed: DistributedSetup | None = None
         actors: list[Actor]
         tickers: list[Actor] = []
         if spec.distributed:
             demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
-            distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite)
+            distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite, rto)
             actors = list(distributed.servers)
             tickers.extend(distributed.tickers)
         else:
