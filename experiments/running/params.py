@@ -111,7 +111,9 @@ SATURATION_RETRY_TICKS = {False: 50, True: 1}
 walk that found no room means the cluster is full for good, so the retry is rare (5 s at the
 thesis's tick); with tasks that end, room frees every fraction of a second (the trace hour
 ends about 4 tasks a second), and a 5 s wait starves the marked user while others take that
-room (docs/results-online.md: PDGDRF's minimum share 0.0001 at 50 ticks, 0.248 at 1)."""
+room (docs/results-online.md: PDGDRF's minimum share 0.0001 at 50 ticks, 0.248 at 1). Not a
+gain everywhere: a retry places its task without the rule's fairness test, and both DDRFs are
+less fair retrying this often (errors 17.8 % → 32.0 % over random neighbours)."""
 
 CASE = ("workload", "machines", "users", "case_seed")  # what the workload is, not how it is run
 
