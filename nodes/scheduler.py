@@ -13,7 +13,8 @@ lost and repeated: a `TaskRequest` for a task already proposed repeats the propo
 task already launched is ignored, one for the pending task refreshes its share and keeps its
 place; an `Accept` for a task already launched repeats the `Launch` (the server repeats the
 start); a `Decline` or `TaskEnded` it has already handled is ignored. With resilience on
-(`ack_ends`) it acknowledges every `TaskEnded` (`EndAck`).
+(`ack_ends`) it acknowledges every `TaskEnded` (`EndAck`) and every "nothing waiting" notice
+(`ShareAck`).
 """
 
 from __future__ import annotations
@@ -24,15 +25,26 @@ from collections.abc import Sequence
 from nodes.actor import Actor
 from protocols.central import CentralRule, PendingTask
 from protocols.cluster import ClusterView
-from protocols.messages import Accept, Decline, EndAck, Launch, Proposal, TaskEnded, TaskRequest, UserShare, handles
+from protocols.messages import (
+    Accept,
+    Decline,
+    EndAck,
+    Launch,
+    Proposal,
+    ShareAck,
+    TaskEnded,
+    TaskRequest,
+    UserShare,
+    handles,
+)
 from protocols.resources import Vector
 
 __all__ = ["CentralScheduler"]
 
 
 class CentralScheduler(Actor):
-    __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "held", "running", "per_tick",
-                 "ack_ends", "_arrivals", "_index")
+    __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "ended", "held", "running",
+                 "per_tick", "ack_ends", "_arrivals", "_index")
 
     def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector],
                  per_tick: int = 1, ack_ends: bool = False) -> None:
@@ -43,7 +55,8 @@ class CentralScheduler(Actor):
         self.cluster = ClusterView(capacities)
         self.pending: dict[int, PendingTask] = {}
         self.proposed: dict[tuple[int, int], tuple[int, Vector]] = {}
-        self.launched: dict[tuple[int, int], tuple[int, Vector]] = {}  # (server index, demand); kept once ended
+        self.launched: dict[tuple[int, int], tuple[int, Vector]] = {}  # running: (server index, demand)
+        self.ended: set[tuple[int, int]] = set()  # with resilience on (`ack_ends`): so a late request is ignored
         self.ack_ends = ack_ends
         self.held: dict[int, Vector] = {}
         self.running: dict[int, int] = {}
@@ -56,7 +69,7 @@ class CentralScheduler(Actor):
         if key in self.proposed:
             self.send(msg.user, Proposal(msg.task, self.id))  # the proposal (or the answer) was lost
             return
-        if key in self.launched:
+        if key in self.launched or key in self.ended:
             return
         waiting = self.pending.get(msg.user)
         if waiting is not None and waiting.task == msg.task:
@@ -84,7 +97,7 @@ class CentralScheduler(Actor):
         key = (msg.user, msg.task)
         if key not in self.proposed:
             launched = self.launched.get(key)
-            if launched is not None and launched[0] >= 0:
+            if launched is not None:
                 self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1]))
             return
         index, demand = self.proposed.pop(key)
@@ -102,13 +115,14 @@ class CentralScheduler(Actor):
 
     @handles(TaskEnded)
     def on_task_ended(self, msg: TaskEnded, now: float) -> None:
+        key = (msg.user, msg.task)
         if self.ack_ends:
             self.send(msg.server, EndAck(msg.user, msg.task, self.id))
-        launched = self.launched.get((msg.user, msg.task))
-        if launched is None or launched[0] < 0:
+            self.ended.add(key)
+        launched = self.launched.pop(key, None)
+        if launched is None:
             return  # a repeated notice
         demand = launched[1]
-        self.launched[(msg.user, msg.task)] = (-1, demand)  # ended: remembered, so a late request is ignored
         self.cluster.release(self._index[msg.server], demand)
         self.running[msg.user] -= 1
         if self.running[msg.user]:
@@ -122,6 +136,8 @@ class CentralScheduler(Actor):
 
     @handles(UserShare)
     def on_user_share(self, msg: UserShare, now: float) -> None:
+        if self.ack_ends and not msg.waiting:
+            self.send(msg.user, ShareAck(msg.user, self.id))
         task = self.pending.get(msg.user)
         if task is not None:
             self.pending[msg.user] = dataclasses.replace(task, share=msg.share)

@@ -45,6 +45,7 @@ from protocols.messages import (
     Decline,
     EndAck,
     Proposal,
+    ShareAck,
     TaskEnded,
     TaskExit,
     TaskRequest,
@@ -223,6 +224,8 @@ class ServerNode(OverlayPeer):
     # -- homed users ----------------------------------------------------------------------
     @handles(UserShare)
     def on_user_share(self, msg: UserShare, now: float) -> None:
+        if self.rto and not msg.waiting:
+            self.send(msg.user, ShareAck(msg.user, self.id))
         if self.homes.share_reported(msg):
             self._utility_changed(now)
 

@@ -19,7 +19,9 @@ With resilience on (`rto` > 0, a run with faults; `protocols.resilience`) a user
 nothing about its current task asks again: the gateway while it has no allocator, the
 allocator while it has no proposal, the proposer while its accepted task has not started. A
 repeated proposal from the proposer it accepted is answered with `Accept` again, and every
-`TaskEnded` is acknowledged (`EndAck`), a repeated one without counting it twice.
+`TaskEnded` is acknowledged (`EndAck`), a repeated one without counting it twice. A finite
+user repeats its "nothing waiting" notice until the allocator acknowledges it (`ShareAck`)
+or its next task goes out.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from protocols.messages import (
     Proposal,
     ServerReply,
     ServerRequest,
+    ShareAck,
     TaskEnded,
     TaskRequest,
     TaskStarted,
@@ -49,6 +52,7 @@ __all__ = ["FiniteUserNode", "UserNode"]
 
 _SUBMIT = "submit"
 _RETRY = "retry"
+_IDLE = "idle"
 
 
 class _HandshakeUser(Actor):
@@ -171,7 +175,7 @@ class FiniteUserNode(_HandshakeUser):
     """A user with a finite list of tasks `(submit time, demand)`, in submission order."""
 
     __slots__ = ("total", "submits", "demands", "submitted", "queue", "current", "held", "running", "share",
-                 "started", "ended")
+                 "started", "ended", "idle_notice")
 
     def __init__(self, actor_id: int, gateway: int, tasks: Sequence[tuple[float, Vector]], total: Vector,
                  rto: float = 0.0) -> None:
@@ -187,6 +191,7 @@ class FiniteUserNode(_HandshakeUser):
         self.share = 0.0
         self.started = 0
         self.ended = 0
+        self.idle_notice: tuple[int, int, Backoff] | None = None  # (allocator, attempt, waits) until acknowledged
 
     def start(self, now: float) -> None:
         """Submit what is due now and ask to be woken for the rest."""
@@ -195,8 +200,22 @@ class FiniteUserNode(_HandshakeUser):
     def on_timer(self, key: str | tuple[str, int, int], now: float) -> None:
         if key == _SUBMIT:
             self._submit_due(now)
+        elif key[0] == _IDLE:
+            self._repeat_idle(key[1], now)  # type: ignore[arg-type]
         else:
             self._retry(key[1], key[2], now)  # type: ignore[index]
+
+    def _repeat_idle(self, attempt: int, now: float) -> None:
+        notice = self.idle_notice
+        if notice is None or notice[1] != attempt:
+            return  # acknowledged, or the next task went out
+        self.send(notice[0], UserShare(self.id, self.share, False))
+        self.wake_at(now + notice[2].next(), (_IDLE, attempt, 0))
+
+    @handles(ShareAck)
+    def on_share_ack(self, msg: ShareAck, now: float) -> None:
+        if self.idle_notice is not None and self.idle_notice[0] == msg.sender:
+            self.idle_notice = None
 
     def _submit_due(self, now: float) -> None:
         submits = self.submits
@@ -211,6 +230,7 @@ class FiniteUserNode(_HandshakeUser):
             self._dispatch(now)
 
     def _dispatch(self, now: float) -> None:
+        self.idle_notice = None
         self.current = self.queue.popleft()
         self.emit(TaskDispatched(now, self.id, self.current))
         self._ask_gateway(now)
@@ -236,6 +256,10 @@ class FiniteUserNode(_HandshakeUser):
             self._dispatch(now)
         else:
             self.send(allocator, UserShare(self.id, self.share, False))
+            if self.backoff is not None:
+                self.attempt += 1
+                self.idle_notice = (allocator, self.attempt, Backoff(self.backoff.timeout))
+                self.wake_at(now + self.backoff.timeout, (_IDLE, self.attempt, 0))
 
     @handles(TaskEnded)
     def on_task_ended(self, msg: TaskEnded, now: float) -> None:

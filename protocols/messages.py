@@ -46,6 +46,7 @@ __all__ = [
     "Proposal",
     "ServerReply",
     "ServerRequest",
+    "ShareAck",
     "TaskRequest",
     "TaskEnded",
     "TaskExit",
@@ -262,6 +263,17 @@ class UserShare:
     share: float
     waiting: bool
     WIRE: ClassVar[tuple[int, int]] = (2, 1)
+
+
+@message
+class ShareAck:
+    """The allocator `sender` heard that `user` has nothing waiting (with resilience on, the user
+    repeats that notice until it is acknowledged: lost, it would leave the user counted, and
+    possibly the lowest, at a home for ever)."""
+
+    user: int
+    sender: int
+    WIRE: ClassVar[tuple[int, int]] = (0, 2)
 
 
 @message

@@ -81,24 +81,22 @@ class FaultInjector:
             raise NotImplementedError(f"fault action {action.value!r}")  # refused by `FaultScenario.bind`
 
     def _loss(self, event: FaultEvent, now: float) -> None:
-        p = event.loss
+        """Set the event's loss on what it names — links, message types or every message — and
+        put back, at its end, what each had before."""
         network = self.network
         if event.links:
             links = [(self.positions[a], self.positions[b]) for a, b in event.links]
-            before = [network.set_loss(p, link=link) for link in links]
-            self._record(now, event, loss=p, links=[list(link) for link in links])
-            self._later(event, now, lambda t: self._undo(event, t, lambda: [
-                network.set_loss(b, link=link) for link, b in zip(links, before)]))
+            names: list[dict[str, Any]] = [{"link": link} for link in links]
+            detail: dict[str, Any] = {"links": [list(link) for link in links]}
         elif event.messages:
-            types = [MESSAGE_TYPES[name] for name in event.messages]
-            before = [network.set_loss(p, message_type=cls) for cls in types]
-            self._record(now, event, loss=p, messages=list(event.messages))
-            self._later(event, now, lambda t: self._undo(event, t, lambda: [
-                network.set_loss(b, message_type=cls) for cls, b in zip(types, before)]))
+            names = [{"message_type": MESSAGE_TYPES[name]} for name in event.messages]
+            detail = {"messages": list(event.messages)}
         else:
-            overall = network.set_loss(p)
-            self._record(now, event, loss=p)
-            self._later(event, now, lambda t: self._undo(event, t, lambda: network.set_loss(overall)))
+            names, detail = [{}], {}
+        before = [network.set_loss(event.loss, **name) for name in names]
+        self._record(now, event, loss=event.loss, **detail)
+        self._later(event, now, lambda t: self._undo(event, t, lambda: [
+            network.set_loss(b, **name) for name, b in zip(names, before)]))
 
     def _undo(self, event: FaultEvent, now: float, undo: Any) -> None:
         undo()
