@@ -5,7 +5,10 @@ The allocation protocols' resource nodes subclass it and set the utility
 overlay-only emulation (`experiments.running.overlay_run`). Its choices come from the
 random stream it is given — its own (`nodes.streams.NodeStreams`), so no other node's
 draws move them. The runtime calls `cyclon_round` and
-`gradient_round` from periodic drivers. The entries of every Cyclon request and reply the
+`gradient_round` from periodic drivers. With `rejoin_via` set (a run with faults), a node
+whose Cyclon view emptied — in Cyclon an initiator drops the partner it shuffles with, so a
+node cut off by a partition loses one entry a round until none is left, and nobody else still
+names it — asks the bootstrap service for peers again each round until it has some. The entries of every Cyclon request and reply the
 node receives — uniformly random peers, and the requester's own fresh descriptor — are
 offered to the gradient as candidates (Kompics' Croupier publishes its samples to the
 gradient the same way). Measured against offering the whole Cyclon view once a round, this
@@ -23,7 +26,7 @@ from nodes.actor import Actor
 from nodes.streams import NodeStreams
 from overlay.cyclon import Cyclon
 from overlay.gradient import NEG_INF, Gradient
-from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
+from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinReply, JoinRequest
 from protocols.messages import handles
 
 __all__ = ["OverlayPeer", "bootstrap", "default_max_age_periods", "random_neighbors"]
@@ -41,7 +44,7 @@ def default_max_age_periods(view: int) -> int:
 class OverlayPeer(Actor):
     """Node `actor_id` with a Cyclon view of `cyclon_view` and a gradient view of `view_size`."""
 
-    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient")
+    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "rejoin_via")
 
     def __init__(
         self,
@@ -62,6 +65,7 @@ class OverlayPeer(Actor):
         self.cyclon_exchanges = 0
         self.gradient_exchanges = 0
         self.gossip_gradient = True  # False: answer gradient exchanges but start none
+        self.rejoin_via = -1  # the bootstrap service to ask when the Cyclon view empties (-1: none)
 
     def join(self, entries: Sequence[tuple[float, int, float]]) -> None:
         """Start from the bootstrap service's Cyclon view, offered to the gradient too."""
@@ -73,6 +77,13 @@ class OverlayPeer(Actor):
         if started is not None:
             self.outbox.append(started)
             self.cyclon_exchanges += 1
+        elif self.rejoin_via >= 0:
+            self.outbox.append((self.rejoin_via, JoinRequest(self.id, self.cyclon.size)))
+
+    @handles(JoinReply)
+    def _on_join_reply(self, msg: JoinReply, now: float) -> None:
+        """The bootstrap service named live peers (described as of now, utility unknown)."""
+        self.join([(NEG_INF, p, now) for p in msg.peers])
 
     def gradient_round(self, now: float) -> None:
         if not self.gossip_gradient:

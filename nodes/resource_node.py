@@ -8,18 +8,33 @@ is announced with `TaskEnded` to its user and to the scheduler, whose view must 
 
 With resilience on (`rto` > 0, a run with faults; `protocols.resilience`) a repeated `Launch`
 repeats the start notice and never starts a task twice, and the end notice is repeated, with
-back-off, until the user and the scheduler acknowledge it (`EndAck`).
+back-off, until the user and the scheduler acknowledge it (`EndAck`). When the scheduler
+rejoins after a crash (`PeerUp`), the node reports what runs on it (`ServerState`), again
+until acknowledged (`StateAck`): the restarted scheduler rebuilds its view from these.
 """
 
 from __future__ import annotations
 
 from nodes.actor import Actor
 from protocols.events import TaskAllocated, TaskFinished
-from protocols.messages import EndAck, Launch, TaskEnded, TaskExit, TaskStarted, handles
+from protocols.messages import (
+    EndAck,
+    Launch,
+    PeerDown,
+    PeerUp,
+    ServerState,
+    StateAck,
+    TaskEnded,
+    TaskExit,
+    TaskStarted,
+    handles,
+)
 from protocols.resilience import Notices
 from protocols.resources import CapacityViolation, Vector, fits, give, take
 
 __all__ = ["ResourceNode"]
+
+_STATE = "state"  # the wake-up key of the repeated `ServerState`
 
 
 class ResourceNode(Actor):
@@ -75,10 +90,32 @@ class ResourceNode(Actor):
     def on_end_ack(self, msg: EndAck, now: float) -> None:
         self.unacked.ack((msg.user, msg.task), msg.sender)
 
-    def on_timer(self, key: tuple[int, int], now: float) -> None:
-        """An end notice is still unacknowledged: repeat it to whoever has not answered."""
+    @handles(PeerDown)
+    def on_peer_down(self, msg: PeerDown, now: float) -> None:
+        """Nothing to do: notices to a crashed scheduler repeat until its next life answers."""
+
+    @handles(PeerUp)
+    def on_peer_up(self, msg: PeerUp, now: float) -> None:
+        if msg.peer == self.scheduler:
+            self._report()
+            self.wake_at(now + self.unacked.add(_STATE, {self.scheduler}), _STATE)
+
+    @handles(StateAck)
+    def on_state_ack(self, msg: StateAck, now: float) -> None:
+        self.unacked.ack(_STATE, msg.sender)
+
+    def _report(self) -> None:
+        running = tuple((user, task, demand) for (user, task), demand in self.running.items())
+        self.send(self.scheduler, ServerState(self.id, running))
+
+    def on_timer(self, key: tuple[int, int] | str, now: float) -> None:
+        """A notice is still unacknowledged: repeat it (the state report as it is now) to whoever
+        has not answered."""
         due = self.unacked.due(key)
         if due is not None:
-            for party in due[0]:
-                self.send(party, TaskEnded(key[0], key[1], self.id))
+            if key == _STATE:
+                self._report()
+            else:
+                for party in due[0]:
+                    self.send(party, TaskEnded(key[0], key[1], self.id))  # type: ignore[index]
             self.wake_at(now + due[1], key)

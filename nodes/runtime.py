@@ -179,6 +179,14 @@ class Runtime:
         """Call `handler(event)` for every event of `event_type` a node emits, in emission order."""
         self._subscribers.setdefault(event_type, []).append(handler)
 
+    def publish(self, event: Any) -> None:
+        """Hand an event of the run's environment (not of a node: a crash, a recovery) to its
+        subscribers now, as if a node had emitted it."""
+        if self.trace is not None:
+            self.trace.record(self.now_us, "event", -1, event)
+        for handler in self._subscribers.get(event.__class__, ()):
+            handler(event)
+
     def _drain_port(self) -> None:
         """Arm the wake-ups nodes asked for and publish their events."""
         items = self._port[:]
@@ -291,7 +299,11 @@ class Runtime:
     def deliver_at(self, at: float, dst: int, msg: Any) -> None:
         """Put `msg` in actor `dst`'s mailbox at time `at` (not before now), bypassing the
         network: an input from the node's own machine (a task's exit), not counted as traffic.
-        It joins that instant's deliveries after the messages already due then."""
+        It joins that instant's deliveries after the messages already due then; an input for an
+        actor that is down is lost (cause `down`)."""
+        if dst in self.down:
+            self.network.drop(msg, "down")
+            return
         self._instant(max(to_us(at), self.now_us)).deliveries.append((dst, msg))
 
     def inject(self, actor: Actor) -> None:

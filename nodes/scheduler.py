@@ -15,6 +15,16 @@ place; an `Accept` for a task already launched repeats the `Launch` (the server 
 start); a `Decline` or `TaskEnded` it has already handled is ignored. With resilience on
 (`ack_ends`) it acknowledges every `TaskEnded` (`EndAck`) and every "nothing waiting" notice
 (`ShareAck`).
+
+Crashes (issue 16; the failure detector delivers `PeerDown`/`PeerUp`): when a resource node
+crashes, its launched tasks are gone (their users' held shares fall) and so are the proposals
+reserved on it (an `Accept` for any of them is answered `Forgotten`: the user submits the
+task again under a new id, since it may have started and died there unheard); its room is unusable until
+it rejoins, empty. When the scheduler itself restarts it knows nothing (`restarted`): it asks
+no one, but every live resource node reports what runs on it (`ServerState`, which it
+acknowledges); until all have, it allocates nothing, since a task it does not know about may
+be running. After that an `Accept` it cannot place is `Forgotten`, and a request for a task
+that runs repeats its `Launch` (the node repeats the start to the user).
 """
 
 from __future__ import annotations
@@ -29,9 +39,14 @@ from protocols.messages import (
     Accept,
     Decline,
     EndAck,
+    Forgotten,
     Launch,
+    PeerDown,
+    PeerUp,
     Proposal,
+    ServerState,
     ShareAck,
+    StateAck,
     TaskEnded,
     TaskRequest,
     UserShare,
@@ -44,10 +59,13 @@ __all__ = ["CentralScheduler"]
 
 class CentralScheduler(Actor):
     __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "ended", "held", "running",
-                 "per_tick", "ack_ends", "_arrivals", "_index")
+                 "per_tick", "ack_ends", "awaiting", "_arrivals", "_index")
 
     def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector],
-                 per_tick: int = 1, ack_ends: bool = False) -> None:
+                 per_tick: int = 1, ack_ends: bool = False, restarted: bool = False,
+                 down: Sequence[int] = ()) -> None:
+        """`restarted`: a later life after a crash, which waits for the live servers' reports
+        (`down`: the servers the failure detector says are down now)."""
         super().__init__(actor_id)
         self.rule = rule
         self.servers = list(servers)
@@ -62,6 +80,9 @@ class CentralScheduler(Actor):
         self.running: dict[int, int] = {}
         self.per_tick = per_tick
         self._arrivals = 0
+        for server in down:
+            self.cluster.set_down(self._index[server])
+        self.awaiting: set[int] = set(self.servers) - set(down) if restarted else set()
 
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
@@ -69,7 +90,12 @@ class CentralScheduler(Actor):
         if key in self.proposed:
             self.send(msg.user, Proposal(msg.task, self.id))  # the proposal (or the answer) was lost
             return
-        if key in self.launched or key in self.ended:
+        launched = self.launched.get(key)
+        if launched is not None:
+            if self.ack_ends:  # the start notice was lost (or a restart forgot the Accept): ask again
+                self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1]))
+            return
+        if key in self.ended:
             return
         waiting = self.pending.get(msg.user)
         if waiting is not None and waiting.task == msg.task:
@@ -80,6 +106,8 @@ class CentralScheduler(Actor):
                                              self.held.get(msg.user, ()))
 
     def on_tick(self, now: float) -> None:
+        if self.awaiting:
+            return  # restarted: some live server has not said what runs on it yet
         started = 0
         while self.pending and (self.per_tick == 0 or started < self.per_tick):
             choice = self.rule.choose(list(self.pending.values()), self.cluster)
@@ -99,6 +127,8 @@ class CentralScheduler(Actor):
             launched = self.launched.get(key)
             if launched is not None:
                 self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1]))
+            elif self.ack_ends and not self.awaiting and key not in self.ended:
+                self.send(msg.user, Forgotten(msg.task, self.id))
             return
         index, demand = self.proposed.pop(key)
         self.launched[key] = (index, demand)
@@ -122,17 +152,20 @@ class CentralScheduler(Actor):
         launched = self.launched.pop(key, None)
         if launched is None:
             return  # a repeated notice
-        demand = launched[1]
-        self.cluster.release(self._index[msg.server], demand)
-        self.running[msg.user] -= 1
-        if self.running[msg.user]:
-            held = tuple(h - d for h, d in zip(self.held[msg.user], demand))
+        self.cluster.release(launched[0], launched[1])
+        self._let_go(msg.user, launched[1])
+
+    def _let_go(self, user: int, demand: Vector) -> None:
+        """`user` holds `demand` less: one of its tasks ended or died."""
+        self.running[user] -= 1
+        if self.running[user]:
+            held = tuple(h - d for h, d in zip(self.held[user], demand))
         else:
             held = (0.0,) * len(demand)  # no rounding residue once nothing runs
-        self.held[msg.user] = held
-        task = self.pending.get(msg.user)
+        self.held[user] = held
+        task = self.pending.get(user)
         if task is not None:
-            self.pending[msg.user] = dataclasses.replace(task, held=held)
+            self.pending[user] = dataclasses.replace(task, held=held)
 
     @handles(UserShare)
     def on_user_share(self, msg: UserShare, now: float) -> None:
@@ -141,3 +174,45 @@ class CentralScheduler(Actor):
         task = self.pending.get(msg.user)
         if task is not None:
             self.pending[msg.user] = dataclasses.replace(task, share=msg.share)
+
+    # -- crashes (issue 16) ---------------------------------------------------------------
+    @handles(PeerDown)
+    def on_peer_down(self, msg: PeerDown, now: float) -> None:
+        index = self._index.get(msg.peer)
+        if index is None:
+            return  # a user or the gateway
+        self.awaiting.discard(msg.peer)
+        for key in [k for k, (i, _) in self.launched.items() if i == index]:
+            self._let_go(key[0], self.launched.pop(key)[1])
+        for key in [k for k, (i, _) in self.proposed.items() if i == index]:
+            del self.proposed[key]
+        self.cluster.set_down(index)
+
+    @handles(PeerUp)
+    def on_peer_up(self, msg: PeerUp, now: float) -> None:
+        index = self._index.get(msg.peer)
+        if index is not None:
+            self.awaiting.discard(msg.peer)
+            self.cluster.set_up(index)
+
+    @handles(ServerState)
+    def on_server_state(self, msg: ServerState, now: float) -> None:
+        self.send(msg.server, StateAck(msg.server, self.id))
+        if msg.server not in self.awaiting:
+            return  # a repeated report
+        self.awaiting.discard(msg.server)
+        index = self._index[msg.server]
+        for user, task, demand in msg.running:
+            key = (user, task)
+            if key in self.ended or key in self.launched:
+                continue
+            pending = self.pending.get(user)
+            if pending is not None and pending.task == task:
+                del self.pending[user]  # it asked again, but its task runs
+            self.cluster.reserve(index, demand)
+            self.launched[key] = (index, demand)
+            held = self.held.get(user)
+            self.held[user] = demand if held is None else tuple(h + d for h, d in zip(held, demand))
+            self.running[user] = self.running.get(user, 0) + 1
+        for user, pending in self.pending.items():
+            self.pending[user] = dataclasses.replace(pending, held=self.held.get(user, ()))

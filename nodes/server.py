@@ -18,10 +18,21 @@ mailbox and its wake-ups; everything it does leaves as messages, events and coun
 
 With resilience on (`rto` > 0, a run with faults; `protocols.resilience`) it repeats a
 proposal until the user answers, answers a repeated `Accept` with the start notice (never
-starting a task twice), offers a task it already offered or runs only once, and repeats a
-task's end until the user acknowledges it. A home needs nothing new: a repeated request, like
-any request, makes the task idle again (its walk, or the answer to it, was lost — the user's
-timeout covers the longest walk) and ends a saturation mark, so the task is placed again.
+starting a task twice), offers a task it already offered, runs or ran only once, and repeats a
+task's end until the user acknowledges it. A home that sent a task out to be placed and heard
+nothing of it within the timeout (its walk, the proposal or the answer was lost: the timeout
+covers the longest walk) makes it idle again, so its rule places it again, waiting twice as
+long after each further silence up to `PLACEMENT_BACKOFF` timeouts (`placement_timeouts`); a
+silent retry of a user marked saturated is retried after the same wait (silence is not a
+full cluster, so the wait does not double). A user's
+repeated request for the same task only refreshes its share (`protocols.homes`).
+
+Crashes (issue 16; the failure detector delivers `PeerDown`/`PeerUp`): a server drops a crashed
+peer from its Cyclon and gradient views and from a fixed neighbour set (it rejoins the fixed
+set when it comes back; the overlays find it again by gossip), and adopts a user it was not
+the home of when that user's task arrives (`HomeUsers(resilient=True)`: the gateway re-homed it).
+A server that rejoins after a crash is a new node: nothing homed, a fresh Cyclon view from the
+bootstrap service, fresh random streams (`NodeStreams(life=…)`).
 
 `server_class(rule)` is the node class of one protocol: `ServerNode` with the rule's message
 handlers added to its dispatch table (made once per rule class).
@@ -44,6 +55,8 @@ from protocols.messages import (
     Accept,
     Decline,
     EndAck,
+    PeerDown,
+    PeerUp,
     Proposal,
     ShareAck,
     TaskEnded,
@@ -56,23 +69,24 @@ from protocols.messages import (
     handles,
 )
 from protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
-from protocols.resilience import Notices
+from protocols.resilience import PLACEMENT_BACKOFF, Notices
 from protocols.resources import CapacityViolation, Vector, fits, give, take
 from protocols.rule import ServerRule
 
 __all__ = ["PLACEMENT_COUNTERS", "ServerNode", "server_class"]
 
 _PROPOSAL, _END = "proposal", "end"  # the kinds of notice a server repeats (resilience on)
+_PLACING = "placing"  # the wake-up that times out a homed user's placement (resilience on)
 
 PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_failed", "saturation_marks", "retries",
-                      "proposals", "declined", "fit_walks", "fit_hops", "fit_misses")
+                      "proposals", "declined", "fit_walks", "fit_hops", "fit_misses", "placement_timeouts")
 
 
 class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
-                 "rto", "notices", "_streams", "_reserved", "_running")
+                 "rto", "notices", "_streams", "_reserved", "_running", "_ended", "_fixed", "_silences")
 
     def __init__(
         self,
@@ -106,7 +120,7 @@ class ServerNode(OverlayPeer):
         self.capacity = capacity
         self.free = list(capacity)
         self.rule = rule
-        self.homes = HomeUsers(homed, mark_saturated, saturation_retry, total, users_active)
+        self.homes = HomeUsers(homed, mark_saturated, saturation_retry, total, users_active, resilient=rto > 0)
         self.walk_ttl = walk_ttl
         self.neighbors: list[int] = []  # a fixed neighbour set, for rules that use one
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
@@ -115,13 +129,16 @@ class ServerNode(OverlayPeer):
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self._running: dict[tuple[int, int], Vector] = {}
+        self._ended: set[tuple[int, int]] = set()  # with resilience on: tasks that ran here and ended
         self.rto = rto
         self.notices = Notices(rto)  # proposals and end notices awaiting an answer (resilience on)
+        self._silences: dict[int, tuple[int, int]] = {}  # user -> (task, placements timed out in a row)
         self.gradient.set_utility(self.homes.utility())
 
     def start(self, neighbors: Sequence[int] = ()) -> None:
         """Set the fixed neighbour set the bootstrap drew (if the protocol uses one) and start the rule."""
         self.neighbors = list(neighbors)
+        self._fixed = tuple(neighbors)
         self.rule.start(self)
 
     def counters(self) -> dict[str, int]:
@@ -142,8 +159,9 @@ class ServerNode(OverlayPeer):
 
     def propose(self, user: int, task: int, demand: Vector) -> None:
         """Reserve `demand` here and offer the task to its user."""
-        if self.rto and ((user, task) in self._reserved or (user, task) in self._running):
-            return  # a repeated request or walk: the offer stands (and is repeated), or the task runs here
+        key = (user, task)
+        if self.rto and (key in self._reserved or key in self._running or key in self._ended):
+            return  # a repeated request or walk: the offer stands (and is repeated), or the task ran here
         if not fits(demand, self.free, self.capacity):
             raise CapacityViolation(f"server {self.id}: proposing task {task} of user {user} needing {demand} "
                                     f"with only {tuple(self.free)} free")
@@ -160,6 +178,10 @@ class ServerNode(OverlayPeer):
         task = record.pending
         assert task is not None and not record.busy, "allocate() needs an idle user"
         record.busy = True
+        if self.rto:
+            silent = self._silences.get(user)
+            k = silent[1] if silent is not None and silent[0] == task.task else 0
+            self.wake_after(self.rto * min(2 ** k, PLACEMENT_BACKOFF), (_PLACING, user, task.task))
         self.place(user, task.task, task.demand, self.id)
 
     def place(self, user: int, task: int, demand: Vector, home: int) -> None:
@@ -214,12 +236,32 @@ class ServerNode(OverlayPeer):
         self.emit(TaskFinished(now, self.id, msg.user, msg.task, demand))
         self.send(msg.user, TaskEnded(msg.user, msg.task, self.id))
         if self.rto:
+            self._ended.add((msg.user, msg.task))
             key = (_END, msg.user, msg.task)
             self.wake_after(self.notices.add(key, {msg.user}), key)
 
     @handles(EndAck)
     def on_end_ack(self, msg: EndAck, now: float) -> None:
         self.notices.ack((_END, msg.user, msg.task), msg.sender)
+
+    # -- crashes --------------------------------------------------------------------------
+    @handles(PeerDown)
+    def on_peer_down(self, msg: PeerDown, now: float) -> None:
+        peer = msg.peer
+        self.cyclon.forget(peer)
+        self.gradient.forget(peer)
+        if peer in self.neighbors:
+            self.neighbors.remove(peer)
+        self.rule.on_peer_down(self, peer)
+
+    @handles(PeerUp)
+    def on_peer_up(self, msg: PeerUp, now: float) -> None:
+        """A peer rejoined, empty: it goes back into a fixed neighbour set it was in, and every
+        homed user marked saturated retries its walk now (there is new room)."""
+        if msg.peer in self._fixed and msg.peer not in self.neighbors:
+            self.neighbors = [n for n in self._fixed if n in self.neighbors or n == msg.peer]
+        for key in self.homes.room_appeared():
+            self.wake_at(now, key)
 
     # -- homed users ----------------------------------------------------------------------
     @handles(UserShare)
@@ -253,12 +295,29 @@ class ServerNode(OverlayPeer):
         """A saturated user's retry is due: walk again if it is still wanted; or (resilience on)
         a proposal or an end notice is still unanswered: repeat it."""
         if len(key) == 3:
-            self._repeat(key, now)  # type: ignore[arg-type]
+            if key[0] == _PLACING:
+                self._placement_silent(key[1], key[2], now)  # type: ignore[arg-type]
+            else:
+                self._repeat(key, now)  # type: ignore[arg-type]
             return
         user, task = key  # type: ignore[misc]
         if self.homes.retry_due(user, task):
             self.placement["retries"] += 1
             self.allocate(user, self.homes.records[user])
+
+    def _placement_silent(self, user: int, task: int, now: float) -> None:
+        record = self.homes.records.get(user)
+        if record is None or not record.busy or record.pending is None or record.pending.task != task:
+            return  # placed (the user's next task is here), failed (WalkFailed came), or re-placed
+        silent = self._silences.get(user)
+        self._silences[user] = (task, silent[1] + 1 if silent is not None and silent[0] == task else 1)
+        self.placement["placement_timeouts"] += 1
+        if record.saturated:  # a saturation retry went silent: the retries go on, at the same wait
+            retry_at = self.homes.walk_went_silent(user, task, now)
+            if retry_at is not None:
+                self.wake_at(retry_at, (user, task))
+        else:
+            record.busy = False
 
     def _repeat(self, key: tuple[str, int, int], now: float) -> None:
         kind, user, task = key

@@ -61,25 +61,29 @@ class RandomStreams:
         """A numpy `Generator` (PCG64) for stream `name`."""
         return np.random.Generator(np.random.PCG64(self._sequence(name)))
 
-    def node(self, node: int) -> NodeStreams:
-        """Node `node`'s own streams."""
-        return NodeStreams(self.seed, node)
+    def node(self, node: int, life: int = 0) -> NodeStreams:
+        """Node `node`'s own streams; `life` > 0: those of its `life`-th restart after a crash
+        (a node that rejoins empty draws afresh, not its first life's numbers again)."""
+        return NodeStreams(self.seed, node, life)
 
 
 class NodeStreams:
-    """One node's streams, keyed by `(root seed, node id, name)`, each made on first use."""
+    """One node's streams, keyed by `(root seed, node id, name)` — and the life, after a
+    restart — each made on first use."""
 
-    __slots__ = ("seed", "node", "_made")
+    __slots__ = ("seed", "node", "life", "_made")
 
-    def __init__(self, seed: int, node: int) -> None:
+    def __init__(self, seed: int, node: int, life: int = 0) -> None:
         self.seed = seed
         self.node = node
+        self.life = life
         self._made: dict[str, random.Random] = {}
 
     def python(self, name: str) -> random.Random:
         """This node's `random.Random` for `name` (the same object on every call)."""
         rng = self._made.get(name)
         if rng is None:
-            sequence = np.random.SeedSequence(self.seed, spawn_key=(NODE_KEY, self.node, _crc(name)))
+            key = (NODE_KEY, self.node, _crc(name)) if not self.life else (NODE_KEY, self.node, _crc(name), self.life)
+            sequence = np.random.SeedSequence(self.seed, spawn_key=key)
             rng = self._made[name] = _python(sequence)
         return rng

@@ -22,6 +22,19 @@ repeated proposal from the proposer it accepted is answered with `Accept` again,
 `TaskEnded` is acknowledged (`EndAck`), a repeated one without counting it twice. A finite
 user repeats its "nothing waiting" notice until the allocator acknowledges it (`ShareAck`)
 or its next task goes out.
+
+Crashes (issue 16; the run's failure detector delivers `PeerDown`): a user gives up every task
+that ran on the crashed server — its `G_i` falls at once, and it tells its allocator so — and
+submits each again under a new task id (`TaskResubmitted`; a finite user queues the copy behind
+its waiting tasks, an endless user's next task is that demand anyway). It gives up its current
+task too, and sends it again under a new id, when the server placing it crashed: its home or
+probe target before it accepted a proposal, its proposer after. A new id keeps every late
+message about the old one harmless (a proposal for it is declined, it can never start). The
+central scheduler is different (`durable_allocator`): it rebuilds what it knew from the
+resource nodes when it restarts, so a user of a central protocol keeps its task and id and
+simply keeps asking. A scheduler that cannot place an accepted task says so (`Forgotten`: it
+restarted before launching it, or it was launched on a server that crashed — the user may
+never have heard it start); the user then sends it again under a new id, as above.
 """
 
 from __future__ import annotations
@@ -30,11 +43,14 @@ from collections import deque
 from collections.abc import Sequence
 
 from nodes.actor import Actor
-from protocols.events import TaskDispatched, TaskSubmitted
+from protocols.events import TaskDispatched, TaskResubmitted, TaskSubmitted
 from protocols.messages import (
     Accept,
     Decline,
     EndAck,
+    Forgotten,
+    PeerDown,
+    PeerUp,
     Proposal,
     ServerReply,
     ServerRequest,
@@ -59,9 +75,9 @@ class _HandshakeUser(Actor):
     """The user's side of the handshake shared by both roles: take the first proposal for the
     current task, decline every other; with resilience on, ask again when nothing is heard."""
 
-    __slots__ = ("gateway", "accepted", "allocator", "proposer", "backoff", "attempt")
+    __slots__ = ("gateway", "accepted", "allocator", "proposer", "backoff", "attempt", "durable_allocator", "where")
 
-    def __init__(self, actor_id: int, gateway: int, rto: float) -> None:
+    def __init__(self, actor_id: int, gateway: int, rto: float, durable_allocator: bool = False) -> None:
         super().__init__(actor_id)
         self.gateway = gateway
         self.accepted = False
@@ -69,6 +85,8 @@ class _HandshakeUser(Actor):
         self.proposer = -1  # whose proposal for the current task was accepted
         self.backoff = Backoff(rto) if rto > 0 else None
         self.attempt = 0  # numbers the retry chains, so a stale wake-up is ignored
+        self.durable_allocator = durable_allocator  # the allocator restarts with what it knew
+        self.where: dict[int, int] = {}  # with resilience on: running task -> its server
 
     def current_task(self) -> int:
         raise NotImplementedError
@@ -123,12 +141,50 @@ class _HandshakeUser(Actor):
         else:
             self.send(msg.proposer, Decline(self.id, msg.task))
 
+    @handles(Forgotten)
+    def on_forgotten(self, msg: Forgotten, now: float) -> None:
+        if msg.task == self.current_task() and self.accepted and msg.sender == self.proposer:
+            self.resubmit_current(now)
+
+    @handles(PeerDown)
+    def on_peer_down(self, msg: PeerDown, now: float) -> None:
+        peer = msg.peer
+        killed = [task for task, server in self.where.items() if server == peer]
+        for task in killed:
+            del self.where[task]
+            self.task_killed(task, now)
+        task = self.current_task()
+        if task >= 0 and not self.durable_allocator and peer == (self.proposer if self.accepted else self.allocator):
+            self.resubmit_current(now)
+        elif killed and task >= 0 and self.allocator >= 0:
+            self.send(self.allocator, UserShare(self.id, self.share_now(), True))
+
+    @handles(PeerUp)
+    def on_peer_up(self, msg: PeerUp, now: float) -> None:
+        """Nothing to do: a server that rejoins is found again through the gateway and the overlay."""
+
+    def task_killed(self, task: int, now: float) -> None:
+        """Task `task`, running, died with its server: give it up and submit it again."""
+        raise NotImplementedError
+
+    def resubmit_current(self, now: float) -> None:
+        """The server placing the current task crashed: send it again under a new id."""
+        raise NotImplementedError
+
+    def share_now(self) -> float:
+        raise NotImplementedError
+
+    def _note_where(self, task: int, server: int) -> None:
+        if self.backoff is not None:
+            self.where[task] = server
+
 
 class UserNode(_HandshakeUser):
     __slots__ = ("demand", "task_share", "tasks", "share", "task", "begun")
 
-    def __init__(self, actor_id: int, gateway: int, demand: Vector, total: Vector, rto: float = 0.0) -> None:
-        super().__init__(actor_id, gateway, rto)
+    def __init__(self, actor_id: int, gateway: int, demand: Vector, total: Vector, rto: float = 0.0,
+                 durable_allocator: bool = False) -> None:
+        super().__init__(actor_id, gateway, rto, durable_allocator)
         self.demand = demand
         self.task_share = dominant_share(demand, total)
         self.tasks = 0
@@ -142,6 +198,7 @@ class UserNode(_HandshakeUser):
         self._next(now)
 
     def _next(self, now: float) -> None:
+        """Submit and send out the next task (its id is `task`)."""
         self.emit(TaskSubmitted(now, self.id, self.task, self.demand))
         self.emit(TaskDispatched(now, self.id, self.task))
         self._ask_gateway(now)
@@ -151,6 +208,20 @@ class UserNode(_HandshakeUser):
 
     def on_timer(self, key: tuple[str, int, int], now: float) -> None:
         self._retry(key[1], key[2], now)
+
+    def share_now(self) -> float:
+        return self.share
+
+    def task_killed(self, task: int, now: float) -> None:
+        self.tasks -= 1
+        self.share = self.tasks * self.task_share
+        self.emit(TaskResubmitted(now, self.id, task, -1))
+
+    def resubmit_current(self, now: float) -> None:
+        old = self.task
+        self.task += 1
+        self.emit(TaskResubmitted(now, self.id, old, self.task))
+        self._next(now)
 
     def counters(self) -> dict[str, int]:
         """The user's own account of its tasks (its current task is always out being placed)."""
@@ -165,6 +236,7 @@ class UserNode(_HandshakeUser):
     def on_task_started(self, msg: TaskStarted, now: float) -> None:
         if msg.task != self.task:
             return  # a start for a task this user already counted: nothing to add
+        self._note_where(msg.task, msg.server)
         self.tasks += 1
         self.share = self.tasks * self.task_share
         self.task += 1
@@ -175,15 +247,16 @@ class FiniteUserNode(_HandshakeUser):
     """A user with a finite list of tasks `(submit time, demand)`, in submission order."""
 
     __slots__ = ("total", "submits", "demands", "submitted", "queue", "current", "held", "running", "share",
-                 "started", "ended", "idle_notice")
+                 "started", "ended", "idle_notice", "copies")
 
     def __init__(self, actor_id: int, gateway: int, tasks: Sequence[tuple[float, Vector]], total: Vector,
-                 rto: float = 0.0) -> None:
-        super().__init__(actor_id, gateway, rto)
+                 rto: float = 0.0, durable_allocator: bool = False) -> None:
+        super().__init__(actor_id, gateway, rto, durable_allocator)
         self.total = total
         self.submits = [t for t, _ in tasks]
         self.demands = [d for _, d in tasks]
-        self.submitted = 0  # tasks submitted so far (task ids are 0..n-1, in submission order)
+        self.submitted = 0  # workload tasks submitted so far (their ids are 0..n-1, in submission order)
+        self.copies = 0  # tasks submitted again after a crash (ids n, n+1, …)
         self.queue: deque[int] = deque()  # submitted, not yet sent out
         self.current = -1  # the task out being placed, or -1
         self.held = [0.0] * len(total)
@@ -246,6 +319,7 @@ class FiniteUserNode(_HandshakeUser):
         if msg.task != self.current:
             return
         demand = self.demands[msg.task]
+        self._note_where(msg.task, msg.server)
         self.running[msg.task] = demand
         self.held = [h + d for h, d in zip(self.held, demand)]
         self.share = dominant_share(self.held, self.total)
@@ -270,6 +344,7 @@ class FiniteUserNode(_HandshakeUser):
             if msg.task not in self.running:
                 return  # a repeated notice
         demand = self.running.pop(msg.task)
+        self.where.pop(msg.task, None)
         self.ended += 1
         if self.running:
             self.held = [h - d for h, d in zip(self.held, demand)]
@@ -279,8 +354,43 @@ class FiniteUserNode(_HandshakeUser):
         if self.current >= 0 and self.allocator >= 0:
             self.send(self.allocator, UserShare(self.id, self.share, True))
 
+    def share_now(self) -> float:
+        return self.share
+
+    def _copy(self, task: int, now: float) -> None:
+        """Submit task `task`'s demand again as a new task, behind the tasks waiting."""
+        again = len(self.demands)
+        self.demands.append(self.demands[task])
+        self.emit(TaskResubmitted(now, self.id, task, again))
+        self.emit(TaskSubmitted(now, self.id, again, self.demands[again]))
+        self.copies += 1
+        self.queue.append(again)
+
+    def task_killed(self, task: int, now: float) -> None:
+        demand = self.running.pop(task)
+        if self.running:
+            self.held = [h - d for h, d in zip(self.held, demand)]
+        else:
+            self.held = [0.0] * len(self.held)
+        self.share = dominant_share(self.held, self.total)
+        self._copy(task, now)
+        if self.current < 0:
+            self._dispatch(now)
+
+    def resubmit_current(self, now: float) -> None:
+        task = self.current
+        self.current = -1
+        self._copy(task, now)
+        self._dispatch(now)
+
+    @handles(PeerDown)
+    def on_peer_down(self, msg: PeerDown, now: float) -> None:
+        if self.idle_notice is not None and self.idle_notice[0] == msg.peer:
+            self.idle_notice = None  # the allocator it told is gone; its next task goes elsewhere
+        super().on_peer_down(msg, now)
+
     def counters(self) -> dict[str, int]:
         """The user's own account of its tasks, for the run's ledger check."""
         placing = int(self.current >= 0)
-        return {"submitted": self.submitted, "waiting": len(self.queue), "placing": placing,
+        return {"submitted": self.submitted + self.copies, "waiting": len(self.queue), "placing": placing,
                 "running": len(self.running), "finished": self.ended}

@@ -117,6 +117,12 @@ class Cyclon:
             if node != self.me and node not in entries:
                 entries[node] = descriptor
 
+    def forget(self, node: int) -> None:
+        """Drop `node` from the view (a failure detector says it crashed)."""
+        self.entries.pop(node, None)
+        if self._partner == node:
+            self._partner, self._sent = -1, ()
+
     # -- the exchange ---------------------------------------------------------------------
     def initiate(self, own: Descriptor) -> tuple[int, CyclonShuffle] | None:
         """Start a shuffle carrying `own` (this node's fresh descriptor): returns

@@ -160,6 +160,11 @@ class Gradient:
         """Candidates to consider at the next merge (Cyclon samples, received views)."""
         self._pending.extend(descriptors)
 
+    def forget(self, node: int) -> None:
+        """Drop every descriptor of `node` (a failure detector says it crashed)."""
+        self._view = [d for d in self._view if d[1] != node]
+        self._pending = [d for d in self._pending if d[1] != node]
+
     # -- reading --------------------------------------------------------------------------
     @property
     def view(self) -> list[Descriptor]:

@@ -98,6 +98,12 @@ class KompicsGradient:
         """Peer-sampling samples, merged at once (Croupier samples in Kompics)."""
         self._merge(descriptors)
 
+    def forget(self, node: int) -> None:
+        """Drop `node` from the view (a failure detector says it crashed)."""
+        self._view.pop(node, None)
+        if self._partner == node:
+            self._partner = -1
+
     # -- reading --------------------------------------------------------------------------
     @property
     def view(self) -> list[Descriptor]:

@@ -74,3 +74,21 @@ class GradientReply:
 
     descriptors: tuple[Descriptor, ...]
     WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "descriptors", 2, 1)
+
+
+@message
+class JoinRequest:
+    """A peer whose Cyclon view emptied (every partner it tried went silent: a partition, heavy
+    loss) asks the bootstrap service — the gateway — for `size` live peers (issue 16)."""
+
+    sender: int
+    size: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class JoinReply:
+    """The bootstrap service's answer: live peers to start a Cyclon view from again."""
+
+    peers: tuple[int, ...]
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "peers", 0, 1)

@@ -96,6 +96,15 @@ class ClusterView:
         """Take `demand` from `server` (the caller has checked that it fits)."""
         take(self.free[server], demand)
 
+    def set_down(self, server: int) -> None:
+        """`server` crashed: nothing fits on it until `set_up`."""
+        self.free[server] = [float("-inf")] * len(self.capacity[server])
+
+    def set_up(self, server: int) -> None:
+        """`server` rejoined, empty; forgets first-fit hints."""
+        self.free[server] = list(self.capacity[server])
+        self._hint.clear()
+
     def release(self, server: int, demand: Sequence[float]) -> None:
         """Give `demand` back to `server`; forgets first-fit hints."""
         give(self.free[server], demand)

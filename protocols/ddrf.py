@@ -79,6 +79,11 @@ class DdrfRule(ServerRule):
         for neighbour in server.neighbors:
             server.send(neighbour, request)
 
+    def on_peer_down(self, server: Server, peer: int) -> None:
+        """A crashed server's last report would bound this home for ever: it goes (a neighbour
+        counts as `+∞` again, as before its first report, until its next life reports)."""
+        self.reported.pop(peer, None)
+
     @handles(MinShareRequest)
     def on_min_share_request(self, server: Server, msg: MinShareRequest, now: float) -> None:
         self.reported[msg.sender] = msg.share

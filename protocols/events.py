@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NeighborsFixed", "TaskAllocated", "TaskDispatched", "TaskFinished", "TaskSubmitted"]
+__all__ = ["NeighborsFixed", "ServerCrashed", "ServerRecovered", "TaskAllocated", "TaskDispatched", "TaskFinished",
+           "TaskResubmitted", "TaskSubmitted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +60,32 @@ class TaskFinished:
     user: int
     task: int
     demand: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResubmitted:
+    """`user` gave task `task` up at `time` — it was killed with its server, or the allocator or
+    proposer handling it crashed — and submitted its demand again as task `again` (-1: an
+    endless user, whose next task is that demand anyway)."""
+
+    time: float
+    user: int
+    task: int
+    again: int
+
+
+@dataclass(frozen=True, slots=True)
+class ServerCrashed:
+    """Actor `actor` crashed at `time` (published by the run's fault injector; a server's
+    running tasks die with it)."""
+
+    time: float
+    actor: int
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRecovered:
+    """Actor `actor` rejoined, empty, at `time` (published by the run's fault injector)."""
+
+    time: float
+    actor: int

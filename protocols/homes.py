@@ -58,18 +58,22 @@ class HomeUser:
 class HomeUsers:
     """The users homed on one server, by id (ascending)."""
 
-    __slots__ = ("records", "mark_saturated", "saturation_retry", "saturated", "total")
+    __slots__ = ("records", "mark_saturated", "saturation_retry", "saturated", "total", "resilient")
 
     def __init__(self, homed: Mapping[int, float], mark_saturated: bool = True, saturation_retry: float = INF,
-                 total: Vector = (), active: bool = True) -> None:
+                 total: Vector = (), active: bool = True, resilient: bool = False) -> None:
         """`homed` maps each user homed here to its task share `s_i`; `total` is the cluster's
         capacity `C` (to read `s_i` off each arriving task; empty: keep `homed`'s); `active` is
-        False for finite users, which count only once a task arrives."""
+        False for finite users, which count only once a task arrives; `resilient` (a run with
+        faults): a task from a user not homed here makes it a homed user (the gateway re-homed it
+        after a crash) instead of being a protocol error, and a repeated request for the task
+        already here only refreshes the user's share (`task_arrived`)."""
         self.records = {user: HomeUser(share, active) for user, share in sorted(homed.items())}
         self.mark_saturated = mark_saturated
         self.saturation_retry = saturation_retry
         self.saturated = 0  # users marked saturated now
         self.total = total
+        self.resilient = resilient
 
     def __bool__(self) -> bool:
         return bool(self.records)
@@ -94,10 +98,23 @@ class HomeUsers:
         return min(self.counted(), key=lambda item: (item[1].share, item[0]), default=None)
 
     def task_arrived(self, msg: TaskRequest) -> None:
-        """A homed user's next task, carrying its current share; ends a saturation mark."""
+        """A homed user's next task, carrying its current share; ends a saturation mark.
+
+        Decision (resilience on): a repeat of the task already here changes nothing but the
+        share. The user repeats its request only because it heard nothing back; what the home
+        could do about that it does itself — it re-places a task whose walk went silent
+        (`ServerNode`'s walk timeout) and retries a saturated one on its own schedule — so a
+        repeat must not end a saturation mark: near saturation every user repeats, and each
+        repeat would otherwise put a user that cannot grow back at the bottom of the order."""
         record = self.records.get(msg.user)
+        if record is not None and self.resilient and record.pending is not None and record.pending.task == msg.task:
+            record.share = msg.share
+            return
         if record is None:
-            raise ValueError(f"user {msg.user} sent a task to a server it is not homed on")
+            if not self.resilient:
+                raise ValueError(f"user {msg.user} sent a task to a server it is not homed on")
+            record = HomeUser(dominant_share(msg.demand, self.total) if self.total else 0.0)
+            self.records = dict(sorted({**self.records, msg.user: record}.items()))
         record.share = msg.share
         record.pending = msg
         record.busy = False
@@ -141,6 +158,29 @@ class HomeUsers:
         else:
             record.retry_wait *= 2
         return newly, now + record.retry_wait if record.retry_wait < INF else None
+
+    def walk_went_silent(self, user: int, task: int, now: float) -> float | None:
+        """The retried walk of saturated `user`'s `task` was never answered (a message of it was
+        lost, or a server on its way crashed). Returns when to retry it (None: not wanted).
+
+        Decision: silence is not evidence that the cluster is full, so the wait does not double
+        as after a `WalkFailed` — under 20 % loss, doubling on every lost walk left a user that
+        fits waiting longer than the run's stall window."""
+        record = self.records[user]
+        if not record.saturated or record.pending is None or record.pending.task != task:
+            return None
+        record.busy = False
+        return now + record.retry_wait if record.retry_wait < INF else None
+
+    def room_appeared(self) -> list[tuple[int, int]]:
+        """A server rejoined, empty (issue 16): every user marked saturated may fit now. Returns
+        the `(user, task)` whose walks to retry now (idle ones), with their waits started afresh."""
+        due = []
+        for user, record in self.records.items():
+            if record.saturated and record.idle() and record.pending is not None:
+                record.retry_wait = self.saturation_retry
+                due.append((user, record.pending.task))
+        return due
 
     def retry_due(self, user: int, task: int) -> bool:
         """Is a retry of `user`'s `task` still wanted (marked, that task, not being placed)?"""

@@ -285,3 +285,50 @@ class EndAck:
     task: int
     sender: int
     WIRE: ClassVar[tuple[int, int]] = (1, 2)
+
+
+@message
+class PeerDown:
+    """The failure detector's news that actor `peer` crashed (an environment input, like
+    `TaskExit`: delivered by the run's failure detector, not over the network). Whatever ran or
+    was reserved there is gone."""
+
+    peer: int
+    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+
+
+@message
+class PeerUp:
+    """The failure detector's news that actor `peer` rejoined, empty (an environment input)."""
+
+    peer: int
+    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+
+
+@message
+class Forgotten:
+    """The allocator `sender` knows nothing of task `task` the user accepted (it restarted since
+    it proposed it, and no server reported the task running): the user asks again."""
+
+    task: int
+    sender: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+
+
+@message
+class ServerState:
+    """A resource node tells a restarted central scheduler what runs on it: `running` holds
+    `(user, task, demand)` triples (the scheduler rebuilds its view from these reports)."""
+
+    server: int
+    running: tuple[tuple[int, int, tuple[float, ...]], ...]
+    WIRE: ClassVar[tuple[Any, ...]] = (0, 1, "running", 1, 1)
+
+
+@message
+class StateAck:
+    """The central scheduler `sender` has `server`'s `ServerState` (it is repeated until then)."""
+
+    server: int
+    sender: int
+    WIRE: ClassVar[tuple[int, int]] = (0, 2)

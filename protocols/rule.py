@@ -106,6 +106,9 @@ class ServerRule:
         """The server's utility (eq. 4.2) just changed: a homed user reported a new share or was
         marked saturated."""
 
+    def on_peer_down(self, server: Server, peer: int) -> None:
+        """The failure detector says `peer` crashed: forget what it told this rule (issue 16)."""
+
     def counters(self) -> dict[str, int]:
         """This server's protocol figures (summed over servers after the run)."""
         return {}

@@ -308,7 +308,8 @@ def test_workload_online_then_run_then_trace_replay(tmp_path: Path) -> None:
     r = json.loads(out.read_text())
     tasks = sum(len(u["tasks"]) for u in data["users"])
     assert r["status"] == "finished" and r["ledger"] == {"waiting": 0, "placing": 0, "running": 0,
-                                                         "finished": tasks, "lost": 0}
+                                                         "finished": tasks, "killed": 0, "resubmitted": 0,
+                                                         "rerun": 0, "lost": 0}
     assert set(r["queueing_delay_s"]) == {"p50", "p95", "p99", "mean"} and r["time_averaged"]["gini"] is not None
     page = tmp_path / "online.md"
     page.write_text(f"# Discussion kept\n\n{MARKER}\n\nstale table\n")

@@ -78,7 +78,8 @@ def test_the_ledger_follows_every_task_and_refuses_impossible_moves() -> None:
     ledger.on_submitted(TaskSubmitted(0.0, 5, 0, (1.0,)))
     ledger.on_dispatched(TaskDispatched(0.0, 5, 0))
     ledger.on_allocated(TaskAllocated(2.5, 0, 5, 0, (1.0,)))
-    assert ledger.counts == {"waiting": 0, "placing": 0, "running": 1, "finished": 0} and ledger.delays == [2.5]
+    assert ledger.counts == {"waiting": 0, "placing": 0, "running": 1, "finished": 0, "killed": 0,
+                             "resubmitted": 0} and ledger.delays == [2.5]
     with pytest.raises(LedgerViolation, match="started while running"):
         ledger.on_allocated(TaskAllocated(3.0, 1, 5, 0, (1.0,)))
     with pytest.raises(LedgerViolation, match="never submitted"):
@@ -131,7 +132,8 @@ def test_every_protocol_finishes_random_finite_workloads_without_loss(w: Workloa
     same seed gives the same result."""
     r = _run(w, protocol, seed=seed)
     assert r["status"] == "finished", r["end_reason"]
-    assert r["ledger"] == {"waiting": 0, "placing": 0, "running": 0, "finished": w.task_count, "lost": 0}
+    assert r["ledger"] == {"waiting": 0, "placing": 0, "running": 0, "finished": w.task_count, "killed": 0,
+                           "resubmitted": 0, "rerun": 0, "lost": 0}
     assert r["allocations"] == w.task_count and len(r["queueing_delay_quantiles_s"]) == 101
     again = _run(w, protocol, seed=seed)
     assert {k: v for k, v in again.items() if k not in WALL} == {k: v for k, v in r.items() if k not in WALL}

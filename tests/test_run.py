@@ -154,6 +154,7 @@ def test_endless_runs_have_a_complete_ledger_and_queueing_delays(drf_paper: Work
     """The DRF example: five tasks started; the run saturates at the last start, before its user
     heard of it, so only the other user's next task is out being placed."""
     r = run(drf_paper)
-    assert r["ledger"] == {"waiting": 0, "placing": 1, "running": 5, "finished": 0, "lost": 0}
+    assert r["ledger"] == {"waiting": 0, "placing": 1, "running": 5, "finished": 0, "killed": 0, "resubmitted": 0,
+                           "rerun": 0, "lost": 0}
     assert r["queueing_delay_s"]["p50"] is not None and 0 < r["queueing_delay_s"]["p50"] < 1.0
     assert r["finite_tasks"] is False and "series" not in r

@@ -832,6 +832,26 @@ def check(
         raise typer.Exit(1)
 
 
+@app.command("fault-report")
+def fault_report_command(
+    sweep_dir: Annotated[Path, typer.Argument(help="A sweep of configs/faults.toml (its --out directory).")],
+    out_path: Annotated[Path, typer.Option("--out", help="The Markdown to write.")] = Path("docs/faults-results.md"),
+    figure: Annotated[Path | None, typer.Option(help="The crash figure (default: figures/faults-crash.png beside "
+                                                     "--out).")] = None,
+) -> None:
+    """The fault study's tables and figure (docs/faults-results.md) from a sweep of configs/faults.toml."""
+    from experiments.reports.fault_study import fault_report
+    from experiments.sweeps.records import load_records
+
+    if not (sweep_dir / "runs").is_dir():
+        raise CliError(f"{sweep_dir}: no runs/ directory (run drfemu sweep configs/faults.toml --out {sweep_dir})")
+    _check_writable(out_path)
+    figure = figure if figure is not None else out_path.parent / "figures" / "faults-crash.png"
+    link = os.path.relpath(figure, out_path.parent)
+    out_path.write_text(fault_report(load_records(sweep_dir), figure, link), encoding="utf-8")
+    out.print(f"wrote {out_path} and {figure}")
+
+
 def _fail(message: str, status: int) -> int:
     # Plain write, never wrapped: an error is exactly one line.
     print(f"drfemu: {message}", file=sys.stderr)

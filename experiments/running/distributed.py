@@ -17,6 +17,7 @@ from nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbors
 from nodes.runtime import Runtime
 from nodes.server import PLACEMENT_COUNTERS, ServerNode, server_class
 from nodes.streams import RandomStreams
+from overlay.gradient import NEG_INF
 from overlay.observe import ideal_views
 from overlay.variants import gradient_factory
 from protocols.events import NeighborsFixed
@@ -40,9 +41,11 @@ class DistributedSetup:
         streams: RandomStreams,
         finite: bool = False,
         rto: float = 0.0,
+        gateway: int = -1,
     ) -> None:
         """`finite`: the users submit finite task lists (their homes count them once a task arrives);
-        `rto` > 0: resilience on (`protocols.resilience`)."""
+        `rto` > 0: resilience on (`protocols.resilience`), with `gateway` the bootstrap service a
+        server whose Cyclon view empties asks again."""
         assert spec.server_rule is not None
         self.params = params
         self.spec = spec
@@ -61,15 +64,23 @@ class DistributedSetup:
         gradient = gradient_factory(params.gradient, temperature=params.softmax_temperature,
                                     shuffle_size=params.gradient_shuffle)
         node_class = server_class(spec.server_rule)
-        self.servers: list[ServerNode] = [
-            node_class(server, capacity, spec.server_rule(**rule_params), homed.get(server, {}), streams.node(server),
-                       view_size=params.neighbors, cyclon_view=self.cyclon_view, shuffle_length=self.shuffle_length,
-                       walk_ttl=self.walk_ttl, max_age=params.max_age_periods * period,
-                       mark_saturated=params.mark_saturated, saturation_retry=retry,
-                       fit_candidates=params.fit_candidates if params.placement == "best-fit" else 0, scale=scale,
-                       gradient=gradient, total=total, users_active=not finite, rto=rto)
-            for server, capacity in enumerate(capacities)
-        ]
+        self.streams = streams
+        self.capacities = list(capacities)
+
+        def build(server: int, homed_here: Mapping[int, float], life: int) -> ServerNode:
+            node = node_class(server, self.capacities[server], spec.server_rule(**rule_params), homed_here,
+                              streams.node(server, life), view_size=params.neighbors, cyclon_view=self.cyclon_view,
+                              shuffle_length=self.shuffle_length, walk_ttl=self.walk_ttl,
+                              max_age=params.max_age_periods * period, mark_saturated=params.mark_saturated,
+                              saturation_retry=retry,
+                              fit_candidates=params.fit_candidates if params.placement == "best-fit" else 0,
+                              scale=scale, gradient=gradient, total=total, users_active=not finite, rto=rto)
+            if rto > 0:
+                node.rejoin_via = gateway
+            return node
+
+        self._build = build
+        self.servers: list[ServerNode] = [build(server, homed.get(server, {}), 0) for server in range(n)]
         self.homes = sorted(homed)
         bootstrap(self.servers, [s.gradient.utility for s in self.servers], streams.seed)
         fixed = (random_neighbors(n, params.neighbors, streams.seed) if spec.gradient is GradientUse.OFF
@@ -81,10 +92,24 @@ class DistributedSetup:
         if spec.gradient is GradientUse.FROZEN:
             self._ideal = ideal_views([s.gradient.utility for s in self.servers], params.neighbors)
 
-    @property
-    def tickers(self) -> list[ServerNode]:
-        """The servers the allocation tick drives."""
-        if self.spec.server_rule.TICKS_ALL:  # type: ignore[union-attr]
+    def rejoin(self, server: int, life: int, live: Sequence[int], now: float) -> ServerNode:
+        """Server `server`'s `life`-th life after a crash: nothing homed, fresh streams, and from
+        the bootstrap service a Cyclon view of `c` random live servers (described as of `now`,
+        utility unknown) and, for protocols with fixed random neighbours, `P` of them."""
+        node = self._build(server, {}, life)
+        others = [s for s in live if s != server]
+        rng = node.stream("bootstrap")
+        picks = rng.sample(others, min(node.cyclon.size, len(others)))
+        node.join([(NEG_INF, p, now) for p in picks])
+        fixed = (rng.sample(others, min(self.params.neighbors, len(others)))
+                 if self.spec.gradient is GradientUse.OFF else [])
+        node.start(fixed)
+        return node
+
+    def tickers(self, every_server: bool = False) -> list[ServerNode]:
+        """The servers the allocation tick drives (`every_server`: all of them, as a run with
+        crashes needs, since users are re-homed anywhere)."""
+        if every_server or self.spec.server_rule.TICKS_ALL:  # type: ignore[union-attr]
             return list(self.servers)
         return [self.servers[h] for h in self.homes]
 

@@ -6,22 +6,50 @@ timers on the runtime, and keeps a log of what it did (`log`, the result's `faul
 ("crash 10 servers") are drawn from the run's own `faults` stream, among the servers the
 action can apply to, in id order, so the same seed names the same servers. An event with a
 `duration` is undone that long after it started: a loss or latency goes back to what was in
-force when the event began, an island rejoins.
+force when the event began, an island rejoins, a crashed node recovers.
+
+Crashes (issue 16). A crash takes an actor down (`Runtime.crash`: its volatile state, its
+running tasks, everything on its way to it are gone) and is published (`ServerCrashed`) for
+the run's observers. The environment's failure detector tells every live actor
+`detection` seconds later (`PeerDown`, straight into its mailbox like a task's exit — a
+membership service outside the protocols, as a Mesos master or a ZooKeeper session
+timeout would be; decision: `detection` is three retransmission timeouts, the time three
+missed heartbeats at that period would take). A recovery builds the actor afresh
+(`restart(actor, life)`, given by the run: a server rejoins empty, a scheduler rebuilds from
+reports), publishes `ServerRecovered` and tells every live actor at once (`PeerUp`); a
+crash not yet detected when the node rejoins is detected then (its restart reveals it). A
+crash of an actor already down, or a recovery of one that is up, does nothing (logged).
+Targets: `scheduler` and `gateway` are those actors; `centre` is the server the run's
+`centre()` names when the event fires (the gradient's centre: the home of the user with the
+lowest share that still has a task to place).
+
+Churn: `churn.count(servers)` servers, drawn once from the `faults` stream, each alternate up
+and down on its own stream (`faults/churn/<position>`): up for a draw of `up`, down for a
+draw of `down`, from `start`; no crash begins after `end`.
+
+`settled()` says whether a crash or recovery may still change the cluster (some actor is
+down, or one is still planned): the harness holds saturation until it is, and never counts
+a wait for a crashed node as a stall.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from experiments.workloads.faults import Action, FaultEvent, FaultScenario, Selection
+from experiments.workloads.faults import Action, FaultEvent, FaultScenario, Selection, Target
+from experiments.workloads.processes import duration_distribution
+from nodes.actor import Actor
 from nodes.network import Network, parse_latency
 from nodes.runtime import Runtime
-from protocols.messages import MESSAGE_TYPES
+from nodes.streams import RandomStreams
+from protocols.events import ServerCrashed, ServerRecovered
+from protocols.messages import MESSAGE_TYPES, PeerDown, PeerUp
 
-__all__ = ["FaultInjector"]
+__all__ = ["DETECTION_TIMEOUTS", "FaultInjector"]
+
+DETECTION_TIMEOUTS = 3  # the failure detector's delay, in retransmission timeouts
 
 
 class FaultInjector:
@@ -29,31 +57,65 @@ class FaultInjector:
     scenario names to their actors (`FaultScenario.bind`), `servers` lists the server actors."""
 
     def __init__(self, scenario: FaultScenario, positions: Mapping[Any, int], runtime: Runtime, network: Network,
-                 servers: list[int], rng: random.Random) -> None:
+                 servers: list[int], streams: RandomStreams, *, restart: Callable[[int, int], Actor] | None = None,
+                 detection: float = 0.0, targets: Mapping[Target, int] | None = None,
+                 centre: Callable[[], int] | None = None, max_time: float = float("inf")) -> None:
+        """`restart(actor, life)` builds actor `actor`'s `life`-th life after a crash; `targets`
+        names the scheduler's and the gateway's actors; `centre()` the gradient's centre now."""
         self.scenario = scenario
         self.runtime = runtime
         self.network = network
         self.positions = positions
         self.servers = servers
-        self.rng = rng
+        self.streams = streams
+        self.rng = streams.python("faults")
+        self.restart = restart
+        self.detection = detection
+        self.targets = dict(targets or {})
+        self.centre = centre
         self.islands = 0
         self.log: list[dict[str, Any]] = []
+        self.lives: dict[int, int] = {}  # actor -> restarts so far
+        self.undetected: set[int] = set()  # crashed, the failure detector has not told yet
+        self.planned = 0  # crashes and recoveries scheduled, not yet due
+        self.last_change = 0.0  # the latest crash or recovery
         network.set_loss(scenario.loss)
         for name, p in scenario.loss_by_type.items():
             network.set_loss(p, message_type=MESSAGE_TYPES[name])
         for event in scenario.events:
-            runtime.call_at(event.at, partial(self._apply, event))
+            self._plan(event.at, partial(self._apply, event), event.action in (Action.CRASH, Action.RECOVER))
+        if scenario.churn is not None:
+            self._start_churn(max_time)
+
+    # -- the state observers read ---------------------------------------------------------
+    def settled(self) -> bool:
+        """No actor is down and no crash or recovery is planned."""
+        return not self.runtime.down and not self.planned
+
+    def _plan(self, at: float, action: Callable[[float], None], changes_membership: bool) -> None:
+        if changes_membership:
+            self.planned += 1
+
+            def due(now: float) -> None:
+                self.planned -= 1
+                action(now)
+
+            self.runtime.call_at(at, due)
+        else:
+            self.runtime.call_at(at, action)
 
     def _select(self, selection: Selection, candidates: list[int]) -> list[int]:
+        if selection.crashed:
+            return [c for c in candidates if c in self.runtime.down]
         if selection.every:
             return list(candidates)
         if selection.count is not None:
             return sorted(self.rng.sample(candidates, min(selection.count, len(candidates))))
         return sorted({self.positions[sid] for sid in selection.ids})
 
-    def _later(self, event: FaultEvent, now: float, undo: Any) -> None:
+    def _later(self, event: FaultEvent, now: float, undo: Any, changes_membership: bool = False) -> None:
         if event.duration is not None:
-            self.runtime.call_at(now + event.duration, undo)
+            self._plan(now + event.duration, undo, changes_membership)
 
     def _record(self, now: float, event: FaultEvent, **detail: Any) -> None:
         self.log.append({"at": now, "event": event.number, "action": event.action.value, **detail})
@@ -77,8 +139,95 @@ class FaultInjector:
         elif action is Action.HEAL:
             self.network.heal()
             self._record(now, event)
-        else:
-            raise NotImplementedError(f"fault action {action.value!r}")  # refused by `FaultScenario.bind`
+        elif action is Action.CRASH:
+            chosen = self._actors(event, now)
+            crashed = [a for a in chosen if self.crash(a, now)]
+            self._record(now, event, actors=crashed)
+            self._later(event, now, lambda t: self._undo(event, t, lambda: [self.recover(a, t) for a in crashed]),
+                        changes_membership=True)
+        else:  # recover
+            chosen = self._actors(event, now)
+            self._record(now, event, actors=[a for a in chosen if self.recover(a, now)])
+
+    def _actors(self, event: FaultEvent, now: float) -> list[int]:
+        """The actors a crash or recovery names, now."""
+        if event.target is Target.CENTRE:
+            assert self.centre is not None
+            return [self.centre()]
+        if event.target is not None:
+            return [self.targets[event.target]]
+        assert event.servers is not None
+        if event.action is Action.CRASH:
+            return self._select(event.servers, [s for s in self.servers if s not in self.runtime.down])
+        return self._select(event.servers, self.servers)
+
+    # -- crashes and recoveries -----------------------------------------------------------
+    def crash(self, actor: int, now: float) -> bool:
+        """Take `actor` down now; False if it already is."""
+        runtime = self.runtime
+        if actor in runtime.down:
+            return False
+        runtime.crash(actor)
+        self.last_change = now
+        runtime.publish(ServerCrashed(now, actor))
+        self.undetected.add(actor)
+        life = self.lives.get(actor, 0)
+        runtime.call_at(now + self.detection, lambda t: self._detect(actor, life))
+        return True
+
+    def _detect(self, actor: int, life: int) -> None:
+        if actor in self.undetected and self.lives.get(actor, 0) == life:
+            self.undetected.discard(actor)
+            self._tell(PeerDown(actor))
+
+    def _tell(self, notice: PeerDown | PeerUp) -> None:
+        runtime = self.runtime
+        for other in range(len(runtime.actors)):
+            if other != notice.peer and other not in runtime.down:
+                runtime.deliver_at(runtime.now, other, notice)
+
+    def recover(self, actor: int, now: float) -> bool:
+        """Bring `actor` back, in a new life; False if it is up."""
+        runtime = self.runtime
+        if actor not in runtime.down:
+            return False
+        if actor in self.undetected:
+            self.undetected.discard(actor)
+            self._tell(PeerDown(actor))
+        assert self.restart is not None
+        life = self.lives[actor] = self.lives.get(actor, 0) + 1
+        fresh = self.restart(actor, life)
+        runtime.restart(fresh)
+        self.last_change = now
+        runtime.publish(ServerRecovered(now, actor))
+        self._tell(PeerUp(actor))
+        runtime.inject(fresh)
+        return True
+
+    # -- churn ----------------------------------------------------------------------------
+    def _start_churn(self, max_time: float) -> None:
+        churn = self.scenario.churn
+        assert churn is not None
+        end = min(churn.end if churn.end is not None else max_time, max_time)
+        chosen = sorted(self.rng.sample(self.servers, min(churn.count(len(self.servers)), len(self.servers))))
+        up, down = duration_distribution(churn.up), duration_distribution(churn.down)
+        for server in chosen:
+            rng = self.streams.numpy(f"faults/churn/{server}")
+            self._plan(churn.start + float(up(rng, 1)[0]), partial(self._churn_crash, server, rng, up, down, end), True)
+
+    def _churn_crash(self, server: int, rng: Any, up: Any, down: Any, end: float, now: float) -> None:
+        if now > end:
+            return
+        if self.crash(server, now):
+            self.log.append({"at": now, "event": "churn", "action": "crash", "actors": [server]})
+        self._plan(now + float(down(rng, 1)[0]), partial(self._churn_recover, server, rng, up, down, end), True)
+
+    def _churn_recover(self, server: int, rng: Any, up: Any, down: Any, end: float, now: float) -> None:
+        if self.recover(server, now):
+            self.log.append({"at": now, "event": "churn", "action": "recover", "actors": [server]})
+        later = now + float(up(rng, 1)[0])
+        if later <= end:
+            self._plan(later, partial(self._churn_crash, server, rng, up, down, end), True)
 
     def _loss(self, event: FaultEvent, now: float) -> None:
         """Set the event's loss on what it names — links, message types or every message — and

@@ -18,6 +18,15 @@ never consult — for users whose tasks arrive, run and end. It follows the node
   tasks wait, none runs and nothing was started for `stall_ticks` ticks (an idle cluster
   that does not place a task that fits on it — every task fits somewhere, the workload is
   validated so), and as *time cap* at `max_time`.
+
+With faults (the run's fault injector in `faults`): a crashed server's tasks are released at
+the crash (their users' `G_i` fall), it is no place a waiting task could fit until it
+recovers, and a task its user gave up (`TaskResubmitted`: its placement was cut off) leaves
+the waiting tasks — its copy arrives as a new `TaskSubmitted`. No stall is declared while an
+actor is down, nor sooner than `stall_ticks` after the last crash or recovery. The run
+finishes when every task of the workload has finished, through one of its copies; a copy of
+a task that had already finished (a rerun: see `experiments.running.ledger`) frees its room
+and share when it ends but does not count again.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import numpy as np
 
 from experiments.running.harness import SHARE_MARGIN, STALLED, TOLERANCES, RunObserver, RunOutcome
 from experiments.running.ledger import LedgerViolation
-from protocols.events import TaskAllocated, TaskFinished, TaskSubmitted
+from protocols.events import ServerCrashed, ServerRecovered, TaskAllocated, TaskFinished, TaskResubmitted, TaskSubmitted
 from protocols.fairness import gini, jain
 from protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, total_capacity
 
@@ -61,9 +70,12 @@ class FiniteHarness(RunObserver):
         self.capacity = np.array(capacities, dtype=float)
         self.free = self.capacity.copy()
         self.running_on = [0] * len(capacities)
+        self.tasks_on: list[dict[tuple[int, int], Any]] = [{} for _ in capacities]  # (user, task) -> demand
+        self.up = np.ones(len(capacities), dtype=bool)
         self.total = total_capacity([tuple(c) for c in capacities])
         self._total = np.array(self.total)
         self.user_index = {actor: k for k, actor in enumerate(user_actors)}
+        self.user_actors = list(user_actors)
         n = len(user_actors)
         self.held = np.zeros((n, len(self.total)))
         self.running = [0] * n
@@ -73,6 +85,8 @@ class FiniteHarness(RunObserver):
         self.tasks = tasks
         self.started = [0] * n
         self.finished = 0
+        self.origin: dict[tuple[int, int], int] = {}  # (user, copy) -> the workload task it copies
+        self.done: set[tuple[int, int]] = set()  # (user, workload task) finished
         self.waiting = 0  # submitted, not started (at the user or being placed)
         self.running_total = 0
         self.last_finish = 0.0
@@ -91,6 +105,9 @@ class FiniteHarness(RunObserver):
         runtime.subscribe(TaskSubmitted, self.on_submitted)
         runtime.subscribe(TaskAllocated, self.on_allocated)
         runtime.subscribe(TaskFinished, self.on_finished)
+        runtime.subscribe(TaskResubmitted, self.on_resubmitted)
+        runtime.subscribe(ServerCrashed, self.on_crashed)
+        runtime.subscribe(ServerRecovered, self.on_recovered)
         if self.sample_every > 0:
             runtime.every(self.sample_every, hooks=[self.sample])
         if self.swm_every > 0:
@@ -121,6 +138,7 @@ class FiniteHarness(RunObserver):
         self.waiting -= 1
         free -= demand
         self.running_on[server] += 1
+        self.tasks_on[server][(k, event.task)] = demand
         self.held[k] += demand
         self.running[k] += 1
         self.running_total += 1
@@ -136,21 +154,54 @@ class FiniteHarness(RunObserver):
         k = self.user_index[event.user]
         server = event.server
         self.running_on[server] -= 1
+        del self.tasks_on[server][(k, event.task)]
         if self.running_on[server]:
             self.free[server] += event.demand
         else:
             self.free[server] = self.capacity[server]  # as the node does: no residue once it runs nothing
-        self.running[k] -= 1
-        self.running_total -= 1
-        if self.running[k]:
-            self.held[k] -= event.demand
-        else:
-            self.held[k] = 0.0
-        self.shares[k] = dominant_share(self.held[k].tolist(), self.total)
+        self._release(k, event.demand)
+        root = (k, self.origin.get((k, event.task), event.task))
+        if root in self.done:
+            return  # a rerun's end
+        self.done.add(root)
         self.finished += 1
         self.last_finish = event.time
         if self.finished == self.tasks:
             self.finish(FINISHED, "every task of the workload finished", event.time)
+
+    def _release(self, k: int, demand: Any) -> None:
+        self.running[k] -= 1
+        self.running_total -= 1
+        if self.running[k]:
+            self.held[k] -= demand
+        else:
+            self.held[k] = 0.0
+        self.shares[k] = dominant_share(self.held[k].tolist(), self.total)
+
+    def on_crashed(self, event: ServerCrashed) -> None:
+        server = event.actor
+        if server >= len(self.capacity) or not self.up[server]:
+            return  # a user, the gateway or the scheduler
+        for (k, _), demand in self.tasks_on[server].items():
+            self._release(k, demand)
+        self.tasks_on[server] = {}
+        self.running_on[server] = 0
+        self.free[server] = self.capacity[server]
+        self.up[server] = False
+
+    def on_recovered(self, event: ServerRecovered) -> None:
+        if event.actor < len(self.capacity):
+            self.up[event.actor] = True
+
+    def on_resubmitted(self, event: TaskResubmitted) -> None:
+        k = self.user_index[event.user]
+        self.origin[(k, event.again)] = self.origin.get((k, event.task), event.task)
+        queue = self.unstarted[k]
+        for i, (task, _) in enumerate(queue):
+            if task == event.task:
+                del queue[i]
+                self.waiting -= 1
+                return
 
     def _judge(self, k: int, share: float) -> tuple[bool, ...]:
         lower = [j for j in np.flatnonzero(self.shares * (1.0 + SHARE_MARGIN) < share).tolist()
@@ -158,7 +209,7 @@ class FiniteHarness(RunObserver):
         lowest = None
         if lower:
             heads = np.array([self.unstarted[j][0][1] for j in lower])
-            limit = self.free + REL_TOL * self.capacity
+            limit = (self.free + REL_TOL * self.capacity)[self.up]
             fits = np.all(heads[:, None, :] <= limit[None, :, :], axis=2).any(axis=1)
             fitting = [self.shares[j] for j, ok in zip(lower, fits.tolist()) if ok]
             if fitting:
@@ -166,6 +217,18 @@ class FiniteHarness(RunObserver):
         return self.flag_errors(share, lowest)
 
     # -- samples --------------------------------------------------------------------------
+    def lowest_wanting(self) -> int | None:
+        """The actor of the user with the lowest share that has a task waiting."""
+        wanting = [k for k in range(len(self.unstarted)) if self.unstarted[k]]
+        if not wanting:
+            return None
+        return self.user_actors[min(wanting, key=lambda k: (self.shares[k], k))]
+
+    def min_share(self) -> float:
+        """The lowest `G_i` of the users present now (nan with none; the fault timeline samples it)."""
+        present = self._present()
+        return float(self.shares[present].min()) if present else float("nan")
+
     def _present(self) -> list[int]:
         return [k for k in range(len(self.running)) if self.running[k] or self.unstarted[k]]
 
@@ -198,8 +261,9 @@ class FiniteHarness(RunObserver):
     def on_tick(self, now: float, tick: int) -> None:
         if self.outcome is not None or self.time_capped(now):
             return
-        if (self.waiting and not self.running_total
-                and now - max(self.last_allocation, self.last_finish) >= self.stall_ticks * self.tick - REL_TOL):
+        quiet = self.quiet_since()
+        if (self.waiting and not self.running_total and quiet is not None
+                and now - max(quiet, self.last_finish) >= self.stall_ticks * self.tick - REL_TOL):
             self.finish(STALLED, f"{self.waiting} task(s) waited {self.stall_ticks} ticks on an idle cluster", now)
         else:
             self.report_progress(now, tick)

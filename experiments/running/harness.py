@@ -10,7 +10,11 @@ On every allocation it
 - updates `G_i`, and ends the run as *saturated* once no user's next task fits on any server.
 
 On every tick it ends the run as *stalled* when nothing was allocated for `stall_ticks` ticks,
-and as *time cap* when virtual time reaches `max_time`. Users whose single task fits on no
+and as *time cap* when virtual time reaches `max_time`. With faults (`faults`, the run's fault injector): a crashed server's tasks are released at the
+crash (their users' `G_i` fall then: the truth, whatever the users have heard), and its room
+counts for nothing until it recovers; saturation waits until the injector is `settled` (no
+server down, no crash or recovery planned), and a wait while an actor is down is never a
+stall (the stall clock restarts at the last crash or recovery). Users whose single task fits on no
 empty server are *unplaceable*: reported, left out of saturation and error judgements and of
 the fairness metrics, while the run goes on for the others.
 """
@@ -23,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from protocols.events import TaskAllocated
+from protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
 from protocols.resources import (
     REL_TOL,
     CapacityViolation,
@@ -69,6 +73,19 @@ class RunObserver:
         self._on_finish = on_finish
         self._progress = progress
         self._last_progress_tick = 0
+        self.faults: Any = None  # the run's fault injector, if any (`settled()`, `last_change`)
+        self.down: set[int] = set()  # crashed servers
+
+    def quiet_since(self) -> float | None:
+        """When the cluster last changed by a fault (None while an actor is down: no stall)."""
+        if self.faults is None:
+            return self.last_allocation
+        if self.faults.runtime.down:
+            return None
+        return max(self.last_allocation, self.faults.last_change)
+
+    def settled(self) -> bool:
+        return self.faults is None or self.faults.settled()
 
     def flag_errors(self, share: float, lowest: float | None) -> tuple[bool, ...]:
         """Judge an allocation to a user at `share` while the lowest competing share is `lowest`
@@ -132,6 +149,7 @@ class Harness(RunObserver):
         self.total = total_capacity(self.capacity)
         self.task_share = [dominant_share(d, self.total) for d in self.demands]
         self.user_index = {actor: k for k, actor in enumerate(user_actors)}
+        self.user_actors = list(user_actors)
         self.tasks = [0] * len(demands)
         self.shares = [0.0] * len(demands)
         # Vectorised views for the per-allocation checks; same tolerance rule as `fits`.
@@ -141,6 +159,7 @@ class Harness(RunObserver):
         for c in self.capacity:
             self.fit_count += self._fitting(c, c)
         self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
+        self.on_server: list[list[int]] = [[] for _ in self.capacity]  # users of the tasks running there
         self._log = log
 
     # -- allocation events ----------------------------------------------------------------
@@ -166,6 +185,7 @@ class Harness(RunObserver):
         self._share_array[k] = self.shares[k]
         self.allocations += 1
         self.last_allocation = now
+        self.on_server[server].append(k)
         self._update_fit_counts(server, before_free)
         if self._log is not None:
             self._log(
@@ -178,8 +198,28 @@ class Harness(RunObserver):
                 share_after=self.shares[k],
                 error=error_flags[0],
             )
-        if not self.fit_count.any():
+        if not self.fit_count.any() and self.settled():
             self.finish(SATURATED, "no user's next task fits on any server", self.last_allocation)
+
+    def on_crashed(self, event: ServerCrashed) -> None:
+        """A server crashed: its tasks are gone, its room unusable until it recovers."""
+        server = event.actor
+        if server >= len(self.capacity) or server in self.down:
+            return  # a user, the gateway or the scheduler
+        self.fit_count -= self._fitting(self.free[server], self.capacity[server])
+        for k in self.on_server[server]:
+            self.tasks[k] -= 1
+            self.shares[k] = self.tasks[k] * self.task_share[k]
+            self._share_array[k] = self.shares[k]
+        self.on_server[server] = []
+        self.free[server] = list(self.capacity[server])
+        self.down.add(server)
+
+    def on_recovered(self, event: ServerRecovered) -> None:
+        server = event.actor
+        if server in self.down:
+            self.down.discard(server)
+            self.fit_count += self._fitting(self.capacity[server], self.capacity[server])
 
     def _judge(self, k: int, share: float) -> tuple[bool, ...]:
         others = self.fit_count > 0
@@ -200,7 +240,12 @@ class Harness(RunObserver):
     def on_tick(self, now: float, tick: int) -> None:
         if self.outcome is not None or self.time_capped(now):
             return
-        if now - self.last_allocation >= self.stall_ticks * self.tick - REL_TOL:
+        if not self.fit_count.any():
+            if self.settled():  # saturated while a fault could still free room: now it cannot
+                self.finish(SATURATED, "no user's next task fits on any server", self.last_allocation)
+            return
+        quiet = self.quiet_since()
+        if quiet is not None and now - quiet >= self.stall_ticks * self.tick - REL_TOL:
             waiting = int((self.fit_count > 0).sum())
             self.finish(
                 STALLED,
@@ -211,6 +256,18 @@ class Harness(RunObserver):
             self.report_progress(now, tick)
 
     # -- results --------------------------------------------------------------------------
+    def lowest_wanting(self) -> int | None:
+        """The actor of the user with the lowest share whose next task still fits somewhere."""
+        wanting = np.flatnonzero(self.fit_count > 0)
+        if not len(wanting):
+            return None
+        return self.user_actors[int(wanting[np.argmin(self._share_array[wanting])])]
+
+    def min_share(self) -> float:
+        """The lowest `G_i` of the placeable users now (the fault timeline samples it)."""
+        shares = self.placeable_shares()
+        return min(shares) if shares else 0.0
+
     def placeable_shares(self) -> list[float]:
         skip = set(self.unplaceable)
         return [s for k, s in enumerate(self.shares) if k not in skip]

@@ -2,7 +2,13 @@
 
 It follows the nodes' events: `TaskSubmitted` (the task waits at its user), `TaskDispatched`
 (it is out being placed: the handshake began), `TaskAllocated` (it runs) and `TaskFinished`
-(it ended). Every task is in exactly one of these four states; a transition out of the wrong
+(it ended); and, with faults (issue 16), the environment's `ServerCrashed` (the tasks running
+there are *killed*) and the users' `TaskResubmitted` (a killed task, or one whose placement a
+crash cut off, is given up — *resubmitted* — and its demand submitted again as a new task).
+A finished task can be submitted again too, and is counted as a *rerun*: when its start and
+end notices were both lost and its server crashed before repeating the end, its user cannot
+know it ran (at-least-once execution, the price of a crash that took the only witness).
+Every task is in exactly one of these six states; a transition out of the wrong
 state — a task started twice, a start for a task never submitted — is a protocol bug and
 raises `LedgerViolation`. At the end, `check` compares the ledger with the users' own account
 of their tasks and with what the workload submitted by then: any task missing from the ledger
@@ -20,12 +26,20 @@ from typing import Any
 
 import numpy as np
 
-from protocols.events import TaskAllocated, TaskDispatched, TaskFinished, TaskSubmitted
+from protocols.events import (
+    ServerCrashed,
+    TaskAllocated,
+    TaskDispatched,
+    TaskFinished,
+    TaskResubmitted,
+    TaskSubmitted,
+)
 
 __all__ = ["STATES", "LedgerViolation", "TaskLedger"]
 
 WAITING, PLACING, RUNNING, FINISHED = "waiting", "placing", "running", "finished"
-STATES = (WAITING, PLACING, RUNNING, FINISHED)
+KILLED, RESUBMITTED = "killed", "resubmitted"
+STATES = (WAITING, PLACING, RUNNING, FINISHED, KILLED, RESUBMITTED)
 
 
 class LedgerViolation(RuntimeError):
@@ -40,6 +54,8 @@ class TaskLedger:
         self.submitted_at: dict[tuple[int, int], float] = {}
         self.counts = dict.fromkeys(STATES, 0)
         self.delays: list[float] = []
+        self.server_of: dict[tuple[int, int], int] = {}  # running tasks' servers
+        self.reruns = 0
 
     def _move(self, key: tuple[int, int], before: str, after: str, what: str) -> None:
         state = self.state.get(key)
@@ -64,15 +80,37 @@ class TaskLedger:
         key = (event.user, event.task)
         self._move(key, PLACING, RUNNING, "started")
         self.delays.append(event.time - self.submitted_at.pop(key))
+        self.server_of[key] = event.server
 
     def on_finished(self, event: TaskFinished) -> None:
-        self._move((event.user, event.task), RUNNING, FINISHED, "finished")
+        key = (event.user, event.task)
+        self._move(key, RUNNING, FINISHED, "finished")
+        del self.server_of[key]
+
+    def on_crashed(self, event: ServerCrashed) -> None:
+        for key in [k for k, server in self.server_of.items() if server == event.actor]:
+            self._move(key, RUNNING, KILLED, "killed")
+            del self.server_of[key]
+
+    def on_resubmitted(self, event: TaskResubmitted) -> None:
+        key = (event.user, event.task)
+        state = self.state.get(key)
+        if state == FINISHED:
+            self.reruns += 1  # it ended unheard on a server that then crashed: its user runs it again
+            return
+        if state not in (KILLED, PLACING):
+            raise LedgerViolation(f"task {event.task} of user {event.user} resubmitted while "
+                                  f"{state or 'never submitted'}")
+        self._move(key, state, RESUBMITTED, "resubmitted")
+        self.submitted_at.pop(key, None)
 
     def subscribe(self, runtime: Any) -> None:
         runtime.subscribe(TaskSubmitted, self.on_submitted)
         runtime.subscribe(TaskDispatched, self.on_dispatched)
         runtime.subscribe(TaskAllocated, self.on_allocated)
         runtime.subscribe(TaskFinished, self.on_finished)
+        runtime.subscribe(ServerCrashed, self.on_crashed)
+        runtime.subscribe(TaskResubmitted, self.on_resubmitted)
 
     @property
     def tracked(self) -> int:
@@ -87,14 +125,14 @@ class TaskLedger:
         for counts in users.values():
             submitted += counts["submitted"]
             for s in STATES:
-                own[s] += counts[s]
-        done = self.counts[RUNNING] + self.counts[FINISHED]
+                own[s] += counts.get(s, 0)
+        done = self.counts[RUNNING] + self.counts[FINISHED] + self.counts[KILLED]  # a kill its user has not heard of
         if (submitted != self.tracked or own[RUNNING] + own[FINISHED] > done
                 or own[FINISHED] > self.counts[FINISHED]):
             raise LedgerViolation(f"the users count {submitted} tasks as {own}, the ledger {self.tracked} as "
                                   f"{self.counts}")
         due = max(submitted, expected or 0)
-        return {**self.counts, "lost": due - self.tracked}
+        return {**self.counts, "rerun": self.reruns, "lost": due - self.tracked}
 
     def delay_quantiles(self, points: int = 100) -> list[float]:
         """The delays at quantiles 0, 1/points, …, 1 (a CDF to plot; empty before any start)."""

@@ -4,7 +4,9 @@ A task's run time is a fact of the workload, not of any protocol. When a server 
 start (`TaskAllocated`), this environment delivers `TaskExit` to that server `duration`
 seconds later, as the server's own machine would report the process's exit: straight into its
 mailbox (`Runtime.deliver_at`), not over the network. Everything after that — freeing the
-room, telling the user and the scheduler — is the server's.
+room, telling the user and the scheduler — is the server's. A task submitted again after a
+crash (`TaskResubmitted`) runs as long as the task it copies, from its own start: the work
+done before the crash is lost with the server.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from nodes.runtime import Runtime
-from protocols.events import TaskAllocated
+from protocols.events import TaskAllocated, TaskResubmitted
 from protocols.messages import TaskExit
 
 __all__ = ["TaskLifetimes"]
@@ -23,9 +25,16 @@ class TaskLifetimes:
 
     def __init__(self, runtime: Runtime, durations: Mapping[int, Sequence[float]]) -> None:
         self.runtime = runtime
-        self.durations = durations
+        self.durations = {user: list(d) for user, d in durations.items()}
         runtime.subscribe(TaskAllocated, self.on_start)
+        runtime.subscribe(TaskResubmitted, self.on_resubmitted)
 
     def on_start(self, event: TaskAllocated) -> None:
         self.runtime.deliver_at(event.time + self.durations[event.user][event.task], event.server,
                                 TaskExit(event.user, event.task))
+
+    def on_resubmitted(self, event: TaskResubmitted) -> None:
+        if event.again >= 0:
+            durations = self.durations[event.user]
+            assert event.again == len(durations), "a finite user numbers its copies after its tasks"
+            durations.append(durations[event.task])

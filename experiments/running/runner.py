@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.running.distributed import DistributedSetup
-from experiments.running.faults import FaultInjector
+from experiments.running.fault_metrics import FaultTimeline
+from experiments.running.faults import DETECTION_TIMEOUTS, FaultInjector
 from experiments.running.finite_harness import FINISHED, FiniteHarness
 from experiments.running.harness import (
     SATURATED,
@@ -53,7 +54,7 @@ from experiments.running.ledger import TaskLedger
 from experiments.running.lifetimes import TaskLifetimes
 from experiments.running.params import GOOGLE, RunParams, echo, run_params
 from experiments.running.swm import swm_comparison
-from experiments.workloads.faults import FaultScenario, load_scenario
+from experiments.workloads.faults import FaultScenario, Target, load_scenario
 from experiments.workloads.google import google_case
 from experiments.workloads.model import Workload, load_workload
 from nodes.actor import Actor
@@ -69,7 +70,7 @@ from nodes.trace import EventTrace
 from nodes.user import FiniteUserNode, UserNode
 from protocols.central import PER_TICK
 from protocols.errors import InputError
-from protocols.events import TaskAllocated
+from protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
 from protocols.fairness import gini, jain, ratio_20_20, sample_std
 from protocols.registry import Gateway as GatewayMode
 from protocols.registry import GradientUse, get_protocol
@@ -188,14 +189,16 @@ def run_emulation(
         tickers: list[Actor] = []
         if spec.distributed:
             demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
-            distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite, rto)
+            distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite, rto,
+                                           gateway_id)
             actors = list(distributed.servers)
-            tickers.extend(distributed.tickers)
+            tickers.extend(distributed.tickers(every_server=faults is not None and faults[0].crashes))
         else:
             actors = [ResourceNode(i, c, scheduler_id, rto) for i, c in zip(server_ids, capacities)]
+        durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
         users: list[UserNode | FiniteUserNode] = [
-            FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto) if finite
-            else UserNode(a, gateway_id, u.demand, total, rto)
+            FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable)
+            if finite else UserNode(a, gateway_id, u.demand, total, rto, durable)
             for a, u in zip(user_ids, workload.users)]
         actors.extend(users)
         actors.append(gateway)
@@ -213,7 +216,9 @@ def run_emulation(
         runtime = Runtime(loop, network, actors, trace)
         injector = None
         if faults is not None:
-            injector = FaultInjector(*faults, runtime, network, server_ids, streams.python("faults"))
+            injector = _injector(faults, runtime, network, streams, params, rto, harness, gateway, distributed,
+                                 capacities, len(workload.resources), spec, scheduler_id, n_servers)
+            harness.faults = injector
         ledger = TaskLedger()
         ledger.subscribe(runtime)
         if isinstance(harness, FiniteHarness):
@@ -221,6 +226,9 @@ def run_emulation(
             TaskLifetimes(runtime, {a: [t.duration for t in u.tasks or ()] for a, u in zip(user_ids, workload.users)})
         else:
             runtime.subscribe(TaskAllocated, harness.on_event)
+            runtime.subscribe(ServerCrashed, harness.on_crashed)
+            runtime.subscribe(ServerRecovered, harness.on_recovered)
+        timeline = FaultTimeline(runtime, harness, network) if injector is not None else None
         for user in users:
             runtime.call_at(0.0, user.start, actor=user)
         ticks = runtime.start_ticks(params.tick, tickers)
@@ -270,6 +278,8 @@ def run_emulation(
         "messages_dropped": {name: t.dropped for name, t in traffic.items() if t.dropped},
         "messages_dropped_by_cause": dict(network.causes),
         "faults": injector.log if injector is not None else [],
+        "fault_windows": timeline.windows(injector.log) if timeline is not None and injector is not None else [],
+        "fault_timeline": timeline.series() if timeline is not None else None,
         "bytes": {name: t.bytes for name, t in traffic.items()},
         "messages_total": sum(t.sent for t in traffic.values()),
         "bytes_total": sum(t.bytes for t in traffic.values()),
@@ -292,8 +302,44 @@ def run_emulation(
     return RunResult(values)
 
 
+def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, network: Network,
+              streams: RandomStreams, params: Any, rto: float, harness: Harness | FiniteHarness, gateway: Gateway,
+              distributed: DistributedSetup | None, capacities: list[Any], resources: int, spec: Any,
+              scheduler_id: int, n_servers: int) -> FaultInjector:
+    """The run's fault injector, with what it needs to bring crashed actors back: a server
+    rejoins empty (a distributed one with a fresh bootstrap view), the scheduler restarts and
+    rebuilds from the servers' reports, the gateway keeps its home table (`nodes.gateway`)."""
+    servers = list(range(n_servers))
+
+    def restart(actor: int, life: int) -> Actor:
+        down = sorted(runtime.down - {actor})
+        if actor == gateway.id:
+            gateway.rejoin([s for s in down if s < n_servers])
+            return gateway
+        if actor == scheduler_id:
+            return _central_scheduler(spec, params, scheduler_id, servers, capacities, resources, ack_ends=True,
+                                      restarted=True, down=[s for s in down if s < n_servers])
+        if distributed is not None:
+            return distributed.rejoin(actor, life, [s for s in servers if s not in runtime.down], runtime.now)
+        return ResourceNode(actor, capacities[actor], scheduler_id, rto)
+
+    def centre() -> int:
+        """The gradient's centre now: the home of the user with the lowest share among those
+        with a task to place (as the gateway's home table says)."""
+        user = harness.lowest_wanting()
+        return gateway.homes[user] if user is not None else 0
+
+    targets = {Target.GATEWAY: gateway.id}
+    if spec.central_rule is not None:
+        targets[Target.SCHEDULER] = scheduler_id
+    return FaultInjector(*faults, runtime, network, servers, streams, restart=restart,
+                         detection=DETECTION_TIMEOUTS * rto, targets=targets, centre=centre,
+                         max_time=params.max_time)
+
+
 def _central_scheduler(spec: Any, params: Any, actor_id: int, servers: list[int], capacities: list[Any],
-                       resources: int, ack_ends: bool) -> CentralScheduler:
+                       resources: int, ack_ends: bool, restarted: bool = False,
+                       down: list[int] | None = None) -> CentralScheduler:
     """The central scheduler with its rule built from the rule's own run parameters."""
     rule_params = {p.name: getattr(params, p.name) for p in spec.params}
     per_tick = rule_params.pop(PER_TICK.name, PER_TICK.default)  # a rule that does not declare it: the thesis's 1
@@ -304,7 +350,7 @@ def _central_scheduler(spec: Any, params: Any, actor_id: int, servers: list[int]
             check(resources)
         except ValueError as error:
             raise InputError(str(error)) from None
-    return CentralScheduler(actor_id, rule, servers, capacities, per_tick, ack_ends)
+    return CentralScheduler(actor_id, rule, servers, capacities, per_tick, ack_ends, restarted, down or ())
 
 
 def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[str]) -> dict[str, Any]:

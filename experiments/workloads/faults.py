@@ -10,6 +10,8 @@ servers = 10                    # a count, or a fraction below 1 (0.1: a tenth),
 up = "exp:300"                  # time up before each crash (a duration spec, seconds)
 down = "weibull:60:1.5"         # time down before each recovery
 start = "0s"                    # first crash draws count from here (default 0)
+end = "600s"                    # no crash begins after this (default: the time cap); every
+                                # server down then still recovers after its drawn down time
 
 [[event]]                       # any number, in any order
 at = "60s"
@@ -105,6 +107,11 @@ class Churn:
     up: str
     down: str
     start: float = 0.0
+    end: float | None = None  # None: the time cap
+
+    def count(self, servers: int) -> int:
+        """How many of `servers` servers churn (a fraction rounds to the nearest, at least 1)."""
+        return int(self.servers) if self.servers >= 1 else max(1, round(self.servers * servers))
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,11 @@ class FaultScenario:
     loss_by_type: Mapping[str, float] = field(default_factory=dict)
     events: tuple[FaultEvent, ...] = ()
     churn: Churn | None = None
+
+    @property
+    def crashes(self) -> bool:
+        """Does anything crash in this scenario (an event, or churn)?"""
+        return self.churn is not None or any(e.action is Action.CRASH for e in self.events)
 
     def fail(self, message: str) -> ScenarioError:
         return ScenarioError(f"{self.source}: {message}")
@@ -160,10 +172,8 @@ class FaultScenario:
                 raise self.fail(f"event {event.number}: target 'centre' needs a gradient protocol")
         if self.churn is not None and self.churn.servers >= 1 and self.churn.servers > len(server_ids):
             raise self.fail(f"churn: {self.churn.servers:g} servers named, the run has {len(server_ids)}")
-        unsupported = [e for e in self.events if e.action in (Action.CRASH, Action.RECOVER)]
-        if unsupported or self.churn is not None:
-            what = f"event {unsupported[0].number}: action {unsupported[0].action.value!r}" if unsupported else "churn"
-            raise self.fail(f"{what} is not supported yet (crashes and recoveries are the next step of issue 16)")
+        if self.churn is not None and self.churn.start >= max_time:
+            raise self.fail(f"churn: start {self.churn.start:g} s is not before the run's time cap ({max_time:g} s)")
         return named
 
 
@@ -283,9 +293,9 @@ def _event(number: int, raw: Any) -> FaultEvent:
 def _churn(raw: Any) -> Churn:
     if not isinstance(raw, dict):
         raise InputError("churn must be a table ([churn])")
-    unknown = sorted(set(raw) - {"servers", "up", "down", "start"})
+    unknown = sorted(set(raw) - {"servers", "up", "down", "start", "end"})
     if unknown:
-        raise InputError(f"churn: unknown key(s) {', '.join(unknown)} (known: down, servers, start, up)")
+        raise InputError(f"churn: unknown key(s) {', '.join(unknown)} (known: down, end, servers, start, up)")
     missing = [k for k in ("servers", "up", "down") if k not in raw]
     if missing:
         raise InputError(f"churn needs {', '.join(missing)}")
@@ -300,7 +310,11 @@ def _churn(raw: Any) -> Churn:
             duration_distribution(raw[key])
         except InputError as error:
             raise InputError(f"churn: {key}: {error}") from None
-    return Churn(float(servers), raw["up"], raw["down"], _time(raw.get("start", 0.0), "churn: start"))
+    start = _time(raw.get("start", 0.0), "churn: start")
+    end = _time(raw["end"], "churn: end") if "end" in raw else None
+    if end is not None and end <= start:
+        raise InputError(f"churn: end ({end:g} s) must be after start ({start:g} s)")
+    return Churn(float(servers), raw["up"], raw["down"], start, end)
 
 
 def parse_scenario(document: Mapping[str, Any], source: str = "scenario") -> FaultScenario:
