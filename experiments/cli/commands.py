@@ -191,9 +191,23 @@ def _summary(result: RunResult) -> Table:
         rows.append(("placement", f"{placed['local']:,} local, {placed['walks']:,} walks ({placed['walk_hops']:,} hops, "
                                   f"{placed['walks_failed']:,} failed), {placed['saturation_marks']:,} users marked "
                                   f"saturated" + ("" if r["mark_saturated"] else " (marking off)")))
+    if r["fault_scenario"] is not None:
+        rows += _fault_rows(r)
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def _fault_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    actions: dict[str, int] = {}
+    for entry in r["faults"]:
+        actions[entry["action"]] = actions.get(entry["action"], 0) + 1
+    dropped = r["messages_dropped_by_cause"]
+    return [
+        ("faults played", ", ".join(f"{n} {action}" for action, n in actions.items()) or "message faults only"),
+        ("messages lost / partitioned / to a down node", " / ".join(f"{dropped[k]:,}" for k in ("loss", "partition", "down"))),
+        ("tasks killed / resubmitted / rerun", " / ".join(f"{r['ledger'][k]:,}" for k in ("killed", "resubmitted", "rerun"))),
+    ]
 
 
 def _endless_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
