@@ -36,6 +36,7 @@ from rich.progress import (
 from rich.table import Table
 
 from experiments.running.bench import run_bench
+from experiments.running.live_channel import LiveError
 from experiments.running.overlay_run import OverlayConfig, run_overlay
 from experiments.running.params import (
     all_params,
@@ -79,6 +80,7 @@ err = Console(stderr=True)
 
 
 INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE
+INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 MAX_OVERLAY_NODES = 200_000  # a documented bound: about 0.6 GB of node state at the most
 
 
@@ -265,17 +267,31 @@ def _run_signature() -> inspect.Signature:
     return inspect.Signature(parameters)
 
 
-def run(**options: Any) -> None:
-    """Run one emulation and print its summary."""
-    json_path: Path | None = options.pop("json_path")
-    log: Path | None = options.pop("log")
+def _run_params(options: dict[str, Any], *paths: Path | None) -> dict[str, Any]:
+    """The canonical run parameters of the options given (warning of those the protocol does not
+    read), once every output path is known to be writable."""
     given = {name: value for name, value in options.items() if value is not None}
     params = canonical_params(given)
     for option in unread_given(given):
         print(f"drfemu: warning: {option} is not read by protocol {params['protocol']}; ignored", file=sys.stderr)
-    for path in (json_path, log):
+    for path in paths:
         if path is not None:
             _check_writable(path)
+    return params
+
+
+def _warn_unplaceable(result: RunResult, case: Workload) -> None:
+    demands = {u.id: list(u.demand) for u in case.users}
+    for user in result["unplaceable_users"]:
+        print(f"drfemu: warning: user {user!r} demands {demands[user]}, which fits on no server; "
+              "it is reported and left out of the metrics", file=sys.stderr)
+
+
+def run(**options: Any) -> None:
+    """Run one emulation and print its summary."""
+    json_path: Path | None = options.pop("json_path")
+    log: Path | None = options.pop("log")
+    params = _run_params(options, json_path, log)
     config = build_run_config(params)
     case = config.workload
     protocol = params["protocol"]
@@ -285,21 +301,101 @@ def run(**options: Any) -> None:
             report(f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
 
         result = run_emulation(config, log=logger, progress=progress)
-    demands = {u.id: list(u.demand) for u in case.users}
-    for user in result["unplaceable_users"]:
-        print(f"drfemu: warning: user {user!r} demands {demands[user]}, which fits on no server; "
-              "it is reported and left out of the metrics", file=sys.stderr)
+    _warn_unplaceable(result, case)
     out.print(_summary(result))
     if json_path is not None:
         _write_json(json_path, result.to_dict())
 
 
+def _live_signature() -> inspect.Signature:
+    """`drfemu live`'s options: `drfemu run`'s and the live ones."""
+    def option(name: str, kind: Any, default: Any, *flags: str, help: str) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                 annotation=Annotated[kind, typer.Option(*flags, help=help)])
+
+    parameters = list(_run_signature().parameters.values())
+    parameters += [
+        option("processes", int, os.cpu_count() or 1, "--processes",
+               help="Worker processes to start on this machine; the nodes are dealt over them."),
+        option("remote_workers", int, 0, "--remote-workers",
+               help="Workers more to wait for, started by hand elsewhere (drfemu live-worker)."),
+        option("time_scale", float, 1.0, "--time-scale",
+               help="Wall seconds per protocol second (0.1: the 100 ms tick every 10 ms)."),
+        option("bind", str, "127.0.0.1", "--bind", help="The address this machine's workers bind their nodes at."),
+        option("listen", str, "127.0.0.1:0", "--listen", help="HOST:PORT where the coordinator waits for its workers."),
+    ]
+    return inspect.Signature(parameters)
+
+
+def live(**options: Any) -> None:
+    """Run one emulation live: the same nodes on the real clock, over UDP, across processes."""
+    from experiments.running.live import LiveOptions, run_live
+
+    json_path: Path | None = options.pop("json_path")
+    log: Path | None = options.pop("log")
+    host, _, port = options.pop("listen").rpartition(":")
+    if not host or not port.isdigit():
+        raise CliError("--listen: expected HOST:PORT")
+    live_options = LiveOptions(processes=options.pop("processes"), remote=options.pop("remote_workers"),
+                               time_scale=options.pop("time_scale"), bind=options.pop("bind"),
+                               listen=(host, int(port)))
+    params = _run_params(options, json_path, log)
+    case = build_run_config(params).workload
+    protocol = params["protocol"]
+    with _allocation_log(log, case) as logger, _progress(f"{protocol} live: starting") as report:
+
+        def progress(now: float, allocations: int) -> None:
+            report(f"{protocol} live: {now:,.0f} s protocol time, {allocations:,} allocations")
+
+        result = run_live(params, live_options, notice=lambda text: print(f"drfemu: {text}", file=sys.stderr),
+                          log=logger, progress=progress)
+    _warn_unplaceable(result, case)
+    out.print(_summary(result))
+    out.print(_live_table(result.to_dict()))
+    if json_path is not None:
+        _write_json(json_path, result.to_dict())
+
+
+def _live_table(r: dict[str, Any]) -> Table:
+    live = r["live"]
+    table = Table(title=f"live: {live['workers']} worker(s) on {live['loop']}, time scale {live['time_scale']:g}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+
+    def quantiles(q: dict[str, float | None], unit: str) -> str:
+        return " / ".join("–" if q[k] is None else f"{q[k]:.3g} {unit}" for k in ("p50", "p90", "p99", "max"))
+
+    table.add_row("one-way latency p50 / p90 / p99 / max", quantiles(live["one_way_latency_us"], "µs"))
+    table.add_row("tick lateness p50 / p90 / p99 / max", quantiles(live["tick_lateness_ms"], "ms"))
+    table.add_row("ticks later than half a tick", f"{live['ticks_late_over_half_tick']:,}")
+    table.add_row("datagrams rejected", ", ".join(f"{k}: {v:,}" for k, v in live["datagrams_rejected"].items()) or "0")
+    table.add_row("send errors", f"{live['send_errors']:,}")
+    return table
+
+
 def _install_run_command() -> None:
-    """(Re)declare `drfemu run` from the current registry, so a protocol registered after import
-    (a plug-in, a test) brings its options along."""
+    """(Re)declare `drfemu run` and `drfemu live` from the current registry, so a protocol
+    registered after import (a plug-in, a test) brings its options along."""
     run.__signature__ = _run_signature()  # type: ignore[attr-defined]
-    app.registered_commands[:] = [c for c in app.registered_commands if c.name != "run"]
+    live.__signature__ = _live_signature()  # type: ignore[attr-defined]
+    app.registered_commands[:] = [c for c in app.registered_commands if c.name not in ("run", "live")]
     app.command("run")(run)
+    app.command("live")(live)
+
+
+@app.command("live-worker")
+def live_worker(
+    coordinator: Annotated[str, typer.Option(help="HOST:PORT the coordinator (drfemu live) listens at.")],
+    index: Annotated[int, typer.Option(help="This worker's number (the coordinator prints the ones it waits for).")],
+    bind: Annotated[str | None, typer.Option(help="The address to bind this worker's nodes at.")] = None,
+) -> None:
+    """One worker of a live run on another machine: it gets its nodes from the coordinator."""
+    from experiments.running.live_worker import worker_main
+
+    failure = worker_main(coordinator, index, bind)
+    if failure is not None:
+        print(f"drfemu: live worker {index}: {failure.strip()}", file=sys.stderr)
+        raise typer.Exit(1)
 
 
 @workload_app.command("google")
@@ -791,11 +887,24 @@ def params(
 @app.command()
 def bench(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")] = None,
-    actors: Annotated[int, typer.Option(help="Actors exchanging messages.")] = 1000,
-    in_flight: Annotated[int, typer.Option(help="Messages in flight per actor.")] = 10,
+    actors: Annotated[int | None, typer.Option(help="Actors exchanging messages [default: 1000; 200 with --live].")
+                      ] = None,
+    in_flight: Annotated[int | None, typer.Option(help="Messages in flight per actor [default: 10; 4 with --live].")
+                         ] = None,
     repeats: Annotated[int, typer.Option(help="Timed samples per design (best is kept).")] = 3,
+    live: Annotated[bool, typer.Option("--live", help="Measure the live runtime instead: pings over loopback UDP "
+                                                      "between --processes worker processes.")] = False,
+    processes: Annotated[int, typer.Option(help="With --live: worker processes.")] = 2,
+    seconds: Annotated[float, typer.Option(help="With --live: wall seconds measured (after 1 s of warm-up).")] = 5.0,
 ) -> None:
-    """Measure the runtime's message rate against a naive one-task-per-actor design."""
+    """Measure the runtime's message rate against a naive one-task-per-actor design (or, with
+    --live, the live runtime's rate across processes)."""
+    if live:
+        _bench_live(json_path, processes, 200 if actors is None else actors, 4 if in_flight is None else in_flight,
+                    seconds)
+        return
+    actors = 1000 if actors is None else actors
+    in_flight = 10 if in_flight is None else in_flight
     result = run_bench(actors=actors, in_flight=in_flight, repeats=repeats)
     table = Table(title=f"engine benchmark: {actors} actors, {in_flight} messages in flight each, 1 ms latency")
     table.add_column("design")
@@ -806,6 +915,24 @@ def bench(
                   ", ".join(f"{x:,.0f}" for x in result.naive_samples))
     out.print(table)
     out.print(f"speedup: {result.speedup:.2f}×")
+    if json_path is not None:
+        _write_json(json_path, result.to_dict())
+
+
+def _bench_live(json_path: Path | None, processes: int, actors: int, in_flight: int, seconds: float) -> None:
+    from experiments.running.live_bench import run_live_bench
+
+    result = run_live_bench(processes=processes, actors=actors, in_flight=in_flight, seconds=seconds)
+    table = Table(title=f"live benchmark: {actors} actors over {processes} process(es), {in_flight} pings in flight "
+                        f"each, UDP on loopback, {result.loop}")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("messages/s (all processes)", f"{result.messages_per_s:,.0f}")
+    table.add_row("messages/s per process", ", ".join(f"{x:,.0f}" for x in result.per_process_messages_per_s))
+    for name, value in result.latency_us.items():
+        table.add_row(f"one-way latency {name}", f"{value:,.0f} µs")
+    table.add_row("send errors", str(result.send_errors))
+    out.print(table)
     if json_path is not None:
         _write_json(json_path, result.to_dict())
 
@@ -866,6 +993,33 @@ def fault_report_command(
     out.print(f"wrote {out_path} and {figure}")
 
 
+@app.command("live-report")
+def live_report_command(
+    files: Annotated[list[Path], typer.Argument(help="Result documents of drfemu run --json and drfemu live --json.")],
+    out_path: Annotated[Path | None, typer.Option("--out", help="Write the Markdown here (default: print it).")
+                        ] = None,
+) -> None:
+    """Live against virtual: the runs of FILES grouped by parameters and mode, each live group
+    beside its virtual twins (docs/live.md)."""
+    from experiments.reports.live_compare import live_report
+
+    documents = []
+    for path in files:
+        try:
+            documents.append((str(path), json.loads(path.read_text(encoding="utf-8"))))
+        except OSError as error:
+            raise CliError(f"cannot read {path}: {error.strerror}") from None
+        except json.JSONDecodeError as error:
+            raise CliError(f"{path}: not JSON ({error.msg}, line {error.lineno})") from None
+    text = live_report(documents)
+    if out_path is None:
+        print(text, end="")
+        return
+    _check_writable(out_path)
+    out_path.write_text(text, encoding="utf-8")
+    out.print(f"wrote {out_path}")
+
+
 def _fail(message: str, status: int) -> int:
     # Plain write, never wrapped: an error is exactly one line.
     print(f"drfemu: {message}", file=sys.stderr)
@@ -880,7 +1034,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as done:
         return int(done.exit_code)
     except typer.Abort:
-        return _fail("aborted", 130)
+        return _fail("aborted", INTERRUPTED)
     except typer.TyperException as error:  # usage errors: unknown option, bad value, ...
         if type(error).__name__ == "NoArgsIsHelpError":  # `drfemu` or a group given no command
             print(error.format_message())  # type: ignore[attr-defined]
@@ -888,10 +1042,14 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"error: {error.format_message()}", 2)  # type: ignore[attr-defined]
     except InputError as error:  # CliError, WorkloadError, SweepConfigError, PolicyInputError, UnknownProtocol, …
         return _fail(f"error: {error}", 2)
+    except LiveError as error:
+        return _fail(f"live run failed: {error}", 1)
     except CapacityViolation as error:
         return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)
     except Exception as error:  # noqa: BLE001 - anything else is a bug: show where it happened
         traceback.print_exc()
         return _fail(f"internal error (a bug in drfemu, please report it with the traceback above): "
                      f"{type(error).__name__}: {error}", INTERNAL_ERROR)
+    if status == INTERRUPTED:  # typer's answer to Ctrl-C: the status, without a word
+        return _fail("interrupted", INTERRUPTED)
     return status if isinstance(status, int) else 0

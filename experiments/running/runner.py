@@ -61,7 +61,7 @@ from nodes.actor import Actor
 from nodes.clock import VirtualClockLoop
 from nodes.gateway import Gateway
 from nodes.gc_tuning import tuned_gc
-from nodes.network import US_PER_S, CostModel, Network, parse_latency
+from nodes.network import US_PER_S, CostModel, Network, TrafficTally, parse_latency
 from nodes.resource_node import ResourceNode
 from nodes.runtime import Runtime
 from nodes.scheduler import CentralScheduler
@@ -76,7 +76,8 @@ from protocols.registry import Gateway as GatewayMode
 from protocols.registry import GradientUse, get_protocol
 from protocols.resilience import retransmission_timeout
 
-__all__ = ["RunConfig", "RunResult", "build_run_config", "run_emulation", "run_point"]
+__all__ = ["Nodes", "RunConfig", "RunResult", "build_nodes", "build_run_config", "result_document", "run_emulation",
+           "run_point", "run_timeout"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,69 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+@dataclass
+class Nodes:
+    """Every node of a run, built from its config: servers (or resource nodes), users, the
+    gateway and the central scheduler, in actor-id order, and the ones the tick drives."""
+
+    actors: list[Actor]
+    users: list[UserNode | FiniteUserNode]
+    gateway: Gateway
+    tickers: list[Actor]
+    distributed: DistributedSetup | None
+
+
+def run_timeout(config: RunConfig, latency_bound: float) -> float:
+    """The retransmission timeout of a run whose one-way latency is at most `latency_bound`
+    seconds (`protocols.resilience`; a home's walk may take one hop per server)."""
+    params: Any = config.params
+    spec = get_protocol(params.protocol)
+    walk_hops = (params.walk_ttl or len(config.workload.servers)) if spec.gateway is GatewayMode.HOME else 0
+    return retransmission_timeout(latency_bound, params.tick, walk_hops)
+
+
+def build_nodes(config: RunConfig, streams: RandomStreams, rto: float, every_server: bool = False) -> Nodes:
+    """The run's nodes, each with its own streams from `streams` (the same objects, state and
+    draws in every process that builds them from the same config: the live workers rely on it).
+    `rto` > 0 turns resilience on; `every_server` ticks every server (runs with crashes)."""
+    params: Any = config.params
+    spec = get_protocol(params.protocol)
+    workload = config.workload
+    finite = workload.finite
+    n_servers, n_users = len(workload.servers), len(workload.users)
+    server_ids = list(range(n_servers))
+    user_ids = list(range(n_servers, n_servers + n_users))
+    gateway_id = n_servers + n_users
+    scheduler_id = gateway_id + 1
+    total = workload.total
+    capacities = [s.capacity for s in workload.servers]
+    gateway = Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id)
+    distributed: DistributedSetup | None = None
+    actors: list[Actor]
+    tickers: list[Actor] = []
+    if spec.distributed:
+        demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
+        distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite, rto,
+                                       gateway_id)
+        actors = list(distributed.servers)
+        tickers.extend(distributed.tickers(every_server=every_server))
+    else:
+        actors = [ResourceNode(i, c, scheduler_id, rto) for i, c in zip(server_ids, capacities)]
+    durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
+    users: list[UserNode | FiniteUserNode] = [
+        FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable)
+        if finite else UserNode(a, gateway_id, u.demand, total, rto, durable)
+        for a, u in zip(user_ids, workload.users)]
+    actors.extend(users)
+    actors.append(gateway)
+    if spec.central_rule is not None:
+        scheduler = _central_scheduler(spec, params, scheduler_id, server_ids, capacities, len(workload.resources),
+                                       ack_ends=rto > 0)
+        actors.append(scheduler)
+        tickers.append(scheduler)
+    return Nodes(actors, users, gateway, tickers, distributed)
+
+
 def run_emulation(
     config: RunConfig,
     log: Callable[..., Any] | None = None,
@@ -157,11 +221,9 @@ def run_emulation(
     finite = workload.finite
     streams = RandomStreams(params.seed)
     n_servers, n_users = len(workload.servers), len(workload.users)
-    server_ids = list(range(n_servers))
     user_ids = list(range(n_servers, n_servers + n_users))
     gateway_id = n_servers + n_users
     scheduler_id = gateway_id + 1
-    total = workload.total
     capacities = [s.capacity for s in workload.servers]
 
     loop = VirtualClockLoop()
@@ -180,33 +242,10 @@ def run_emulation(
                               on_finish=on_finish, log=log, progress=progress)
         latency = parse_latency(params.latency, streams.python("network/latency"))
         # Resilience (timeouts, retries, acknowledged ends) is on in runs with faults (docs/faults.md).
-        walk_hops = (params.walk_ttl or n_servers) if spec.gateway is GatewayMode.HOME else 0
-        rto = (retransmission_timeout(latency.bound_us() / US_PER_S, params.tick, walk_hops)
-               if faults is not None else 0.0)
-        gateway = Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id)
-        distributed: DistributedSetup | None = None
-        actors: list[Actor]
-        tickers: list[Actor] = []
-        if spec.distributed:
-            demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
-            distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite, rto,
-                                           gateway_id)
-            actors = list(distributed.servers)
-            tickers.extend(distributed.tickers(every_server=faults is not None and faults[0].crashes))
-        else:
-            actors = [ResourceNode(i, c, scheduler_id, rto) for i, c in zip(server_ids, capacities)]
-        durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
-        users: list[UserNode | FiniteUserNode] = [
-            FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable)
-            if finite else UserNode(a, gateway_id, u.demand, total, rto, durable)
-            for a, u in zip(user_ids, workload.users)]
-        actors.extend(users)
-        actors.append(gateway)
-        if spec.central_rule is not None:
-            scheduler = _central_scheduler(spec, params, scheduler_id, server_ids, capacities, len(workload.resources),
-                                           ack_ends=rto > 0)
-            actors.append(scheduler)
-            tickers.append(scheduler)
+        rto = run_timeout(config, latency.bound_us() / US_PER_S) if faults is not None else 0.0
+        nodes = build_nodes(config, streams, rto, every_server=faults is not None and faults[0].crashes)
+        gateway, distributed, users, actors, tickers = (nodes.gateway, nodes.distributed, nodes.users, nodes.actors,
+                                                         nodes.tickers)
         network = Network(
             latency,
             loss=config.loss,
@@ -245,20 +284,38 @@ def run_emulation(
     finally:
         loop.close()
 
-    labels = [u.id for u in workload.users]
-    events = runtime.delivered + runtime.timer_events
-    traffic = network.tally()
-    error_ratios = harness.error_ratios()
     user_counts = {user.id: user.counters() for user in users}
-    expected = (sum(t.submit <= runtime.now for u in workload.users for t in u.tasks or ()) if finite else None)
+    values = result_document(config, outcome, harness, ledger, network.tally(), dict(network.causes), user_counts,
+                             runtime.now, runtime.delivered + runtime.timer_events, wall, ticks.fired,
+                             network.latency.describe())
+    values.update(faults=injector.log if injector is not None else [],
+                  fault_windows=timeline.windows(injector.log) if timeline is not None and injector is not None else [],
+                  fault_timeline=timeline.series() if timeline is not None else None)
+    if distributed is not None:
+        values.update(distributed.report())
+    return RunResult(values)
+
+
+def result_document(config: RunConfig, outcome: RunOutcome, harness: Harness | FiniteHarness, ledger: TaskLedger,
+                    traffic: Mapping[str, TrafficTally], causes: dict[str, int], user_counts: dict[int, Any],
+                    now: float, events: int, wall: float, ticks: int, latency: str) -> dict[str, Any]:
+    """The result document of a run (virtual or live) from what its observers saw: everything
+    but the fault and distributed parts, which their set-ups add."""
+    params: Any = config.params
+    workload = config.workload
+    finite = workload.finite
+    labels = [u.id for u in workload.users]
+    error_ratios = harness.error_ratios()
+    expected = (sum(t.submit <= now for u in workload.users for t in u.tasks or ()) if finite else None)
+    spec = get_protocol(params.protocol)
     values: dict[str, Any] = {
         "protocol": params.protocol,
-        "machines": n_servers,
-        "users": n_users,
+        "machines": len(workload.servers),
+        "users": len(workload.users),
         "seed": params.seed,
         "resources": list(workload.resources),
         "tick_s": params.tick,
-        "latency": network.latency.describe(),
+        "latency": latency,
         "finite_tasks": finite,
         "saturated": outcome.status == SATURATED,
         "stalled": outcome.status == STALLED,
@@ -266,7 +323,7 @@ def run_emulation(
         "status": outcome.status,
         "end_reason": outcome.reason,
         "run_time_s": harness.last_finish if isinstance(harness, FiniteHarness) else harness.last_allocation,
-        "virtual_time_s": runtime.now,
+        "virtual_time_s": now,
         "allocations": harness.allocations,
         "ledger": ledger.check(user_counts, expected),
         "queueing_delay_s": ledger.delay_percentiles(),
@@ -276,10 +333,10 @@ def run_emulation(
         "error_series": harness.error_series(),
         "messages": {name: t.sent for name, t in traffic.items()},
         "messages_dropped": {name: t.dropped for name, t in traffic.items() if t.dropped},
-        "messages_dropped_by_cause": dict(network.causes),
-        "faults": injector.log if injector is not None else [],
-        "fault_windows": timeline.windows(injector.log) if timeline is not None and injector is not None else [],
-        "fault_timeline": timeline.series() if timeline is not None else None,
+        "messages_dropped_by_cause": causes,
+        "faults": [],
+        "fault_windows": [],
+        "fault_timeline": None,
         "bytes": {name: t.bytes for name, t in traffic.items()},
         "messages_total": sum(t.sent for t in traffic.values()),
         "bytes_total": sum(t.bytes for t in traffic.values()),
@@ -291,15 +348,13 @@ def run_emulation(
         "workload": dict(workload.source),
         "distributed": spec.distributed,
         **echo(params, finite),
-        "ticks": ticks.fired,
+        "ticks": ticks,
     }
     if isinstance(harness, FiniteHarness):
-        values.update(_finite_metrics(harness, workload.resources, total, labels))
+        values.update(_finite_metrics(harness, workload.resources, workload.total, labels))
     else:
         values.update(_endless_metrics(harness, workload.resources, labels))
-    if distributed is not None:
-        values.update(distributed.report())
-    return RunResult(values)
+    return values
 
 
 def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, network: Network,
