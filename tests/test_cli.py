@@ -11,7 +11,8 @@ import pytest
 
 from experiments.cli import main
 from experiments.reports.online import MARKER
-from experiments.running.bench import run_bench
+from experiments.running.bench import _bench_bare, _bench_runtime, run_bench
+from experiments.running.scale_bench import users_for
 
 RESULT_KEYS = {
     "protocol", "machines", "users", "seed", "saturated", "stalled", "run_time_s", "allocations",
@@ -139,10 +140,37 @@ def test_installed_script_runs_and_fails_cleanly() -> None:
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
-def test_bench_reports_both_designs() -> None:
+def test_bench_reports_every_design_and_the_fraction_of_the_limit() -> None:
     result = run_bench(actors=50, in_flight=2, messages=5_000, naive_messages=2_000, repeats=1).to_dict()
-    assert {"messages_per_s", "naive_messages_per_s", "speedup"} <= set(result)
+    assert {"messages_per_s", "naive_messages_per_s", "speedup", "bare_messages_per_s", "limit_fraction"} <= set(result)
     assert result["messages_per_s"] > 0 and result["naive_messages_per_s"] > 0
+    assert result["limit_fraction"] == result["messages_per_s"] / result["bare_messages_per_s"]
+
+
+def test_the_bare_loop_moves_the_same_messages_as_the_runtime() -> None:
+    runtime_delivered, _ = _bench_runtime(40, 3, 0.001, 6_000, 1)
+    bare_delivered, _ = _bench_bare(40, 3, 0.001, 6_000, 1)
+    assert bare_delivered == runtime_delivered == 6_000
+
+
+def test_the_scale_curve_reports_each_point_as_table_json_and_figure(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    out, png = tmp_path / "scale.json", tmp_path / "scale.png"
+    args = ["bench", "--scale", "--servers", "40,20", "--protocols", "pdgdrf", "--span", "2s", "--json", str(out),
+            "--figure", str(png)]
+    assert main(args) == 0
+    assert "cost curve" in capsys.readouterr().out
+    points = json.loads(out.read_text())["points"]
+    assert [(p["protocol"], p["servers"], p["users"]) for p in points] == [("pdgdrf", 20, 4), ("pdgdrf", 40, 8)]
+    for p in points:
+        assert p["virtual_s"] == pytest.approx(2.0) and p["ticks"] == 20
+        assert p["messages_per_server_tick"] == p["messages"] / (p["servers"] * 20) > 1  # every server gossips
+        assert p["peak_rss_mib"] > 0 and p["wall_per_virtual_s"] > 0
+    assert png.stat().st_size > 0
+
+
+def test_users_of_a_scale_point_are_a_fifth_of_the_servers_at_most_the_trace_s() -> None:
+    assert [users_for(n) for n in (1, 4, 100, 2_525, 10_000)] == [1, 1, 20, 505, 505]
 
 
 OVERLAY_ROUND_KEYS = {"round", "centre_correct", "centre_view_exact", "ideal_view_fraction", "cyclon_connected",

@@ -23,6 +23,7 @@ from typing import Annotated, Any
 
 import structlog
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -896,9 +897,23 @@ def bench(
                                                       "between --processes worker processes.")] = False,
     processes: Annotated[int, typer.Option(help="With --live: worker processes.")] = 2,
     seconds: Annotated[float, typer.Option(help="With --live: wall seconds measured (after 1 s of warm-up).")] = 5.0,
+    scale: Annotated[bool, typer.Option("--scale", help="Measure the cost curve instead: distributed protocols at "
+                                                        "growing cluster sizes (docs/performance.md).")] = False,
+    servers: Annotated[str, typer.Option(help="With --scale: cluster sizes, comma-separated.")
+                       ] = "100,300,1000,3000,10000",
+    protocols: Annotated[str, typer.Option(help="With --scale: protocols, comma-separated.")] = "pdgdrf,dgdrf",
+    span: Annotated[str, typer.Option(help="With --scale: virtual time each point runs.")] = "10s",
+    neighbors: Annotated[int, typer.Option(help="With --scale: gradient neighbours P.")] = 2,
+    figure: Annotated[Path | None, typer.Option(help="With --scale: write the log-log figure here (PNG).")] = None,
 ) -> None:
-    """Measure the runtime's message rate against a naive one-task-per-actor design (or, with
-    --live, the live runtime's rate across processes)."""
+    """Measure the runtime's message rate against a naive one-task-per-actor design and against
+    the bare loop, the limit (or, with --live, the live runtime's rate across processes; with
+    --scale, the cost of the distributed protocols as the cluster grows)."""
+    if live and scale:
+        raise CliError("--live and --scale measure different things; give one of them")
+    if scale:
+        _bench_scale(json_path, figure, servers, protocols, span, neighbors)
+        return
     if live:
         _bench_live(json_path, processes, 200 if actors is None else actors, 4 if in_flight is None else in_flight,
                     seconds)
@@ -913,10 +928,48 @@ def bench(
     table.add_row("drfemu runtime", f"{result.messages_per_s:,.0f}", ", ".join(f"{x:,.0f}" for x in result.samples))
     table.add_row("naive (task + queue per actor)", f"{result.naive_messages_per_s:,.0f}",
                   ", ".join(f"{x:,.0f}" for x in result.naive_samples))
+    table.add_row("bare loop (heapq, no actors): the limit", f"{result.bare_messages_per_s:,.0f}",
+                  ", ".join(f"{x:,.0f}" for x in result.bare_samples))
     out.print(table)
-    out.print(f"speedup: {result.speedup:.2f}×")
+    out.print(f"speedup over naive: {result.speedup:.2f}×; fraction of the bare loop: {result.limit_fraction:.2f}")
     if json_path is not None:
         _write_json(json_path, result.to_dict())
+
+
+def _bench_scale(json_path: Path | None, figure: Path | None, servers: str, protocols: str, span: str,
+                 neighbors: int) -> None:
+    from experiments.reports.scale_plot import plot_scale_curve
+    from experiments.running.scale_bench import ScalePoint, run_scale_curve
+
+    sizes = []
+    for item in servers.split(","):
+        if not item.strip().isdigit():
+            raise CliError(f"--servers: expected whole numbers separated by commas, got {item.strip()!r}")
+        sizes.append(int(item))
+    names = [name.strip() for name in protocols.split(",") if name.strip()]
+    span_s = _duration(span, "span")
+    for path in (json_path, figure):
+        if path is not None:
+            _check_writable(path)
+    table = Table(title=f"cost curve: {span_s:g} s of virtual time a point, P = {neighbors}", box=box.SIMPLE_HEAD,
+                  caption="wall/virt: wall seconds per virtual second; MiB: the point's peak RSS")
+    for column in ("proto", "servers", "users", "wall/virt", "events/s", "msg/srv-tick", "MiB", "setup s"):
+        table.add_column(column, justify="left" if column == "proto" else "right", min_width=len(column))
+
+    def done(p: ScalePoint) -> None:
+        err.print(f"drfemu: {p.protocol} on {p.servers:,} servers: {p.wall_per_virtual_s:.3g} s a virtual second")
+        table.add_row(p.protocol, f"{p.servers:,}", f"{p.users:,}", f"{p.wall_per_virtual_s:.3g}",
+                      f"{p.events_per_s:,.0f}", f"{p.messages_per_server_tick:.2f}", f"{p.peak_rss_mib:,.0f}",
+                      f"{p.setup_wall_s:.1f}")
+
+    points = run_scale_curve(names, sizes, span_s, neighbors, done=done)
+    out.print(table)
+    rows = [p.to_dict() for p in points]
+    if json_path is not None:
+        _write_json(json_path, {"span_s": span_s, "neighbors": neighbors, "points": rows})
+    if figure is not None:
+        plot_scale_curve(rows, figure, f"cost curve, {span_s:g} s of virtual time a point, P = {neighbors}")
+        out.print(f"wrote {figure}")
 
 
 def _bench_live(json_path: Path | None, processes: int, actors: int, in_flight: int, seconds: float) -> None:

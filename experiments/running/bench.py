@@ -1,12 +1,17 @@
-"""`drfemu bench`: message throughput of the runtime against a naive asyncio design.
+"""`drfemu bench`: message throughput of the runtime against a naive asyncio design, and
+against the leanest loop Python allows.
 
-Both designs run on the same `VirtualClockLoop`, with the same actors count, messages in
+The three designs move the same message pattern, with the same actors count, messages in
 flight, latency and random peer choice:
 
 - **runtime**: the project's `Runtime` — actors with mailboxes, deliveries batched per
   instant, outboxes flushed through the `Network` (with its per-type accounting).
 - **naive**: one asyncio task and one `asyncio.Queue` per actor, one `loop.call_at` timer per
-  message.
+  message (the first two on the same `VirtualClockLoop`);
+- **bare**: the limit — no event loop and no actors, a `heapq` of due instants (integer
+  microseconds), each instant's deliveries one list; a delivery builds the next message of
+  the same class and picks its destination, nothing else. The runtime's rate as a fraction of
+  this one (`limit_fraction`) is how close the engine is to what Python can do at all.
 
 Every delivered message makes its receiver send one new message to a uniformly random
 actor, so the number in flight stays constant. Rates are delivered messages per wall second.
@@ -18,6 +23,7 @@ in a process whose heap the naive design's thousand tasks and queues had just fr
 from __future__ import annotations
 
 import asyncio
+import heapq
 import multiprocessing
 import random
 import time
@@ -28,7 +34,7 @@ from typing import ClassVar
 from nodes.actor import Actor
 from nodes.clock import VirtualClockLoop
 from nodes.gc_tuning import tuned_gc
-from nodes.network import ConstantLatency, Network
+from nodes.network import ConstantLatency, Network, to_us
 from nodes.runtime import Runtime
 from nodes.streams import RandomStreams
 from protocols.errors import InputError
@@ -72,10 +78,17 @@ class BenchResult:
     naive_messages_per_s: float
     samples: tuple[float, ...]
     naive_samples: tuple[float, ...]
+    bare_messages_per_s: float
+    bare_samples: tuple[float, ...]
 
     @property
     def speedup(self) -> float:
         return self.messages_per_s / self.naive_messages_per_s
+
+    @property
+    def limit_fraction(self) -> float:
+        """The runtime's rate as a fraction of the bare loop's."""
+        return self.messages_per_s / self.bare_messages_per_s
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -86,8 +99,11 @@ class BenchResult:
             "messages_per_s": self.messages_per_s,
             "naive_messages_per_s": self.naive_messages_per_s,
             "speedup": self.speedup,
+            "bare_messages_per_s": self.bare_messages_per_s,
+            "limit_fraction": self.limit_fraction,
             "samples_messages_per_s": list(self.samples),
             "naive_samples_messages_per_s": list(self.naive_samples),
+            "bare_samples_messages_per_s": list(self.bare_samples),
         }
 
 
@@ -148,9 +164,40 @@ def _bench_naive(actors: int, in_flight: int, latency: float, messages: int, see
         loop.close()
 
 
+def _bench_bare(actors: int, in_flight: int, latency: float, messages: int, seed: int) -> tuple[int, float]:
+    rng = RandomStreams(seed).python("bench/peers")
+    pick = rng.random
+    step = to_us(latency)
+    due: dict[int, list[tuple[int, Ping]]] = {
+        step: [(int(pick() * actors), Ping(0)) for _ in range(actors * in_flight)]}
+    heap = [step]
+    rounds = -(-messages // (actors * in_flight))
+    end = rounds * step + step // 2
+    delivered = 0
+    with tuned_gc():
+        started = time.perf_counter()
+        while heap:
+            now = heapq.heappop(heap)
+            if now > end:
+                break
+            batch = due.pop(now)
+            out = [(int(pick() * actors), Ping(msg.hops + 1)) for _, msg in batch]
+            delivered += len(batch)
+            later = now + step
+            if later in due:
+                due[later] += out
+            else:
+                due[later] = out
+                heapq.heappush(heap, later)
+        wall = time.perf_counter() - started
+    return delivered, wall
+
+
+_DESIGNS = {"runtime": _bench_runtime, "naive": _bench_naive, "bare": _bench_bare}
+
+
 def _sample(design: str, actors: int, in_flight: int, latency: float, messages: int, seed: int) -> float:
-    bench = _bench_runtime if design == "runtime" else _bench_naive
-    delivered, wall = bench(actors, in_flight, latency, messages, seed)
+    delivered, wall = _DESIGNS[design](actors, in_flight, latency, messages, seed)
     return delivered / wall
 
 
@@ -163,7 +210,7 @@ def run_bench(
     repeats: int = 3,
     seed: int = 1,
 ) -> BenchResult:
-    """Time both designs `repeats` times, interleaved, each sample in a fresh process.
+    """Time the three designs `repeats` times, interleaved, each sample in a fresh process.
 
     Keeps each design's best rate (as `timeit` does): noise from the rest of the machine only
     ever slows a run down, and interleaving exposes both designs to the same background load.
@@ -172,11 +219,13 @@ def run_bench(
         raise InputError("bench needs actors >= 1, in-flight >= 1, repeats >= 1 and latency > 0")
     samples: list[float] = []
     naive_samples: list[float] = []
+    bare_samples: list[float] = []
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context, max_tasks_per_child=1) as pool:
         for _ in range(repeats):
             samples.append(pool.submit(_sample, "runtime", actors, in_flight, latency, messages, seed).result())
             naive_samples.append(pool.submit(_sample, "naive", actors, in_flight, latency, naive_messages, seed).result())
+            bare_samples.append(pool.submit(_sample, "bare", actors, in_flight, latency, messages, seed).result())
     return BenchResult(
         actors=actors,
         in_flight_per_actor=in_flight,
@@ -186,4 +235,6 @@ def run_bench(
         naive_messages_per_s=max(naive_samples),
         samples=tuple(samples),
         naive_samples=tuple(naive_samples),
+        bare_messages_per_s=max(bare_samples),
+        bare_samples=tuple(bare_samples),
     )
