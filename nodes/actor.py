@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from protocols.messages import collect_handlers
 
-__all__ = ["Actor", "UnhandledMessage", "WakeAfter", "WakeUp"]
+__all__ = ["Actor", "UnhandledMessage", "WakeAfter", "WakeUp", "send_python"]
 
 
 class UnhandledMessage(TypeError):
@@ -111,8 +111,8 @@ class Actor:
     def drain(self, messages: list[Any], now: float) -> None:
         """Handle a whole mailbox, in arrival order.
 
-        Subclasses may override this to treat a mailbox as a batch; the runtime inlines the
-        default for speed, so an override is the only reason to call it.
+        Subclasses may override this to treat a mailbox as a batch; the runtime's C delivery
+        loop (`nodes/_engine.c`) does the default itself for speed.
         """
         dispatch = self.DISPATCH
         try:
@@ -142,3 +142,12 @@ class Actor:
         port = self.port[:]
         self.port.clear()
         return port
+
+
+send_python = Actor.send  # the reference for the C `send` below
+try:  # the same `send` in C, where the optional extension was built (`nodes/_engine.c`)
+    from nodes._engine import send_method
+except ImportError:
+    pass
+else:
+    Actor.send = send_method(Actor)  # type: ignore[method-assign]

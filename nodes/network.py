@@ -44,6 +44,18 @@ US_PER_S = 1_000_000
 _message_of = itemgetter(1)
 
 
+def count_types_python(out: list[tuple[int, Any]]) -> dict[type, int]:
+    """How many messages of each type the `(dst, msg)` pairs of `out` carry, types in the order
+    of their first message. The reference for `nodes/_engine.c`'s `count_types`."""
+    return dict(Counter(map(type, map(_message_of, out))))
+
+
+try:
+    from nodes._engine import count_types
+except ImportError:  # the optional extension was not built: the same in Python
+    count_types = count_types_python
+
+
 def to_us(seconds: float) -> int:
     """Seconds to whole microseconds (rounded)."""
     return int(round(seconds * US_PER_S))
@@ -342,8 +354,7 @@ class Network:
             if cls in sent and cls not in variable:
                 sent[cls] += 1
                 return
-        messages = list(map(_message_of, out))
-        kinds = Counter(map(type, messages))
+        kinds = count_types(out)
         for cls, count in kinds.items():
             if cls not in sent:
                 sent[cls] = 0
@@ -354,7 +365,8 @@ class Network:
             sent[cls] += count
             fields = variable.get(cls)
             if fields is not None:
-                same = messages if len(kinds) == 1 else [m for m in messages if m.__class__ is cls]
+                same = (list(map(_message_of, out)) if len(kinds) == 1
+                        else [m for _, m in out if m.__class__ is cls])
                 payload = self._payload[cls]
                 for items_of, numbers, addresses in fields:
                     items = sum(map(len, map(items_of, same)))

@@ -39,7 +39,41 @@ from nodes.actor import Actor, WakeAfter, WakeUp
 from nodes.network import US_PER_S, Network, to_us
 from nodes.trace import EventTrace, describe_callback
 
-__all__ = ["Periodic", "Runtime"]
+__all__ = ["ENGINE_IMPLEMENTATION", "Periodic", "Runtime", "deliver", "deliver_python"]
+
+
+def deliver_python(deliveries: list[tuple[int, Any]], mailboxes: list[list[Any]], actors: list[Actor],
+                   inline_drain: list[bool], now: float, batch: list[tuple[int, Any]] | None,
+                   flush: Callable[[Actor], None]) -> None:
+    """An instant's delivery phase: each message to its destination's mailbox, then every actor
+    that received something woken once, in the order of its first message, to handle its
+    mailbox in arrival order; its outbox then joins `batch` (or, with None, goes to `flush`).
+    The reference for `nodes/_engine.c`, which does the same in C where it was built."""
+    ready: list[int] = []
+    for dst, msg in deliveries:
+        mailbox = mailboxes[dst]
+        if not mailbox:
+            ready.append(dst)
+        mailbox.append(msg)
+    for dst in ready:
+        actor = actors[dst]
+        messages = mailboxes[dst]
+        mailboxes[dst] = []
+        actor.drain(messages, now)  # `inline_drain` tells the C version where it may do `Actor.drain` itself
+        if actor.outbox:
+            if batch is None:
+                flush(actor)
+            else:
+                batch += actor.outbox
+                actor.outbox.clear()
+
+
+try:
+    from nodes._engine import deliver as deliver_c
+except ImportError:  # the optional extension was not built: the same in Python
+    deliver_c = None
+deliver = deliver_c if deliver_c is not None else deliver_python
+ENGINE_IMPLEMENTATION = "C" if deliver_c is not None else "Python"
 
 
 class _Instant:
@@ -373,41 +407,11 @@ class Runtime:
             if trace is not None:
                 for dst, msg in deliveries:
                     trace.record(at_us, "deliver", dst, msg)
-            mailboxes = self._mailboxes
-            ready: list[int] = []
-            for dst, msg in deliveries:
-                mailbox = mailboxes[dst]
-                if not mailbox:
-                    ready.append(dst)
-                mailbox.append(msg)
             self.delivered += len(deliveries)
-            actors = self.actors
-            inline_drain = self._inline_drain
-            flush = self._flush
             # With a fixed latency every send of this instant is due at the same instant:
             # collect them in one batch (same order as flushing actor by actor).
             batch: list[tuple[int, Any]] | None = [] if self.network.fixed_us >= 0 else None
-            for dst in ready:
-                actor = actors[dst]
-                messages = mailboxes[dst]
-                mailboxes[dst] = []
-                if inline_drain[dst]:
-                    # The common case, inlined: dispatch each message to its handler.
-                    dispatch = actor.DISPATCH
-                    try:
-                        for msg in messages:
-                            dispatch[msg.__class__](actor, msg, now)
-                    except KeyError:
-                        actor.check_handled(messages)
-                        raise
-                else:
-                    actor.drain(messages, now)
-                if actor.outbox:
-                    if batch is None:
-                        flush(actor)
-                    else:
-                        batch += actor.outbox
-                        actor.outbox.clear()
+            deliver(deliveries, self._mailboxes, self.actors, self._inline_drain, now, batch, self._flush)
             if batch:
                 self._post(batch)
             if self._port:

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import mul
 
 __all__ = ["gini", "jain", "ratio_20_20", "sample_std"]
 
 
 def _check(values: Sequence[float]) -> list[float]:
-    xs = [float(v) for v in values]
+    xs = list(map(float, values))
     if not xs:
         raise ValueError("fairness metrics need at least one value")
-    if any(x < 0 or math.isnan(x) for x in xs):
+    if any(map(math.isnan, xs)) or min(xs) < 0:  # min is exact once no value is NaN
         raise ValueError("fairness metrics need non-negative numbers")
     return xs
 
@@ -33,7 +34,7 @@ def gini(values: Sequence[float]) -> float:
     n, total = len(xs), math.fsum(xs)
     if total == 0:
         return 0.0
-    weighted = math.fsum((2 * i - n + 1) * x for i, x in enumerate(xs))
+    weighted = math.fsum(map(mul, range(1 - n, n, 2), xs))  # Σ (2i − n + 1) · x_i
     return weighted / (n * total)
 
 

@@ -167,6 +167,11 @@ def test_the_scale_curve_reports_each_point_as_table_json_and_figure(tmp_path: P
         assert p["messages_per_server_tick"] == p["messages"] / (p["servers"] * 20) > 1  # every server gossips
         assert p["peak_rss_mib"] > 0 and p["wall_per_virtual_s"] > 0
     assert png.stat().st_size > 0
+    again = tmp_path / "again.png"
+    assert main(["bench", "--scale", "--servers", "20", "--protocols", "pdgdrf", "--span", "1s", "--figure", str(again),
+                 "--baseline", str(out)]) == 0
+    assert again.stat().st_size > 0
+    assert main(["bench", "--scale", "--servers", "20", "--baseline", str(png)]) == 2  # not a curve's JSON
 
 
 def test_users_of_a_scale_point_are_a_fifth_of_the_servers_at_most_the_trace_s() -> None:

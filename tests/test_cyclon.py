@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay.cyclon import Cyclon, sample
+from overlay.cyclon import Cyclon, merge_python, sample, sample_python
 from overlay.messages import CyclonReply, CyclonShuffle
 
 
@@ -123,3 +123,28 @@ def test_any_exchange_sequence_keeps_views_valid(seed: int, n: int, size: int, l
             assert len(v.entries) <= size
             assert v.me not in v.entries
             assert all(d[1] == node for node, d in v.entries.items())
+
+
+descriptors = st.lists(st.tuples(st.integers(-3, 3).map(float), st.integers(0, 12), st.integers(0, 5).map(float)),
+                       max_size=14)
+
+
+@given(descriptors, st.integers(0, 12), st.integers(1, 8), descriptors, descriptors)
+def test_the_c_merge_agrees_with_the_python_merge(view: list, me: int, size: int, received: list,
+                                                  replaceable: list) -> None:
+    merge_c = pytest.importorskip("overlay._cyclon", reason="the optional C extension was not built").merge
+    start = {d[1]: d for d in view[:size]}
+    compiled, python = dict(start), dict(start)
+    merge_c(compiled, me, size, tuple(received), tuple(replaceable))
+    merge_python(python, me, size, tuple(received), tuple(replaceable))
+    assert list(compiled.items()) == list(python.items())  # the same entries, in the same view order
+
+
+@given(st.integers(0, 2**32), st.integers(0, 40), st.integers(0, 12))
+def test_the_c_sample_draws_what_the_python_sample_draws(seed: int, n: int, k: int) -> None:
+    sample_c = pytest.importorskip("overlay._cyclon", reason="the optional C extension was not built").sample
+    items = [(float(i), i, 0.0) for i in range(n)]
+    compiled, python = random.Random(seed), random.Random(seed)
+    for _ in range(3):  # the same subsets, and the generators left in the same state
+        assert sample_c(compiled, items, k) == sample_python(python, items, k)
+    assert compiled.random() == python.random()

@@ -905,6 +905,8 @@ def bench(
     span: Annotated[str, typer.Option(help="With --scale: virtual time each point runs.")] = "10s",
     neighbors: Annotated[int, typer.Option(help="With --scale: gradient neighbours P.")] = 2,
     figure: Annotated[Path | None, typer.Option(help="With --scale: write the log-log figure here (PNG).")] = None,
+    baseline: Annotated[Path | None, typer.Option(help="With --scale: an earlier curve (its --json), drawn dashed "
+                                                       "in the figure beside this one.")] = None,
 ) -> None:
     """Measure the runtime's message rate against a naive one-task-per-actor design and against
     the bare loop, the limit (or, with --live, the live runtime's rate across processes; with
@@ -912,7 +914,7 @@ def bench(
     if live and scale:
         raise CliError("--live and --scale measure different things; give one of them")
     if scale:
-        _bench_scale(json_path, figure, servers, protocols, span, neighbors)
+        _bench_scale(json_path, figure, baseline, servers, protocols, span, neighbors)
         return
     if live:
         _bench_live(json_path, processes, 200 if actors is None else actors, 4 if in_flight is None else in_flight,
@@ -931,13 +933,14 @@ def bench(
     table.add_row("bare loop (heapq, no actors): the limit", f"{result.bare_messages_per_s:,.0f}",
                   ", ".join(f"{x:,.0f}" for x in result.bare_samples))
     out.print(table)
-    out.print(f"speedup over naive: {result.speedup:.2f}×; fraction of the bare loop: {result.limit_fraction:.2f}")
+    out.print(f"speedup over naive: {result.speedup:.2f}×; fraction of the bare loop: {result.limit_fraction:.2f} "
+              f"(engine loops in {result.to_dict()['engine']})")
     if json_path is not None:
         _write_json(json_path, result.to_dict())
 
 
-def _bench_scale(json_path: Path | None, figure: Path | None, servers: str, protocols: str, span: str,
-                 neighbors: int) -> None:
+def _bench_scale(json_path: Path | None, figure: Path | None, baseline: Path | None, servers: str, protocols: str,
+                 span: str, neighbors: int) -> None:
     from experiments.reports.scale_plot import plot_scale_curve
     from experiments.running.scale_bench import ScalePoint, run_scale_curve
 
@@ -951,6 +954,7 @@ def _bench_scale(json_path: Path | None, figure: Path | None, servers: str, prot
     for path in (json_path, figure):
         if path is not None:
             _check_writable(path)
+    earlier = _scale_baseline(baseline) if baseline is not None else []
     table = Table(title=f"cost curve: {span_s:g} s of virtual time a point, P = {neighbors}", box=box.SIMPLE_HEAD,
                   caption="wall/virt: wall seconds per virtual second; MiB: the point's peak RSS")
     for column in ("proto", "servers", "users", "wall/virt", "events/s", "msg/srv-tick", "MiB", "setup s"):
@@ -968,8 +972,31 @@ def _bench_scale(json_path: Path | None, figure: Path | None, servers: str, prot
     if json_path is not None:
         _write_json(json_path, {"span_s": span_s, "neighbors": neighbors, "points": rows})
     if figure is not None:
-        plot_scale_curve(rows, figure, f"cost curve, {span_s:g} s of virtual time a point, P = {neighbors}")
+        plot_scale_curve(rows, figure, f"cost curve, {span_s:g} s of virtual time a point, P = {neighbors}",
+                         baseline=earlier, baseline_label=baseline.stem if baseline is not None else "baseline")
         out.print(f"wrote {figure}")
+
+
+def _read_json(path: Path, prefix: str = "") -> Any:
+    """The JSON document at `path`; one line (`prefix` first) when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise CliError(f"{prefix}cannot read {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise CliError(f"{prefix}{path}: not JSON ({error.msg}, line {error.lineno})") from None
+    except UnicodeDecodeError:
+        raise CliError(f"{prefix}{path}: not JSON (not UTF-8 text)") from None
+
+
+def _scale_baseline(path: Path) -> list[dict[str, Any]]:
+    """The points of an earlier `drfemu bench --scale --json` file."""
+    document = _read_json(path, "--baseline: ")
+    points = document.get("points") if isinstance(document, dict) else None
+    keys = {"protocol", "servers", "wall_per_virtual_s", "messages_per_server_tick"}
+    if not isinstance(points, list) or not all(isinstance(p, dict) and keys <= set(p) for p in points):
+        raise CliError(f"--baseline: {path} is not the JSON of drfemu bench --scale")
+    return points
 
 
 def _bench_live(json_path: Path | None, processes: int, actors: int, in_flight: int, seconds: float) -> None:
@@ -1056,15 +1083,7 @@ def live_report_command(
     beside its virtual twins (docs/live.md)."""
     from experiments.reports.live_compare import live_report
 
-    documents = []
-    for path in files:
-        try:
-            documents.append((str(path), json.loads(path.read_text(encoding="utf-8"))))
-        except OSError as error:
-            raise CliError(f"cannot read {path}: {error.strerror}") from None
-        except json.JSONDecodeError as error:
-            raise CliError(f"{path}: not JSON ({error.msg}, line {error.lineno})") from None
-    text = live_report(documents)
+    text = live_report([(str(path), _read_json(path)) for path in files])
     if out_path is None:
         print(text, end="")
         return

@@ -10,19 +10,26 @@ from typing import Any
 __all__ = ["plot_scale_curve"]
 
 
-def plot_scale_curve(points: Sequence[Mapping[str, Any]], path: Path, title: str) -> None:
-    """Draw `points` (`ScalePoint.to_dict()` rows) into `path`."""
+def plot_scale_curve(points: Sequence[Mapping[str, Any]], path: Path, title: str,
+                     baseline: Sequence[Mapping[str, Any]] = (), baseline_label: str = "baseline") -> None:
+    """Draw `points` (`ScalePoint.to_dict()` rows) into `path`; `baseline` (an earlier curve)
+    dashed in the same colours beside them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, (cost, traffic) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for protocol in dict.fromkeys(p["protocol"] for p in points):
-        rows = sorted((p for p in points if p["protocol"] == protocol), key=lambda p: p["servers"])
-        servers = [p["servers"] for p in rows]
-        cost.plot(servers, [p["wall_per_virtual_s"] for p in rows], marker="o", label=protocol)
-        traffic.plot(servers, [p["messages_per_server_tick"] for p in rows], marker="o", label=protocol)
+    protocols = list(dict.fromkeys(p["protocol"] for p in [*points, *baseline]))
+    for colour, protocol in enumerate(protocols):
+        for rows_of, style, suffix in ((baseline, "--", f" ({baseline_label})"), (points, "-", "")):
+            rows = sorted((p for p in rows_of if p["protocol"] == protocol), key=lambda p: p["servers"])
+            if not rows:
+                continue
+            servers = [p["servers"] for p in rows]
+            line = {"marker": "o", "linestyle": style, "color": f"C{colour}", "label": protocol + suffix}
+            cost.plot(servers, [p["wall_per_virtual_s"] for p in rows], **line)
+            traffic.plot(servers, [p["messages_per_server_tick"] for p in rows], **line)
     cost.set_ylabel("wall seconds per virtual second")
     traffic.set_ylabel("messages per server and tick")
     for ax in (cost, traffic):

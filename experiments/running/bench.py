@@ -35,7 +35,7 @@ from nodes.actor import Actor
 from nodes.clock import VirtualClockLoop
 from nodes.gc_tuning import tuned_gc
 from nodes.network import ConstantLatency, Network, to_us
-from nodes.runtime import Runtime
+from nodes.runtime import ENGINE_IMPLEMENTATION, Runtime
 from nodes.streams import RandomStreams
 from protocols.errors import InputError
 from protocols.messages import handles, message
@@ -104,6 +104,7 @@ class BenchResult:
             "samples_messages_per_s": list(self.samples),
             "naive_samples_messages_per_s": list(self.naive_samples),
             "bare_samples_messages_per_s": list(self.bare_samples),
+            "engine": ENGINE_IMPLEMENTATION,
         }
 
 
