@@ -5,6 +5,7 @@ accelerator swapped for its reference give the same events, one hash per event."
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -124,10 +125,16 @@ def test_send_in_c_appends_exactly_what_send_in_python_does() -> None:
         compiled.send(1)  # type: ignore[call-arg]
 
 
-@pytest.mark.parametrize("protocol", ["drf", "probe", "pdgdrf", "dgdrf"])
-def test_a_run_with_every_python_reference_has_the_same_events(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    params = canonical_params({"protocol": protocol, "machines": 12, "users": 4, "neighbors": 2,
-                               "latency": "uniform:1ms:3ms" if protocol == "probe" else "1ms"})
+FAULTS = str(Path(__file__).resolve().parents[1] / "configs" / "faults" / "check-faults.toml")
+
+
+@pytest.mark.parametrize("protocol, extra", [
+    ("drf", {}), ("probe", {"latency": "uniform:1ms:3ms"}), ("pdgdrf", {}), ("dgdrf", {}),
+    ("pdgdrf", {"faults": FAULTS, "max_time": "300s"}),  # loss, crashes and restarts, churn
+])
+def test_a_run_with_every_python_reference_has_the_same_events(protocol: str, extra: dict[str, str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    params = canonical_params({"protocol": protocol, "machines": 12, "users": 4, "neighbors": 2, **extra})
     compiled = traced_run(params)
     monkeypatch.setattr(runtime_module, "deliver", deliver_python)
     monkeypatch.setattr(network_module, "count_types", count_types_python)
