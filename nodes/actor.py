@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
+from protocols.compiled import compiled_module
 from protocols.messages import collect_handlers
 
 __all__ = ["Actor", "UnhandledMessage", "WakeAfter", "WakeUp", "send_python"]
@@ -71,6 +72,7 @@ class Actor:
 
     __slots__ = ("id", "outbox", "port")
     DISPATCH: ClassVar[dict[type, Callable[[Any, Any, float], None]]] = {}
+    COMPILED_HANDLERS: ClassVar[dict[type, Callable[[Any, Any, float], None]]] = {}  # see collect_handlers
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -145,9 +147,6 @@ class Actor:
 
 
 send_python = Actor.send  # the reference for the C `send` below
-try:  # the same `send` in C, where the optional extension was built (`nodes/_engine.c`)
-    from nodes._engine import send_method
-except ImportError:
-    pass
-else:
-    Actor.send = send_method(Actor)  # type: ignore[method-assign]
+_engine = compiled_module("nodes._engine")
+if _engine is not None:  # the same `send` in C (`nodes/_engine.c`)
+    Actor.send = _engine.send_method(Actor)  # type: ignore[method-assign]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any, Protocol
 
+from protocols.compiled import compiled_module
 from protocols.errors import InputError
 
 __all__ = [
@@ -50,10 +51,8 @@ def count_types_python(out: list[tuple[int, Any]]) -> dict[type, int]:
     return dict(Counter(map(type, map(_message_of, out))))
 
 
-try:
-    from nodes._engine import count_types
-except ImportError:  # the optional extension was not built: the same in Python
-    count_types = count_types_python
+_engine = compiled_module("nodes._engine")
+count_types = _engine.count_types if _engine is not None else count_types_python
 
 
 def to_us(seconds: float) -> int:

@@ -24,12 +24,16 @@ from typing import Any
 
 from nodes.actor import Actor
 from nodes.streams import NodeStreams
+from overlay import cyclon as cyclon_module
+from overlay import gradient as gradient_module
 from overlay.cyclon import Cyclon
 from overlay.gradient import NEG_INF, Gradient
 from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinReply, JoinRequest
-from protocols.messages import handles
+from protocols.compiled import compiled_module
+from protocols.messages import collect_handlers, handles
 
-__all__ = ["OverlayPeer", "bootstrap", "default_max_age_periods", "random_neighbors"]
+__all__ = ["EXCHANGE_IMPLEMENTATION", "PYTHON_EXCHANGES", "OverlayPeer", "bootstrap", "default_max_age_periods",
+           "random_neighbors"]
 
 
 def default_max_age_periods(view: int) -> int:
@@ -110,6 +114,33 @@ class OverlayPeer(Actor):
     @handles(GradientReply)
     def _on_gradient_reply(self, msg: GradientReply, now: float) -> None:
         self.gradient.complete(msg)
+
+
+PYTHON_EXCHANGES: dict[str, Callable[..., None]] = {name: vars(OverlayPeer)[name] for name in (
+    "cyclon_round", "gradient_round", "_on_cyclon_shuffle", "_on_cyclon_reply", "_on_gradient_shuffle",
+    "_on_gradient_reply")}
+"""The overlay rounds and handlers in Python: the reference for `overlay/_exchange.c`."""
+
+
+def _compile_exchanges() -> str:
+    """Put the C versions of the overlay rounds and handlers (`overlay/_exchange.c`) in
+    `OverlayPeer`, where the extension was built; returns which implementation runs. They fall
+    back to the Python reference for a node whose Cyclon or gradient is of another class."""
+    exchange = compiled_module("overlay._exchange")
+    if exchange is None:
+        return "Python"
+    methods = exchange.peer_methods(
+        OverlayPeer, Cyclon, Gradient, (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest),
+        (cyclon_module.sample, cyclon_module.merge, gradient_module.rank), PYTHON_EXCHANGES)
+    for name, method in methods.items():
+        setattr(OverlayPeer, name, method)
+    OverlayPeer.COMPILED_HANDLERS = {message_type: methods[name] for name, function in PYTHON_EXCHANGES.items()
+                                     for message_type in getattr(function, "__handles__", ())}
+    OverlayPeer.DISPATCH = collect_handlers(OverlayPeer)
+    return "C"
+
+
+EXCHANGE_IMPLEMENTATION = _compile_exchanges()
 
 
 def bootstrap(peers: Sequence[OverlayPeer], utilities: Sequence[float], seed: int) -> None:

@@ -38,6 +38,7 @@ from typing import Any
 from nodes.actor import Actor, WakeAfter, WakeUp
 from nodes.network import US_PER_S, Network, to_us
 from nodes.trace import EventTrace, describe_callback
+from protocols.compiled import compiled_module
 
 __all__ = ["ENGINE_IMPLEMENTATION", "Periodic", "Runtime", "deliver", "deliver_python"]
 
@@ -68,12 +69,9 @@ def deliver_python(deliveries: list[tuple[int, Any]], mailboxes: list[list[Any]]
                 actor.outbox.clear()
 
 
-try:
-    from nodes._engine import deliver as deliver_c
-except ImportError:  # the optional extension was not built: the same in Python
-    deliver_c = None
-deliver = deliver_c if deliver_c is not None else deliver_python
-ENGINE_IMPLEMENTATION = "C" if deliver_c is not None else "Python"
+_engine = compiled_module("nodes._engine")
+deliver = _engine.deliver if _engine is not None else deliver_python
+ENGINE_IMPLEMENTATION = "C" if _engine is not None else "Python"
 
 
 class _Instant:

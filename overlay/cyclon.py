@@ -37,6 +37,7 @@ from operator import itemgetter
 from typing import Any, TypeVar
 
 from overlay.messages import CyclonReply, CyclonShuffle, Descriptor
+from protocols.compiled import compiled_module
 
 __all__ = ["Cyclon", "merge", "merge_python", "sample", "sample_python"]
 
@@ -80,11 +81,8 @@ def sample_python(draw: random.Random, items: Sequence[T], k: int) -> tuple[T, .
     return tuple(pool[:k])
 
 
-try:
-    from overlay._cyclon import sample as sample_c
-except ImportError:  # the optional extension was not built: the same in Python
-    sample_c = None
-sample = sample_c if sample_c is not None else sample_python
+_cyclon = compiled_module("overlay._cyclon")
+sample = _cyclon.sample if _cyclon is not None else sample_python
 
 
 class Cyclon:
@@ -185,8 +183,4 @@ def merge_python(entries: dict[int, Descriptor], me: int, size: int, received: S
         entries[descriptor[1]] = descriptor
 
 
-try:
-    from overlay._cyclon import merge as merge_c
-except ImportError:  # the optional extension was not built: the same in Python
-    merge_c = None
-merge = merge_c if merge_c is not None else merge_python
+merge = _cyclon.merge if _cyclon is not None else merge_python

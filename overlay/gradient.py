@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 from overlay.messages import Descriptor, GradientReply, GradientShuffle
+from protocols.compiled import compiled_module
 
 __all__ = [
     "NEG_INF",
@@ -102,13 +103,10 @@ def rank_python(me: int, my_utility: float, candidates: list[Descriptor], size: 
     return view
 
 
-try:
-    from overlay._rank import rank as rank_c
-except ImportError:  # built without a C compiler: the same results, slower
-    rank_c = None
-
+_rank = compiled_module("overlay._rank")
+rank_c = _rank.rank if _rank is not None else None
 rank = rank_c if rank_c is not None else rank_python
-RANK_IMPLEMENTATION = "C" if rank_c is not None else "Python"
+RANK_IMPLEMENTATION = "C" if _rank is not None else "Python"
 
 
 def lowest_neighbour(view: Iterable[Descriptor]) -> int:

@@ -80,12 +80,17 @@ def handles(*message_types: type) -> Callable[[F], F]:
 
 def collect_handlers(cls: type) -> dict[type, Callable[..., None]]:
     """The methods of `cls` and its bases marked with `handles`, by message type (a subclass's
-    handler for a type overrides its base's)."""
+    handler for a type overrides its base's).
+
+    A class may also list handlers compiled in C, which carry no mark, in its own
+    `COMPILED_HANDLERS` (message type -> method); they count as that class's own.
+    """
     handlers: dict[type, Callable[..., None]] = {}
     for klass in reversed(cls.__mro__):
         for value in vars(klass).values():
             for message_type in getattr(value, "__handles__", ()):
                 handlers[message_type] = value
+        handlers.update(vars(klass).get("COMPILED_HANDLERS", {}))
     return handlers
 
 

@@ -5,6 +5,11 @@ accelerator swapped for its reference give the same events, one hash per event."
 
 from __future__ import annotations
 
+import json
+import os
+import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -14,15 +19,15 @@ from hypothesis import strategies as st
 
 from experiments.running.check import traced_run
 from experiments.running.params import canonical_params
-from nodes import actor as actor_module
-from nodes import network as network_module
 from nodes import runtime as runtime_module
 from nodes.actor import Actor, UnhandledMessage, send_python
 from nodes.network import count_types_python
 from nodes.runtime import deliver_python
-from overlay import cyclon as cyclon_module
-from overlay import gradient as gradient_module
+from nodes.server import server_class
+from nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
+from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from protocols.messages import handles, message
+from protocols.registry import PROTOCOLS
 
 engine = pytest.importorskip("nodes._engine", reason="the optional C extension was not built")
 
@@ -128,20 +133,110 @@ def test_send_in_c_appends_exactly_what_send_in_python_does() -> None:
 FAULTS = str(Path(__file__).resolve().parents[1] / "configs" / "faults" / "check-faults.toml")
 
 
+PURE_PYTHON_RUN = """
+import json, sys
+from experiments.running.check import traced_run
+from nodes.server import server_class
+from nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
+from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
+from nodes.runtime import ENGINE_IMPLEMENTATION
+from overlay.gradient import RANK_IMPLEMENTATION
+assert (ENGINE_IMPLEMENTATION, EXCHANGE_IMPLEMENTATION, RANK_IMPLEMENTATION) == ("Python",) * 3
+run = traced_run(json.loads(sys.argv[1]))
+print(json.dumps({"events": run["events"], "digest": run["digest"], "result": run["result"]}))
+"""
+
+
 @pytest.mark.parametrize("protocol, extra", [
     ("drf", {}), ("probe", {"latency": "uniform:1ms:3ms"}), ("pdgdrf", {}), ("dgdrf", {}),
+    ("dgdrf", {"gradient": "kompics"}),  # the C exchanges fall back to the Kompics gradient's Python
     ("pdgdrf", {"faults": FAULTS, "max_time": "300s"}),  # loss, crashes and restarts, churn
 ])
-def test_a_run_with_every_python_reference_has_the_same_events(protocol: str, extra: dict[str, str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_with_every_python_reference_has_the_same_events(protocol: str, extra: dict[str, str]) -> None:
+    """The same run in this process (every accelerator in C) and in one with DRFEMU_PURE_PYTHON
+    set (every Python reference): the same events, hash by hash, and the same result."""
+    assert EXCHANGE_IMPLEMENTATION == runtime_module.ENGINE_IMPLEMENTATION == "C"
     params = canonical_params({"protocol": protocol, "machines": 12, "users": 4, "neighbors": 2, **extra})
     compiled = traced_run(params)
-    monkeypatch.setattr(runtime_module, "deliver", deliver_python)
-    monkeypatch.setattr(network_module, "count_types", count_types_python)
-    monkeypatch.setattr(actor_module.Actor, "send", send_python)
-    monkeypatch.setattr(cyclon_module, "merge", cyclon_module.merge_python)
-    monkeypatch.setattr(cyclon_module, "sample", cyclon_module.sample_python)
-    monkeypatch.setattr(gradient_module, "rank", gradient_module.rank_python)
-    python = traced_run(params)
+    env = {**os.environ, "DRFEMU_PURE_PYTHON": "1"}
+    done = subprocess.run([sys.executable, "-c", PURE_PYTHON_RUN, json.dumps(params)], env=env, capture_output=True,
+                          text=True, check=True)
+    python = json.loads(done.stdout)
     assert python["events"] == compiled["events"] > 1000
-    assert python["hashes"] == compiled["hashes"] and python["result"] == compiled["result"]
+    assert python["digest"] == compiled["digest"]
+    assert python["result"] == json.loads(json.dumps(compiled["result"]))
+
+
+descriptors = st.lists(st.tuples(st.sampled_from([float("-inf"), 0.0, 0.25, 0.5, 1.0]), st.integers(0, 7),
+                                 st.sampled_from([0.0, 1.0, 2.0, 3.0])), min_size=1, max_size=6).map(tuple)
+steps = st.lists(st.one_of(
+    st.tuples(st.just("cyclon_round"), st.floats(0, 3, allow_nan=False)),
+    st.tuples(st.just("gradient_round"), st.floats(0, 3, allow_nan=False)),
+    st.tuples(st.just("cyclon_shuffle"), descriptors),
+    st.tuples(st.just("cyclon_reply"), st.integers(-1, 7), descriptors),
+    st.tuples(st.just("partner_reply"), descriptors),  # from the partner of the exchange under way
+    st.tuples(st.just("gradient_shuffle"), descriptors),
+    st.tuples(st.just("gradient_reply"), descriptors),
+    st.tuples(st.just("utility"), st.sampled_from([0.0, 0.5, 2.0])),
+    st.tuples(st.just("gossip"), st.booleans()),
+    st.tuples(st.just("rejoin"), st.integers(-1, 3)),
+), max_size=40)
+
+
+def _peer_state(peer: OverlayPeer) -> tuple[Any, ...]:
+    cyclon, gradient = peer.cyclon, peer.gradient
+    return (list(cyclon.entries.items()), cyclon._partner, cyclon._sent, gradient._view, gradient._pending,
+            gradient._own, gradient._clock, gradient._stale, gradient.utility, peer.outbox, peer.cyclon_exchanges,
+            peer.gradient_exchanges, cyclon.rng.getstate())
+
+
+@given(steps, st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32))
+def test_the_c_exchanges_do_what_their_python_references_do(program: list[tuple[Any, ...]], view: int,
+                                                           cyclon_view: int, seed: int) -> None:
+    """Two peers in the same state, one driven by the C methods of `overlay/_exchange.c`, the other
+    by their Python references: after every step, the same views, queues, draws and outboxes."""
+    peers = []
+    for _ in range(2):
+        peer = OverlayPeer(3, view, cyclon_view, max(1, cyclon_view // 2), random.Random(seed), utility=0.5,
+                           max_age=2.0)
+        peer.join([(0.1 * p, p, 0.0) for p in range(8)])
+        peers.append(peer)
+    compiled, python = peers
+    now = 0.0
+    for step in program:
+        kind = step[0]
+        for peer, method in ((compiled, getattr(OverlayPeer, _METHOD.get(kind, kind), None)),
+                             (python, PYTHON_EXCHANGES.get(_METHOD.get(kind, kind)))):
+            if kind in ("cyclon_round", "gradient_round"):
+                now = max(now, step[1])
+                method(peer, now)
+            elif kind == "cyclon_shuffle":
+                method(peer, CyclonShuffle(step[1]), now)
+            elif kind == "cyclon_reply":
+                method(peer, CyclonReply(step[1], step[2]), now)
+            elif kind == "partner_reply":
+                method(peer, CyclonReply(peer.cyclon._partner, step[1]), now)
+            elif kind == "gradient_shuffle":
+                method(peer, GradientShuffle(step[1]), now)
+            elif kind == "gradient_reply":
+                method(peer, GradientReply(step[1]), now)
+            elif kind == "utility":
+                peer.gradient.set_utility(step[1])
+            elif kind == "gossip":
+                peer.gossip_gradient = step[1]
+            else:
+                peer.rejoin_via = step[1]
+        assert _peer_state(compiled) == _peer_state(python), step
+
+
+_METHOD = {"cyclon_shuffle": "_on_cyclon_shuffle", "cyclon_reply": "_on_cyclon_reply", "partner_reply": "_on_cyclon_reply",
+           "gradient_shuffle": "_on_gradient_shuffle", "gradient_reply": "_on_gradient_reply"}
+
+
+def test_the_c_exchanges_are_in_the_dispatch_of_every_server_class() -> None:
+    rules = [spec.server_rule for spec in PROTOCOLS.values() if spec.server_rule is not None]
+    assert rules
+    for rule in rules:
+        dispatch = server_class(rule).DISPATCH
+        assert dispatch[CyclonShuffle] is OverlayPeer._on_cyclon_shuffle is not PYTHON_EXCHANGES["_on_cyclon_shuffle"]
+        assert dispatch[GradientReply] is OverlayPeer._on_gradient_reply
