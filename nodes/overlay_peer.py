@@ -14,6 +14,10 @@ offered to the gradient as candidates (Kompics' Croupier publishes its samples t
 gradient the same way). Measured against offering the whole Cyclon view once a round, this
 converges faster (P = 2, 1,000 nodes: ideal-view fraction 0.70–0.74 after 50 rounds instead
 of 0.57–0.64) at the same cost.
+
+The rounds and the four overlay handlers run as C methods (`overlay/_exchange.c`) where the
+extension was built; the Python methods below are their reference (`PYTHON_EXCHANGES`), and
+tests hold the two to the same state changes, draws and messages.
 """
 
 from __future__ import annotations

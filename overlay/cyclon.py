@@ -24,6 +24,10 @@ Decisions the paper leaves open or that the emulator changes:
 - Among equally old entries the one held longest (view order) is the oldest.
 - Only the latest exchange is remembered: a reply that arrives after the node started
   another exchange (a slow or lost message) can only fill empty slots.
+
+`initiate`, `answer` and `complete` are inlined in C by `overlay/_exchange.c` (the overlay
+peer's rounds and handlers); a change here must be made there too — the property test in
+`tests/test_engine_c.py` fails until it is.
 """
 
 from __future__ import annotations

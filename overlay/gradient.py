@@ -33,6 +33,10 @@ messages between two reads ranks once. What it reads is always the best `P` of e
 it has heard; of two descriptors of one node the fresher (larger stamp) wins. A reply to
 a partner carries the view as last merged, as T-Man's passive thread answers before it
 merges.
+
+`initiate`, `answer`, `complete`, `descriptor` and `offer` are inlined in C by
+`overlay/_exchange.c` (the overlay peer's rounds and handlers) for this class; a change here
+must be made there too — the property test in `tests/test_engine_c.py` fails until it is.
 """
 
 from __future__ import annotations

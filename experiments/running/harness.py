@@ -283,13 +283,15 @@ class Harness(RunObserver):
         without the CPU to use them). Zero for a resource no user demands."""
         skip = set(self.unplaceable)
         wanting = [k for k in range(len(self.shares)) if k not in skip]
+        demands = self._demand_matrix[wanting]  # placeable users × resources
+        wanted = demands > 0
         stranded = [0.0] * len(self.total)
         for free, capacity in zip(self.free, self.capacity):
-            fit = self._fitting(free, capacity)
-            for r, left in enumerate(free):
-                if left > REL_TOL * capacity[r] and any(
-                        0 < self._demand_matrix[k, r] <= left + REL_TOL * capacity[r] and not fit[k] for k in wanting):
-                    stranded[r] += left
+            slack = np.asarray(free) + REL_TOL * np.asarray(capacity)
+            blocked = wanted & (demands <= slack) & ~self._fitting(free, capacity)[wanting, None]
+            for r in np.flatnonzero(blocked.any(axis=0)).tolist():
+                if free[r] > REL_TOL * capacity[r]:
+                    stranded[r] += free[r]
         return [s / t if t > 0 else 0.0 for s, t in zip(stranded, self.total)]
 
 
