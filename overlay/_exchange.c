@@ -460,8 +460,7 @@ static PyObject *on_gradient_shuffle(PyObject *self, PyObject *const *args, Py_s
     if (sender == NULL) return NULL;
     /* Gradient.answer: the view as last merged, then the request's descriptors queued */
     put(g, g_clock, args[1]);
-    PyObject *pending = get_list(g, g_pending, "_pending");
-    if (pending == NULL || PyList_SetSlice(pending, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, received) < 0) return NULL;
+    if (offer(g, received) < 0) return NULL;
     PyObject *view = get(g, g_view, "_view");
     if (view == NULL) return NULL;
     PyObject *own = own_descriptor(g, args[1]);
@@ -546,26 +545,24 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
         || class_arg(PyTuple_GET_ITEM(messages, 2), &gradient_shuffle_type) < 0
         || class_arg(PyTuple_GET_ITEM(messages, 3), &gradient_reply_type) < 0)
         return NULL;
-    if (offset_of(peer, "id", &p_id) < 0 || offset_of(peer, "outbox", &p_outbox) < 0
-        || offset_of(peer, "cyclon", &p_cyclon) < 0 || offset_of(peer, "gradient", &p_gradient) < 0
-        || offset_of(peer, "cyclon_exchanges", &p_cyclon_exchanges) < 0
-        || offset_of(peer, "gradient_exchanges", &p_gradient_exchanges) < 0
-        || offset_of(peer, "gossip_gradient", &p_gossip_gradient) < 0
-        || offset_of(peer, "rejoin_via", &p_rejoin_via) < 0 || offset_of(cyclon, "me", &c_me) < 0
-        || offset_of(cyclon, "size", &c_size) < 0 || offset_of(cyclon, "length", &c_length) < 0
-        || offset_of(cyclon, "rng", &c_rng) < 0 || offset_of(cyclon, "entries", &c_entries) < 0
-        || offset_of(cyclon, "_partner", &c_partner) < 0 || offset_of(cyclon, "_sent", &c_sent) < 0
-        || offset_of(gradient, "me", &g_me) < 0 || offset_of(gradient, "size", &g_size) < 0
-        || offset_of(gradient, "utility", &g_utility) < 0 || offset_of(gradient, "max_age", &g_max_age) < 0
-        || offset_of(gradient, "rng", &g_rng) < 0 || offset_of(gradient, "_clock", &g_clock) < 0
-        || offset_of(gradient, "_own", &g_own) < 0 || offset_of(gradient, "_view", &g_view) < 0
-        || offset_of(gradient, "_pending", &g_pending) < 0 || offset_of(gradient, "_stale", &g_stale) < 0
-        || offset_of((PyObject *)cyclon_shuffle_type, "entries", &cs_entries) < 0
-        || offset_of((PyObject *)cyclon_reply_type, "sender", &cr_sender) < 0
-        || offset_of((PyObject *)cyclon_reply_type, "entries", &cr_entries) < 0
-        || offset_of((PyObject *)gradient_shuffle_type, "descriptors", &gs_descriptors) < 0
-        || offset_of((PyObject *)gradient_reply_type, "descriptors", &gr_descriptors) < 0)
-        return NULL;
+    PyObject *gs = (PyObject *)gradient_shuffle_type, *gr = (PyObject *)gradient_reply_type;
+    PyObject *cs = (PyObject *)cyclon_shuffle_type, *cr = (PyObject *)cyclon_reply_type;
+    const struct { PyObject *cls; const char *name; Py_ssize_t *offset; } slots[] = {
+        {peer, "id", &p_id}, {peer, "outbox", &p_outbox}, {peer, "cyclon", &p_cyclon},
+        {peer, "gradient", &p_gradient}, {peer, "cyclon_exchanges", &p_cyclon_exchanges},
+        {peer, "gradient_exchanges", &p_gradient_exchanges}, {peer, "gossip_gradient", &p_gossip_gradient},
+        {peer, "rejoin_via", &p_rejoin_via},
+        {cyclon, "me", &c_me}, {cyclon, "size", &c_size}, {cyclon, "length", &c_length}, {cyclon, "rng", &c_rng},
+        {cyclon, "entries", &c_entries}, {cyclon, "_partner", &c_partner}, {cyclon, "_sent", &c_sent},
+        {gradient, "me", &g_me}, {gradient, "size", &g_size}, {gradient, "utility", &g_utility},
+        {gradient, "max_age", &g_max_age}, {gradient, "rng", &g_rng}, {gradient, "_clock", &g_clock},
+        {gradient, "_own", &g_own}, {gradient, "_view", &g_view}, {gradient, "_pending", &g_pending},
+        {gradient, "_stale", &g_stale},
+        {cs, "entries", &cs_entries}, {cr, "sender", &cr_sender}, {cr, "entries", &cr_entries},
+        {gs, "descriptors", &gs_descriptors}, {gr, "descriptors", &gr_descriptors},
+    };
+    for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
+        if (offset_of(slots[i].cls, slots[i].name, slots[i].offset) < 0) return NULL;
     Py_XSETREF(join_request, Py_NewRef(PyTuple_GET_ITEM(messages, 4)));
     Py_XSETREF(sample_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 0)));
     Py_XSETREF(merge_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 1)));

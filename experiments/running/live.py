@@ -66,7 +66,14 @@ from experiments.running.live_channel import (
     write_json,
 )
 from experiments.running.live_merge import EventMerge
-from experiments.running.runner import RunConfig, RunResult, build_nodes, build_run_config, result_document
+from experiments.running.runner import (
+    RunConfig,
+    RunResult,
+    build_harness,
+    build_nodes,
+    build_run_config,
+    result_document,
+)
 from nodes.live import LATENCY_BINS, LATENCY_BINS_PER_DECADE, LATENCY_FLOOR_S
 from nodes.network import TrafficTally, parse_latency
 from nodes.streams import RandomStreams
@@ -244,19 +251,15 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
     """Feed the workers' events, merged into node-time order, to the harness and the ledger, with
     the harness's ticks between them, until the harness ends the run; then collect the reports."""
     params: Any = config.params
-    workload = config.workload
     loop = asyncio.get_running_loop()
-    n_servers = len(workload.servers)
     finished: asyncio.Future[RunOutcome] = loop.create_future()
 
     def on_finish(outcome: RunOutcome) -> None:
         if not finished.done():
             finished.set_result(outcome)
 
-    harness = Harness(capacities=[s.capacity for s in workload.servers], demands=[u.demand for u in workload.users],
-                      user_actors=list(range(n_servers, n_servers + len(workload.users))), tick=params.tick,
-                      stall_ticks=params.stall_ticks, max_time=params.max_time, on_finish=on_finish, log=log,
-                      progress=progress)
+    harness = build_harness(config, on_finish, log, progress)
+    assert isinstance(harness, Harness)  # live runs refuse workloads whose tasks end
     hub = _Hub()
     ledger = TaskLedger()
     ledger.subscribe(hub)

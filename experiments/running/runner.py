@@ -76,8 +76,8 @@ from protocols.registry import Gateway as GatewayMode
 from protocols.registry import GradientUse, get_protocol
 from protocols.resilience import retransmission_timeout
 
-__all__ = ["Nodes", "RunConfig", "RunResult", "build_nodes", "build_run_config", "result_document", "run_emulation",
-           "run_point", "run_timeout"]
+__all__ = ["ActorIds", "Nodes", "RunConfig", "RunResult", "build_harness", "build_nodes", "build_run_config",
+           "result_document", "run_emulation", "run_point", "run_timeout"]
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,38 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+@dataclass(frozen=True)
+class ActorIds:
+    """Where each role sits among a run's actor ids: the servers 0..n−1, then the users, the
+    gateway and the central scheduler (which a distributed run does not build)."""
+
+    servers: list[int]
+    users: list[int]
+    gateway: int
+    scheduler: int
+
+    @classmethod
+    def of(cls, workload: Workload) -> ActorIds:
+        n_servers, n_users = len(workload.servers), len(workload.users)
+        return cls(list(range(n_servers)), list(range(n_servers, n_servers + n_users)), n_servers + n_users,
+                   n_servers + n_users + 1)
+
+
+def build_harness(config: RunConfig, on_finish: Callable[[RunOutcome], None], log: Callable[..., Any] | None = None,
+                  progress: Callable[[float, int], None] | None = None) -> Harness | FiniteHarness:
+    """The observer that judges a run (virtual or live): the finite harness for tasks that end."""
+    params: Any = config.params
+    workload = config.workload
+    capacities = [s.capacity for s in workload.servers]
+    users = ActorIds.of(workload).users
+    if workload.finite:
+        return FiniteHarness(capacities, users, workload.task_count, params.tick, params.stall_ticks, params.max_time,
+                             on_finish, params.sample_every, params.swm_every, log=log, progress=progress)
+    return Harness(capacities=capacities, demands=[u.demand for u in workload.users], user_actors=users,
+                   tick=params.tick, stall_ticks=params.stall_ticks, max_time=params.max_time, on_finish=on_finish,
+                   log=log, progress=progress)
+
+
 @dataclass
 class Nodes:
     """Every node of a run, built from its config: servers (or resource nodes), users, the
@@ -171,11 +203,8 @@ def build_nodes(config: RunConfig, streams: RandomStreams, rto: float, every_ser
     spec = get_protocol(params.protocol)
     workload = config.workload
     finite = workload.finite
-    n_servers, n_users = len(workload.servers), len(workload.users)
-    server_ids = list(range(n_servers))
-    user_ids = list(range(n_servers, n_servers + n_users))
-    gateway_id = n_servers + n_users
-    scheduler_id = gateway_id + 1
+    ids = ActorIds.of(workload)
+    server_ids, user_ids, gateway_id, scheduler_id = ids.servers, ids.users, ids.gateway, ids.scheduler
     total = workload.total
     capacities = [s.capacity for s in workload.servers]
     gateway = Gateway(gateway_id, spec.gateway, server_ids, user_ids, streams.python("gateway"), central=scheduler_id)
@@ -218,12 +247,9 @@ def run_emulation(
     params: Any = config.params
     spec = get_protocol(params.protocol)
     workload = config.workload
-    finite = workload.finite
     streams = RandomStreams(params.seed)
-    n_servers, n_users = len(workload.servers), len(workload.users)
-    user_ids = list(range(n_servers, n_servers + n_users))
-    gateway_id = n_servers + n_users
-    scheduler_id = gateway_id + 1
+    n_servers = len(workload.servers)
+    ids = ActorIds.of(workload)
     capacities = [s.capacity for s in workload.servers]
 
     loop = VirtualClockLoop()
@@ -231,15 +257,7 @@ def run_emulation(
         def on_finish(outcome: RunOutcome) -> None:
             runtime.stop(outcome)  # bound below, before the loop runs
 
-        harness: Harness | FiniteHarness
-        if finite:
-            harness = FiniteHarness(capacities, user_ids, workload.task_count, params.tick, params.stall_ticks,
-                                    params.max_time, on_finish, params.sample_every, params.swm_every, log=log,
-                                    progress=progress)
-        else:
-            harness = Harness(capacities=capacities, demands=[u.demand for u in workload.users], user_actors=user_ids,
-                              tick=params.tick, stall_ticks=params.stall_ticks, max_time=params.max_time,
-                              on_finish=on_finish, log=log, progress=progress)
+        harness = build_harness(config, on_finish, log, progress)
         latency = parse_latency(params.latency, streams.python("network/latency"))
         # Resilience (timeouts, retries, acknowledged ends) is on in runs with faults (docs/faults.md).
         rto = run_timeout(config, latency.bound_us() / US_PER_S) if faults is not None else 0.0
@@ -256,13 +274,13 @@ def run_emulation(
         injector = None
         if faults is not None:
             injector = _injector(faults, runtime, network, streams, params, rto, harness, gateway, distributed,
-                                 capacities, len(workload.resources), spec, scheduler_id, n_servers)
+                                 capacities, len(workload.resources), spec, ids.scheduler, n_servers)
             harness.faults = injector
         ledger = TaskLedger()
         ledger.subscribe(runtime)
         if isinstance(harness, FiniteHarness):
             harness.subscribe(runtime)
-            TaskLifetimes(runtime, {a: [t.duration for t in u.tasks or ()] for a, u in zip(user_ids, workload.users)})
+            TaskLifetimes(runtime, {a: [t.duration for t in u.tasks or ()] for a, u in zip(ids.users, workload.users)})
         else:
             runtime.subscribe(TaskAllocated, harness.on_event)
             runtime.subscribe(ServerCrashed, harness.on_crashed)
