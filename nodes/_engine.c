@@ -13,6 +13,15 @@
  *   now). Its outbox is then appended to `batch` and cleared or, with batch None, handed
  *   to flush(actor). Mailboxes, actors and flags are read when each actor's turn comes, so a
  *   handler that crashes or replaces another actor is seen as in Python.
+ *
+ * count_items(out, cls, field) -> int
+ *   Σ len(msg.<field>) over the messages of type exactly `cls` in the (dst, msg) list `out`
+ *   (nodes.network.count_items_python: the items variable-size messages carry).
+ *
+ * fire_each(actors, action, now, batch, flush) -> None
+ *   A periodic driver's round (nodes.runtime.fire_each_python): action(actor, now) for each
+ *   actor of the list in turn (read by index, as Python's list iterator does), each actor's
+ *   outbox then moved as in `deliver`.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -244,9 +253,57 @@ static PyObject *send_method(PyObject *Py_UNUSED(self), PyObject *cls) {
     return PyDescr_NewMethod((PyTypeObject *)cls, &send_def);
 }
 
+static PyObject *count_items(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyUnicode_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "count_items(out: list, cls, field: str)");
+        return NULL;
+    }
+    PyObject *out = args[0], *cls = args[1], *field = args[2];
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) {
+        PyObject *item = PyList_GET_ITEM(out, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a send is a (dst, msg) tuple");
+            return NULL;
+        }
+        PyObject *msg = PyTuple_GET_ITEM(item, 1);
+        if ((PyObject *)Py_TYPE(msg) != cls) continue;
+        PyObject *items = PyObject_GetAttr(msg, field);
+        if (items == NULL) return NULL;
+        Py_ssize_t length = PyObject_Length(items);
+        Py_DECREF(items);
+        if (length < 0) return NULL;
+        total += length;
+    }
+    return PyLong_FromSsize_t(total);
+}
+
+static PyObject *fire_each(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyList_Check(args[0]) || !(args[3] == Py_None || PyList_Check(args[3]))) {
+        PyErr_SetString(PyExc_TypeError, "fire_each(actors: list, action, now, batch: list | None, flush)");
+        return NULL;
+    }
+    PyObject *actors = args[0], *action = args[1], *now = args[2], *batch = args[3], *flush = args[4];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(actors); i++) {
+        PyObject *actor = PyList_GET_ITEM(actors, i);
+        Py_INCREF(actor);
+        PyObject *call[2] = {actor, now};
+        PyObject *done = PyObject_Vectorcall(action, call, 2, NULL);
+        int status = done == NULL ? -1 : move_outbox(actor, batch, flush);
+        Py_XDECREF(done);
+        Py_DECREF(actor);
+        if (status < 0) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"send_method", send_method, METH_O, "send_method(cls) -> the C `send` method for class cls (an Actor)"},
     {"count_types", count_types, METH_O, "count_types(out) -> {message type: count}, in order of first appearance"},
+    {"count_items", (PyCFunction)(void (*)(void))count_items, METH_FASTCALL,
+     "count_items(out, cls, field) -> the items the messages of type cls carry in field, summed"},
+    {"fire_each", (PyCFunction)(void (*)(void))fire_each, METH_FASTCALL,
+     "fire_each(actors, action, now, batch, flush): action(actor, now) for each actor, outboxes moved"},
     {"deliver", (PyCFunction)(void (*)(void))deliver, METH_FASTCALL,
      "deliver(deliveries, mailboxes, actors, inline_drain, now, batch, flush): one instant's delivery phase"},
     {NULL, NULL, 0, NULL},

@@ -20,9 +20,8 @@ import math
 import random
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any, Protocol
 
 from protocols.compiled import compiled_module
@@ -51,8 +50,15 @@ def count_types_python(out: list[tuple[int, Any]]) -> dict[type, int]:
     return dict(Counter(map(type, map(_message_of, out))))
 
 
+def count_items_python(out: list[tuple[int, Any]], cls: type, field: str) -> int:
+    """The items the messages of type `cls` in `out` carry in their sequence `field`, summed.
+    The reference for `nodes/_engine.c`'s `count_items`."""
+    return sum(len(getattr(msg, field)) for _, msg in out if msg.__class__ is cls)
+
+
 _engine = compiled_module("nodes._engine")
 count_types = _engine.count_types if _engine is not None else count_types_python
+count_items = _engine.count_items if _engine is not None else count_items_python
 
 
 def to_us(seconds: float) -> int:
@@ -248,7 +254,7 @@ class Network:
         self._sent: dict[type, int] = {}
         self._dropped: dict[type, int] = {}
         self._payload: dict[type, list[int]] = {}  # [numbers, addresses] carried in tuple fields
-        self._variable: dict[type, list[tuple[Callable[[Any], tuple[Any, ...]], int, int]]] = {}
+        self._variable: dict[type, list[tuple[str, int, int]]] = {}  # per type: (field, numbers, addresses) per item
         self._by_type: dict[type, float] = {}
         self._by_link: dict[tuple[int, int], float] = {}
         self._islands: dict[int, int] = {}  # actor -> island (absent: the mainland)
@@ -359,16 +365,14 @@ class Network:
                 sent[cls] = 0
                 wire = cls.WIRE
                 if len(wire) > 2:
-                    variable[cls] = [(attrgetter(wire[k]), wire[k + 1], wire[k + 2]) for k in range(2, len(wire), 3)]
+                    variable[cls] = [(wire[k], wire[k + 1], wire[k + 2]) for k in range(2, len(wire), 3)]
                     self._payload[cls] = [0, 0]
             sent[cls] += count
             fields = variable.get(cls)
             if fields is not None:
-                same = (list(map(_message_of, out)) if len(kinds) == 1
-                        else [m for _, m in out if m.__class__ is cls])
                 payload = self._payload[cls]
-                for items_of, numbers, addresses in fields:
-                    items = sum(map(len, map(items_of, same)))
+                for field, numbers, addresses in fields:
+                    items = count_items(out, cls, field)
                     payload[0] += numbers * items
                     payload[1] += addresses * items
 

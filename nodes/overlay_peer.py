@@ -52,7 +52,8 @@ def default_max_age_periods(view: int) -> int:
 class OverlayPeer(Actor):
     """Node `actor_id` with a Cyclon view of `cyclon_view` and a gradient view of `view_size`."""
 
-    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "rejoin_via")
+    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "rejoin_via",
+                 "idle_cyclon_every", "idle_gradient_every", "_idle_rounds")
 
     def __init__(
         self,
@@ -74,6 +75,9 @@ class OverlayPeer(Actor):
         self.gradient_exchanges = 0
         self.gossip_gradient = True  # False: answer gradient exchanges but start none
         self.rejoin_via = -1  # the bootstrap service to ask when the Cyclon view empties (-1: none)
+        self.idle_cyclon_every = 1  # see `sparse_cyclon_round`
+        self.idle_gradient_every = 1  # see `sparse_gradient_round`
+        self._idle_rounds = [0, 0]  # Cyclon's and the gradient's rounds since this node became idle
 
     def join(self, entries: Sequence[tuple[float, int, float]]) -> None:
         """Start from the bootstrap service's Cyclon view, offered to the gradient too."""
@@ -87,6 +91,30 @@ class OverlayPeer(Actor):
             self.cyclon_exchanges += 1
         elif self.rejoin_via >= 0:
             self.outbox.append((self.rejoin_via, JoinRequest(self.id, self.cyclon.size)))
+
+    def sparse_cyclon_round(self, now: float) -> None:
+        """`cyclon_round`, except that while this node is idle — no users to allocate for, its
+        utility −∞ — it starts a shuffle only on every `idle_cyclon_every`-th round (the first
+        idle round, then every k-th; an idle node still answers every shuffle it is sent). The
+        run option `--idle-cyclon-every` (default 1: every round, as the thesis) puts these rounds
+        in place of the plain ones. It changes what nodes do: `docs/performance.md` measures how."""
+        if self._idle_turn(0, self.idle_cyclon_every):
+            self.cyclon_round(now)
+
+    def sparse_gradient_round(self, now: float) -> None:
+        """`gradient_round`, thinned as `sparse_cyclon_round` thins Cyclon's, every
+        `idle_gradient_every`-th round (`--idle-gradient-every`)."""
+        if self._idle_turn(1, self.idle_gradient_every):
+            self.gradient_round(now)
+
+    def _idle_turn(self, which: int, every: int) -> bool:
+        rounds = self._idle_rounds
+        if self.gradient.utility != NEG_INF:
+            rounds[which] = 0
+            return True
+        due = rounds[which] % every == 0
+        rounds[which] += 1
+        return due
 
     @handles(JoinReply)
     def _on_join_reply(self, msg: JoinReply, now: float) -> None:

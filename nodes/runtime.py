@@ -69,8 +69,28 @@ def deliver_python(deliveries: list[tuple[int, Any]], mailboxes: list[list[Any]]
                 actor.outbox.clear()
 
 
+def fire_each_python(
+    actors: list[Actor],
+    action: Callable[[Any, float], None],
+    now: float,
+    batch: list[tuple[int, Any]] | None,
+    flush: Callable[[Actor], None],
+) -> None:
+    """A periodic driver's round: `action(actor, now)` for each actor in turn, its outbox then
+    appended to `batch` (fixed latency) or, with `batch` None, handed to `flush`."""
+    for actor in actors:
+        action(actor, now)
+        if actor.outbox:
+            if batch is None:
+                flush(actor)
+            else:
+                batch += actor.outbox
+                actor.outbox.clear()
+
+
 _engine = compiled_module("nodes._engine")
 deliver = _engine.deliver if _engine is not None else deliver_python
+fire_each = _engine.fire_each if _engine is not None else fire_each_python
 ENGINE_IMPLEMENTATION = "C" if _engine is not None else "Python"
 
 
@@ -132,25 +152,12 @@ class Periodic:
         runtime = self.runtime
         action = self.action
         if action is not None:
-            if runtime.network.fixed_us >= 0:
-                batch: list[tuple[int, Any]] = []
-                for actor in self.actors:
-                    action(actor, now)
-                    if actor.outbox:
-                        batch += actor.outbox
-                        actor.outbox.clear()
-                if batch:
-                    runtime._post(batch)
-                if runtime._port:
-                    runtime._drain_port()
-            else:
-                flush = runtime._flush
-                for actor in self.actors:
-                    action(actor, now)
-                    if actor.outbox:
-                        flush(actor)
-                if runtime._port:
-                    runtime._drain_port()
+            batch: list[tuple[int, Any]] | None = [] if runtime.network.fixed_us >= 0 else None
+            fire_each(self.actors, action, now, batch, runtime._flush)
+            if batch:
+                runtime._post(batch)
+            if runtime._port:
+                runtime._drain_port()
         runtime.timer_events += len(self.actors)
         for hook in self.hooks:
             hook(now, self.count)

@@ -91,8 +91,7 @@ done:
  * when there are at most MAX_TABLE of them, else a partial Fisher-Yates shuffles. */
 #define MAX_TABLE 4096
 
-static long long comb_capped(Py_ssize_t n, Py_ssize_t k) { /* C(n, k), or MAX_TABLE + 1 if larger */
-    if (k < 0 || k > n) return 0;
+static long long comb_computed(Py_ssize_t n, Py_ssize_t k) { /* C(n, k) for 0 <= k <= n, or MAX_TABLE + 1 if larger */
     if (k > n - k) k = n - k;
     long long c = 1;
     for (Py_ssize_t i = 1; i <= k; i++) {
@@ -102,8 +101,19 @@ static long long comb_capped(Py_ssize_t n, Py_ssize_t k) { /* C(n, k), or MAX_TA
     return c;
 }
 
-static int uniform(PyObject *random, double *out) {
-    PyObject *value = PyObject_CallNoArgs(random);
+#define PASCAL_ROWS 64
+static long long pascal[PASCAL_ROWS][PASCAL_ROWS]; /* comb_capped(n, k) for n, k < PASCAL_ROWS, filled at import */
+
+static long long comb_capped(Py_ssize_t n, Py_ssize_t k) { /* C(n, k), or MAX_TABLE + 1 if larger */
+    if (k < 0 || k > n) return 0;
+    if (n < PASCAL_ROWS) return pascal[n][k];
+    return comb_computed(n, k);
+}
+
+static PyObject *str_random; /* "random", interned at import */
+
+static int uniform(PyObject *draw, double *out) { /* draw.random() */
+    PyObject *value = PyObject_CallMethodNoArgs(draw, str_random);
     if (value == NULL) return -1;
     *out = PyFloat_AsDouble(value);
     Py_DECREF(value);
@@ -121,7 +131,7 @@ static PyObject *sample(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssi
     if (items == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
     PyObject **item = PySequence_Fast_ITEMS(items);
-    PyObject *result = NULL, *random = NULL;
+    PyObject *result = NULL, *draw = args[0];
     if (n <= k) {
         result = PySequence_Tuple(items);
         goto done;
@@ -134,11 +144,9 @@ static PyObject *sample(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssi
         result = PyTuple_New(0);
         goto done;
     }
-    random = PyObject_GetAttrString(args[0], "random");
-    if (random == NULL) goto done;
     double r;
     if (k == 1) {
-        if (uniform(random, &r) < 0) goto done;
+        if (uniform(draw, &r) < 0) goto done;
         result = PyTuple_Pack(1, item[(Py_ssize_t)(r * (double)n)]);
         goto done;
     }
@@ -146,7 +154,7 @@ static PyObject *sample(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssi
     result = PyTuple_New(k);
     if (result == NULL) goto done;
     if (subsets <= MAX_TABLE) {
-        if (uniform(random, &r) < 0) goto fail;
+        if (uniform(draw, &r) < 0) goto fail;
         long long index = (long long)(r * (double)subsets);
         Py_ssize_t next = 0; /* unrank `index` among the k-subsets in lexicographic order */
         for (Py_ssize_t p = 0; p < k; p++) {
@@ -168,7 +176,7 @@ static PyObject *sample(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssi
     }
     memcpy(pool, item, sizeof(PyObject *) * (size_t)n);
     for (Py_ssize_t i = 0; i < k; i++) {
-        if (uniform(random, &r) < 0) {
+        if (uniform(draw, &r) < 0) {
             PyMem_Free(pool);
             goto fail;
         }
@@ -184,7 +192,6 @@ static PyObject *sample(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssi
 fail:
     Py_CLEAR(result);
 done:
-    Py_XDECREF(random);
     Py_DECREF(items);
     return result;
 }
@@ -199,4 +206,10 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "overlay._cyclon", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__cyclon(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__cyclon(void) {
+    str_random = PyUnicode_InternFromString("random");
+    if (str_random == NULL) return NULL;
+    for (Py_ssize_t n = 0; n < PASCAL_ROWS; n++)
+        for (Py_ssize_t k = 0; k <= n; k++) pascal[n][k] = comb_computed(n, k);
+    return PyModule_Create(&module);
+}

@@ -295,7 +295,9 @@ static int cyclon_initiate(PyObject *c, PyObject *own, PyObject **started) {
         }
         PyObject *stamp = PyTuple_GET_ITEM(value, 2);
         if (best != NULL) {
-            int earlier = PyObject_RichCompareBool(stamp, best_stamp, Py_LT);
+            int earlier = PyFloat_CheckExact(stamp) && PyFloat_CheckExact(best_stamp)
+                              ? PyFloat_AS_DOUBLE(stamp) < PyFloat_AS_DOUBLE(best_stamp)
+                              : PyObject_RichCompareBool(stamp, best_stamp, Py_LT);
             if (earlier < 0) return -1;
             if (!earlier) continue;
         }

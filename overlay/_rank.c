@@ -24,13 +24,31 @@ static inline int below(const Entry *x, const Entry *y) { /* x before y in (util
     return x->utility < y->utility || (x->utility == y->utility && x->node < y->node);
 }
 
-static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *args) {
-    long long me;
-    double my_utility, oldest = -Py_HUGE_VAL;
-    PyObject *candidates;
-    Py_ssize_t size;
-    if (!PyArg_ParseTuple(args, "LdO!n|d", &me, &my_utility, &PyList_Type, &candidates, &size, &oldest))
+static inline double as_double(PyObject *number) {
+    return PyFloat_CheckExact(number) ? PyFloat_AS_DOUBLE(number) : PyFloat_AsDouble(number);
+}
+
+static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 4 || nargs > 5) {
+        PyErr_Format(PyExc_TypeError, "rank() takes 4 or 5 arguments (%zd given)", nargs);
         return NULL;
+    }
+    long long me = PyLong_AsLongLong(args[0]);
+    if (me == -1 && PyErr_Occurred()) return NULL;
+    double my_utility = PyFloat_AsDouble(args[1]);
+    if (my_utility == -1.0 && PyErr_Occurred()) return NULL;
+    PyObject *candidates = args[2];
+    if (!PyList_Check(candidates)) {
+        PyErr_SetString(PyExc_TypeError, "rank(): candidates must be a list");
+        return NULL;
+    }
+    Py_ssize_t size = PyNumber_AsSsize_t(args[3], PyExc_OverflowError);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    double oldest = -Py_HUGE_VAL;
+    if (nargs == 5) {
+        oldest = PyFloat_AsDouble(args[4]);
+        if (oldest == -1.0 && PyErr_Occurred()) return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(candidates);
     /* Open addressing on the node id, at most half full: slots hold entry index + 1. */
     size_t slots = 16;
@@ -52,9 +70,9 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *args) {
             PyErr_SetString(PyExc_TypeError, "a descriptor is a (utility, node, stamp) tuple");
             goto done;
         }
-        double utility = PyFloat_AsDouble(PyTuple_GET_ITEM(d, 0));
+        double utility = as_double(PyTuple_GET_ITEM(d, 0));
         long long node = PyLong_AsLongLong(PyTuple_GET_ITEM(d, 1));
-        double stamp = PyFloat_AsDouble(PyTuple_GET_ITEM(d, 2));
+        double stamp = as_double(PyTuple_GET_ITEM(d, 2));
         if (PyErr_Occurred()) goto done;
         if (stamp < oldest || node == me) continue;
         size_t h = ((unsigned long long)node * 0x9E3779B97F4A7C15ULL) >> 32;
@@ -109,7 +127,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"rank", rank, METH_VARARGS, "rank(me, my_utility, candidates, size, oldest) -> the most preferred descriptors"},
+    {"rank", (PyCFunction)(void (*)(void))rank, METH_FASTCALL, "rank(me, my_utility, candidates, size, oldest) -> the most preferred descriptors"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -186,7 +186,9 @@ class Gradient:
         """Eq. 3.11: no neighbour is above this node (as their descriptors say) in the total
         order; with `strict`, Algorithm 6's `ISCENTERNODE`: no neighbour's utility is strictly
         above this node's, so every node tied at the top is a centre."""
-        view = self.view
+        if self._pending or self._stale:
+            self._merge()
+        view = self._view
         if strict:
             return not view or max(view)[0] <= self.utility
         return not view or view[0] < (self.utility, self.me)

@@ -94,8 +94,12 @@ class HomeUsers:
         return -self.min_share()
 
     def lowest(self) -> tuple[int, HomeUser] | None:
-        """The counted user with the lowest `(G_i, id)`, or None."""
-        return min(self.counted(), key=lambda item: (item[1].share, item[0]), default=None)
+        """The counted user with the lowest `(G_i, id)`, or None (run by every home every tick)."""
+        best_user, best = -1, None
+        for user, record in self.records.items():  # ascending ids: a tie keeps the first
+            if record.active and not record.saturated and (best is None or record.share < best.share):
+                best_user, best = user, record
+        return None if best is None else (best_user, best)
 
     def task_arrived(self, msg: TaskRequest) -> None:
         """A homed user's next task, carrying its current share; ends a saturation mark.

@@ -11,21 +11,34 @@ literal `ISCENTERNODE`, this protocol's default; `protocols.centre`), every home
 
 from __future__ import annotations
 
-import math
+from bisect import insort
 from collections.abc import Iterable
+from operator import itemgetter
 
 from protocols.centre import CENTRE_TIES, CentreTies
-from protocols.fairness import gini
+from protocols.fairness import gini_of_sorted
 from protocols.rule import Server, ServerRule
 
 __all__ = ["PdgdrfRule", "lowers_gini"]
 
+INF = float("inf")
+UTILITY = itemgetter(0)
+
 
 def lowers_gini(share: float, task_share: float, neighbour_utilities: Iterable[float]) -> bool:
     """Algorithm 6's test: does `share → share + task_share` lower the Gini of
-    `[share] + [−u for every finite neighbour utility u]`?"""
-    others = [-u for u in neighbour_utilities if math.isfinite(u)]
-    return gini([share + task_share, *others]) < gini([share, *others])
+    `[share] + [−u for every finite neighbour utility u]`?
+
+    Both Gini values are `protocols.fairness.gini`'s, float for float: the neighbours' values
+    are sorted and checked once and each of the two shares is inserted in order."""
+    others = sorted([-u for u in neighbour_utilities if -INF < u < INF])
+    before, after = float(share), float(share + task_share)
+    if before != before or after != after or min(before, after) < 0 or (others and others[0] < 0):
+        raise ValueError("fairness metrics need non-negative numbers")
+    grown = others.copy()
+    insort(others, before)
+    insort(grown, after)
+    return gini_of_sorted(grown) < gini_of_sorted(others)
 
 
 class PdgdrfRule(ServerRule):
@@ -52,7 +65,7 @@ class PdgdrfRule(ServerRule):
         gradient = server.gradient
         if gradient.believes_centre(self.strict):
             self.by_centre += 1
-        elif lowers_gini(record.share, record.task_share, (d[0] for d in gradient.view)):
+        elif lowers_gini(record.share, record.task_share, map(UTILITY, gradient.view)):
             self.by_gini += 1
         else:
             return

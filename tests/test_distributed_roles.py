@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from nodes.actor import WakeUp
 from nodes.server import ServerNode, server_class
@@ -14,6 +17,7 @@ from protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRe
 from protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
 from protocols.events import NeighborsFixed, TaskAllocated
 from protocols.fairness import gini
+from protocols.homes import HomeUsers
 from protocols.messages import (
     Accept,
     Decline,
@@ -217,6 +221,36 @@ def test_lowers_gini_examples() -> None:
     assert not lowers_gini(0.4, 0.05, [-0.1, -0.2])  # the richest growing raises it
     assert lowers_gini(0.1, 0.05, [NEG_INF, -0.3])  # −∞ neighbours (no users) are left out
     assert gini([1, 2, 3, 4, 5]) == pytest.approx(0.2667, abs=1e-4)
+
+
+shares = st.sampled_from([0.0, 0.05, 0.1, 0.125, 0.2, 1 / 3, 0.5]) | st.floats(0, 1)
+
+
+@given(shares, shares, st.lists(st.one_of(shares.map(lambda x: -x), st.sampled_from([NEG_INF, -0.0])), max_size=12))
+def test_lowers_gini_is_the_gini_comparison_float_for_float(share: float, task_share: float,
+                                                            utilities: list[float]) -> None:
+    """The fast test (sorted once, both shares inserted) decides exactly as comparing the two
+    `gini` values of Algorithm 6 does."""
+    others = [-u for u in utilities if math.isfinite(u)]
+    assert lowers_gini(share, task_share, utilities) == (gini([share + task_share, *others]) < gini([share, *others]))
+
+
+def test_lowers_gini_refuses_what_gini_refuses() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        lowers_gini(0.1, 0.1, [0.2])  # a neighbour's utility above 0: a negative share
+    with pytest.raises(ValueError, match="non-negative"):
+        lowers_gini(float("nan"), 0.1, [-0.2])
+
+
+@given(st.dictionaries(st.integers(0, 20), st.tuples(shares, st.booleans(), st.booleans()), max_size=6))
+def test_home_users_lowest_is_the_minimum_of_share_then_id(users: dict[int, tuple[float, bool, bool]]) -> None:
+    homes = HomeUsers({user: 0.1 for user in users})
+    for user, (share, active, saturated) in users.items():
+        record = homes.records[user]
+        record.share, record.active, record.saturated = share, active, saturated
+    expected = min(((u, r) for u, r in homes.records.items() if r.active and not r.saturated),
+                   key=lambda item: (item[1].share, item[0]), default=None)
+    assert homes.lowest() == expected
 
 
 def test_pdgdrf_centre_allocates_and_others_follow_the_gini_rule() -> None:

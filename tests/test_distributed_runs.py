@@ -94,6 +94,30 @@ def test_gradient_cost_per_tick_follows_eq_4_6(shuffles: float) -> None:
     assert r["bytes"]["GradientShuffle"] == exchanges * ((p + 1) * (2 * 8 + 6) + 28)
 
 
+@pytest.mark.slow
+def test_idle_servers_thin_the_layer_they_are_told_to_and_the_run_still_saturates() -> None:
+    """With `idle_cyclon_every = 4` the servers without users start about a quarter of their
+    Cyclon shuffles and all their gradient exchanges, the homes all of both; and the other way
+    round with `idle_gradient_every = 4`."""
+    w = google_case(30, 6, 1)
+    full = run(w, "pdgdrf", neighbors=2)
+    cyclon = run(w, "pdgdrf", neighbors=2, idle_cyclon_every=4)
+    gradient = run(w, "pdgdrf", neighbors=2, idle_gradient_every=4)
+    assert (full["idle_cyclon_every"], full["idle_gradient_every"]) == (1, 1)
+    assert (cyclon["idle_cyclon_every"], gradient["idle_gradient_every"]) == (4, 4)
+
+    def started_per_round(r: dict[str, Any], kind: str) -> float:
+        assert r["saturated"]
+        return r["messages"][kind] / r["ticks"]
+
+    thinned = cyclon["homes"] + (30 - cyclon["homes"]) / 4
+    assert started_per_round(full, "CyclonShuffle") == started_per_round(full, "GradientShuffle") == 30
+    assert started_per_round(cyclon, "CyclonShuffle") == pytest.approx(thinned, abs=1.5)
+    assert started_per_round(cyclon, "GradientShuffle") == 30
+    assert started_per_round(gradient, "GradientShuffle") == pytest.approx(thinned, abs=1.5)
+    assert started_per_round(gradient, "CyclonShuffle") == 30
+
+
 def test_a_user_that_fits_nowhere_is_left_out_and_others_saturate() -> None:
     w = workload([[4, 4], [4, 4], [2, 2]], [[1, 1], [5, 5], [1, 2]])
     for protocol in ("dgdrf", "pdgdrf", "ddrf-random", "ddrf-gradient"):

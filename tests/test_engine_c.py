@@ -21,8 +21,8 @@ from experiments.running.check import traced_run
 from experiments.running.params import canonical_params
 from nodes import runtime as runtime_module
 from nodes.actor import Actor, UnhandledMessage, send_python
-from nodes.network import count_types_python
-from nodes.runtime import deliver_python
+from nodes.network import count_items_python, count_types_python
+from nodes.runtime import deliver_python, fire_each_python
 from nodes.server import server_class
 from nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
 from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
@@ -48,6 +48,12 @@ class Skip:
 class Stray:
     tag: int
     WIRE: ClassVar[tuple[int, int]] = (1, 0)
+
+
+@message
+class Carrier:
+    items: tuple[int, ...]
+    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "items", 1, 0)
 
 
 class Recorder(Actor):
@@ -89,6 +95,44 @@ def test_count_types_agrees_with_its_python_reference(items: list[tuple[int, typ
     counted = engine.count_types(out)
     assert counted == count_types_python(out)
     assert list(counted) == list(count_types_python(out))  # types in the order of their first message
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.sampled_from([Hop, Stray]),
+                                                     st.lists(st.integers(), max_size=5))), max_size=40))
+def test_count_items_agrees_with_its_python_reference(items: list[tuple[int, Any]]) -> None:
+    out = [(dst, kind(7) if isinstance(kind, type) else Carrier(tuple(kind))) for dst, kind in items]
+    assert engine.count_items(out, Carrier, "items") == count_items_python(out, Carrier, "items")
+    assert engine.count_items(out, Skip, "tag") == 0  # a type absent from the batch carries nothing
+
+
+class Ticker(Recorder):
+    """Sends `tag` messages per round (a round of a periodic driver)."""
+
+    __slots__ = ("tag",)
+
+    def round(self, now: float) -> None:
+        for k in range(self.tag):
+            self.send(k, Hop(self.id * 10 + k))
+
+
+@given(st.lists(st.integers(0, 3), max_size=6), st.booleans())
+def test_fire_each_agrees_with_its_python_reference(sends_per_actor: list[int], fixed: bool) -> None:
+    def fire(implementation: Any) -> tuple[list[Any], list[int]]:
+        actors = [Ticker(i, []) for i in range(len(sends_per_actor))]
+        for actor, tag in zip(actors, sends_per_actor):
+            actor.tag = tag
+        flushed: list[int] = []
+
+        def flush(actor: Actor) -> None:
+            flushed.append(actor.id)
+            actor.outbox = []
+
+        batch: list[Any] | None = [] if fixed else None
+        implementation(actors, Ticker.round, 2.0, batch, flush)
+        assert not any(actor.outbox for actor in actors)
+        return batch if batch is not None else [], flushed
+
+    assert fire(engine.fire_each) == fire(fire_each_python)
 
 
 def _deliver(implementation: Any, items: list[tuple[int, type, int]], batch_actors: set[int],

@@ -105,6 +105,15 @@ def test_thesis_suite_loads_all_seven_experiments() -> None:
     assert {p.run for p in sweep.experiments[1].points} <= {p.run for p in e1.points}
 
 
+def test_idle_gossip_study_thins_one_layer_or_both_and_never_drf() -> None:
+    sweep = load_sweep(CONFIGS / "idle-gossip.toml")
+    points = sweep.experiments[0].points
+    layers = {(p.params["protocol"], p.params["idle_cyclon_every"], p.params["idle_gradient_every"]) for p in points}
+    assert len(points) == 5 * (1 + 2 * 4 + 2 * 3 * 2) and len(layers) == 1 + 2 * 10
+    assert ("drf", 1, 1) in layers and not any(proto == "drf" and (c, g) != (1, 1) for proto, c, g in layers)
+    assert {("pdgdrf", 8, 8), ("dgdrf", 1, 8), ("dgdrf", 8, 1)} <= layers
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [

@@ -77,6 +77,8 @@ class DistributedSetup:
                               scale=scale, gradient=gradient, total=total, users_active=not finite, rto=rto)
             if rto > 0:
                 node.rejoin_via = gateway
+            node.idle_cyclon_every = params.idle_cyclon_every
+            node.idle_gradient_every = params.idle_gradient_every
             return node
 
         self._build = build
@@ -114,10 +116,16 @@ class DistributedSetup:
         return [self.servers[h] for h in self.homes]
 
     def start(self, runtime: Runtime) -> None:
-        """Create the overlay drivers (after the allocation tick, so a tick decides first)."""
-        runtime.every(self.params.tick, self.servers, OverlayPeer.cyclon_round)
+        """Create the overlay drivers (after the allocation tick, so a tick decides first); with
+        `--idle-cyclon-every` or `--idle-gradient-every` above 1, servers without users start
+        that layer's exchanges less often (`OverlayPeer.sparse_cyclon_round`)."""
+        params = self.params
+        runtime.every(params.tick, self.servers,
+                      OverlayPeer.sparse_cyclon_round if params.idle_cyclon_every > 1 else OverlayPeer.cyclon_round)
         if self.spec.gradient is not GradientUse.OFF:
-            runtime.every(self.params.tick / self.params.shuffles_per_tick, self.servers, OverlayPeer.gradient_round)
+            runtime.every(params.tick / params.shuffles_per_tick, self.servers,
+                          OverlayPeer.sparse_gradient_round if params.idle_gradient_every > 1
+                          else OverlayPeer.gradient_round)
         runtime.subscribe(NeighborsFixed, self._on_fixed)
 
     def _on_fixed(self, event: NeighborsFixed) -> None:

@@ -79,6 +79,9 @@ CORE: tuple[Param, ...] = (
           unit="hops"),
     Param("cyclon_view", Kind.INT, 10, "Cyclon view size c.", ge=1, le=10_000),
     Param("shuffle_length", Kind.INT, 5, "Cyclon shuffle length ℓ (at most c).", ge=1, le=10_000),
+    Param("idle_cyclon_every", Kind.INT, 1, "A server with no users to allocate for starts a Cyclon shuffle only "
+          "every this many rounds (1: every round, as the thesis; more: less traffic, a protocol change that slows "
+          "allocation — docs/performance.md).", ge=1, le=10**6, unit="rounds", echo="idle_cyclon_every"),
     Param("mark_saturated", Kind.BOOL, True, "A failed walk marks its user saturated (reports +∞).",
           echo="mark_saturated"),
     Param("saturation_retry", Kind.INT, None, "Ticks before a saturated user's walk is retried, doubling (0: never; "
@@ -87,6 +90,9 @@ CORE: tuple[Param, ...] = (
     Param("gradient", Kind.TEXT, "tman", "Gradient overlay: tman (ours: whole views, id-ordered ties, uniform partner) "
           "or kompics (the Kompics Toolbox component the thesis ran).", choices=tuple(GRADIENTS),
           echo="gradient_variant"),
+    Param("idle_gradient_every", Kind.INT, 1, "A server with no users to allocate for starts a gradient exchange "
+          "only every this many rounds (1: every round, as the thesis; more: less traffic, a protocol change — "
+          "docs/performance.md measures its effect).", ge=1, le=10**6, unit="rounds", echo="idle_gradient_every"),
     Param("softmax_temperature", Kind.FLOAT, 500.0, "Kompics gradient: softmax temperature of the partner choice "
           "(small: the most preferred neighbour; 500, Kompics' value: almost uniform).", gt=0, le=1e9),
     Param("gradient_shuffle", Kind.INT, 0, "Kompics gradient: view entries sent per exchange (0: half of P, rounded "
@@ -117,8 +123,10 @@ less fair retrying this often (errors 17.8 % → 32.0 % over random neighbours).
 
 CASE = ("workload", "machines", "users", "case_seed")  # what the workload is, not how it is run
 
-_DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "mark_saturated", "saturation_retry")
-_GRADIENT = ("shuffles_per_tick", "max_age", "gradient", "softmax_temperature", "gradient_shuffle")
+_DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "idle_cyclon_every", "mark_saturated",
+                "saturation_retry")
+_GRADIENT = ("shuffles_per_tick", "max_age", "idle_gradient_every", "gradient", "softmax_temperature",
+             "gradient_shuffle")
 _WALKS = ("placement", "fit_candidates")
 
 
