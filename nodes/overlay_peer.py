@@ -8,7 +8,11 @@ draws move them. The runtime calls `cyclon_round` and
 `gradient_round` from periodic drivers. With `rejoin_via` set (a run with faults), a node
 whose Cyclon view emptied — in Cyclon an initiator drops the partner it shuffles with, so a
 node cut off by a partition loses one entry a round until none is left, and nobody else still
-names it — asks the bootstrap service for peers again each round until it has some. The entries of every Cyclon request and reply the
+names it — asks the bootstrap service for peers again each round until it has some. A node
+cut off by a partition that does not empty its view ends up, as the rest do, with a view of
+its own side only, and Cyclon alone never joins the two sides again; in a run with faults a
+node therefore remembers the peers that left a shuffle of its unanswered and shuffles with
+one of them every `reconnect_every` rounds (`healing_cyclon_round`). The entries of every Cyclon request and reply the
 node receives — uniformly random peers, and the requester's own fresh descriptor — are
 offered to the gradient as candidates (Kompics' Croupier publishes its samples to the
 gradient the same way). Measured against offering the whole Cyclon view once a round, this
@@ -53,7 +57,8 @@ class OverlayPeer(Actor):
     """Node `actor_id` with a Cyclon view of `cyclon_view` and a gradient view of `view_size`."""
 
     __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "rejoin_via",
-                 "idle_cyclon_every", "idle_gradient_every", "_idle_rounds")
+                 "idle_cyclon_every", "idle_gradient_every", "_idle_rounds", "unanswered", "reconnect_every",
+                 "_cyclon_rounds")
 
     def __init__(
         self,
@@ -78,6 +83,9 @@ class OverlayPeer(Actor):
         self.idle_cyclon_every = 1  # see `sparse_cyclon_round`
         self.idle_gradient_every = 1  # see `sparse_gradient_round`
         self._idle_rounds = [0, 0]  # Cyclon's and the gradient's rounds since this node became idle
+        self.unanswered: dict[int, None] = {}  # peers that left a shuffle unanswered, longest first
+        self.reconnect_every = 0  # see `healing_cyclon_round`
+        self._cyclon_rounds = 0  # rounds of `healing_cyclon_round`
 
     def join(self, entries: Sequence[tuple[float, int, float]]) -> None:
         """Start from the bootstrap service's Cyclon view, offered to the gradient too."""
@@ -91,6 +99,34 @@ class OverlayPeer(Actor):
             self.cyclon_exchanges += 1
         elif self.rejoin_via >= 0:
             self.outbox.append((self.rejoin_via, JoinRequest(self.id, self.cyclon.size)))
+
+    def healing_cyclon_round(self, now: float) -> None:
+        """`sparse_cyclon_round`, except that a partner that has not answered by the next round
+        (lost, crashed or across a partition) is remembered, and every `reconnect_every`-th round
+        the node shuffles with the peer remembered longest instead, forgetting it until it fails
+        to answer again (Serf's reconnection to failed members, on Cyclon's shuffle). A peer the
+        failure detector reports crashed is forgotten (`forget_peer`). Runs with faults use it
+        (`--reconnect-every`); it is what joins the two sides of a healed partition, whose views
+        by then name only their own side. Decision: the longest remembered, not a random one,
+        so the node cycles through all of them and draws nothing."""
+        partner = self.cyclon.pending()
+        if partner >= 0:
+            self.unanswered[partner] = None
+        self._cyclon_rounds += 1
+        if self.unanswered and self.reconnect_every and self._cyclon_rounds % self.reconnect_every == 0:
+            suspect = next(iter(self.unanswered))
+            del self.unanswered[suspect]
+            self.outbox.append(self.cyclon.reach(suspect, self.gradient.descriptor(now)))
+            self.cyclon_exchanges += 1
+        else:
+            self.sparse_cyclon_round(now)
+
+    def forget_peer(self, peer: int) -> None:
+        """The failure detector reports `peer` crashed: drop it from both views and from the
+        peers to reconnect to."""
+        self.cyclon.forget(peer)
+        self.gradient.forget(peer)
+        self.unanswered.pop(peer, None)
 
     def sparse_cyclon_round(self, now: float) -> None:
         """`cyclon_round`, except that while this node is idle — no users to allocate for, its

@@ -248,8 +248,7 @@ class ServerNode(OverlayPeer):
     @handles(PeerDown)
     def on_peer_down(self, msg: PeerDown, now: float) -> None:
         peer = msg.peer
-        self.cyclon.forget(peer)
-        self.gradient.forget(peer)
+        self.forget_peer(peer)
         if peer in self.neighbors:
             self.neighbors.remove(peer)
         self.rule.on_peer_down(self, peer)

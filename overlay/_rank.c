@@ -92,34 +92,56 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
             h++;
         }
     }
-    /* Insertion sort by (utility, node): views are small, tens of entries. */
-    for (Py_ssize_t i = 1; i < unique; i++) {
-        Entry key = entries[i];
-        Py_ssize_t j = i - 1;
-        while (j >= 0 && below(&key, &entries[j])) {
-            entries[j + 1] = entries[j];
-            j--;
-        }
-        entries[j + 1] = key;
-    }
+    /* The `size` nearest above me, ascending, and the `size` nearest below, descending: a
+     * bounded insertion into each, O(unique * size), no full sort. Nodes are unique here,
+     * so (utility, node) orders them totally. */
     Entry mine = {my_utility, me, 0.0, NULL};
-    Py_ssize_t cut = 0; /* the first entry above me */
-    while (cut < unique && below(&entries[cut], &mine)) cut++;
-    Py_ssize_t above = unique - cut < size ? unique - cut : size;
-    Py_ssize_t under = size - above < cut ? size - above : cut;
+    Py_ssize_t cap = size < unique ? size : unique;
+    if (cap < 0) cap = 0;
+    Entry small_up[64], small_down[64];
+    Entry *up = cap <= 64 ? small_up : PyMem_Malloc(sizeof(Entry) * (size_t)cap);
+    Entry *down = cap <= 64 ? small_down : PyMem_Malloc(sizeof(Entry) * (size_t)cap);
+    if (up == NULL || down == NULL) {
+        PyErr_NoMemory();
+        goto selected;
+    }
+    Py_ssize_t n_up = 0, n_down = 0;
+    for (Py_ssize_t i = 0; cap > 0 && i < unique; i++) {
+        Entry e = entries[i];
+        if (below(&e, &mine)) { /* below me: keep the cap largest */
+            if (n_down == cap && !below(&down[cap - 1], &e)) continue;
+            Py_ssize_t j = n_down < cap ? n_down++ : cap - 1;
+            while (j > 0 && below(&down[j - 1], &e)) {
+                down[j] = down[j - 1];
+                j--;
+            }
+            down[j] = e;
+        } else { /* above me: keep the cap smallest */
+            if (n_up == cap && !below(&e, &up[cap - 1])) continue;
+            Py_ssize_t j = n_up < cap ? n_up++ : cap - 1;
+            while (j > 0 && below(&e, &up[j - 1])) {
+                up[j] = up[j - 1];
+                j--;
+            }
+            up[j] = e;
+        }
+    }
+    Py_ssize_t under = size - n_up < n_down ? size - n_up : n_down;
     if (under < 0) under = 0;
-    result = PyList_New(above + under);
-    if (result == NULL) goto done;
-    for (Py_ssize_t k = 0; k < above; k++) {
-        PyObject *d = entries[cut + k].descriptor;
-        Py_INCREF(d);
-        PyList_SET_ITEM(result, k, d);
+    result = PyList_New(n_up + under);
+    if (result != NULL) {
+        for (Py_ssize_t k = 0; k < n_up; k++) {
+            Py_INCREF(up[k].descriptor);
+            PyList_SET_ITEM(result, k, up[k].descriptor);
+        }
+        for (Py_ssize_t k = 0; k < under; k++) {
+            Py_INCREF(down[k].descriptor);
+            PyList_SET_ITEM(result, n_up + k, down[k].descriptor);
+        }
     }
-    for (Py_ssize_t k = 0; k < under; k++) {
-        PyObject *d = entries[cut - 1 - k].descriptor;
-        Py_INCREF(d);
-        PyList_SET_ITEM(result, above + k, d);
-    }
+selected:
+    if (up != NULL && up != small_up) PyMem_Free(up);
+    if (down != NULL && down != small_down) PyMem_Free(down);
 done:
     if (entries != NULL && entries != small_entries) PyMem_Free(entries);
     if (table != NULL && table != small_table) PyMem_Free(table);

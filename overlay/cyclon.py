@@ -147,6 +147,18 @@ class Cyclon:
         self._sent = chosen
         return oldest, CyclonShuffle((own, *chosen))
 
+    def reach(self, node: int, own: Descriptor) -> tuple[int, CyclonShuffle]:
+        """Start a shuffle with `node`, which need not be in the view (a peer that once left a
+        shuffle unanswered): as `initiate`, but nothing leaves the view for the partner."""
+        chosen = sample(self.rng, list(self.entries.values()), self.length - 1)
+        self._partner = node
+        self._sent = chosen
+        return node, CyclonShuffle((own, *chosen))
+
+    def pending(self) -> int:
+        """The partner of the latest shuffle this node started, if it has not answered (else −1)."""
+        return self._partner
+
     def answer(self, request: CyclonShuffle) -> CyclonReply:
         """Reply to a shuffle with up to ℓ random entries, then merge the request."""
         chosen = sample(self.rng, list(self.entries.values()), self.length)

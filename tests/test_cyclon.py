@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
-from collections import Counter
+from collections import Counter, deque
 from itertools import combinations
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -148,3 +149,86 @@ def test_the_c_sample_draws_what_the_python_sample_draws(seed: int, n: int, k: i
     for _ in range(3):  # the same subsets, and the generators left in the same state
         assert sample_c(compiled, items, k) == sample_python(python, items, k)
     assert compiled.random() == python.random()
+
+
+def test_reach_shuffles_with_a_peer_outside_the_view_and_keeps_the_view() -> None:
+    view = cyclon(0, [1, 2, 3, 4, 5])
+    assert view.pending() == -1
+    partner, request = view.reach(9, (0.0, 0, 7.0))
+    assert partner == 9 and view.pending() == 9
+    assert request.entries[0] == (0.0, 0, 7.0) and len(request.entries) == 3  # itself and ℓ − 1 others
+    assert view.neighbors() == [1, 2, 3, 4, 5]  # nothing left the view for the partner
+    view.complete(CyclonReply(9, ((-9.0, 9, 7.0), (-8.0, 8, 7.0))))
+    assert view.pending() == -1 and 9 in view.neighbors() and 8 in view.neighbors()
+
+
+# -- reconnecting after a partition (OverlayPeer.healing_cyclon_round), as pure state ------------
+
+
+def _peers(n: int, reconnect_every: int, seed: int) -> list[Any]:
+    from nodes.overlay_peer import OverlayPeer, bootstrap
+    peers = [OverlayPeer(i, 3, 5, 3, random.Random(seed * 1000 + i), utility=float(i)) for i in range(n)]
+    bootstrap(peers, [float(i) for i in range(n)], seed)
+    for peer in peers:
+        peer.reconnect_every = reconnect_every
+    return peers
+
+
+def _gossip(peers: list[Any], rounds: range, island: frozenset[int]) -> None:
+    """Cyclon rounds in id order; a message is delivered at once unless it crosses `island`'s edge."""
+    for now in rounds:
+        for peer in peers:
+            peer.healing_cyclon_round(float(now))
+            _deliver(peers, peer, float(now), island)
+
+
+def _deliver(peers: list[Any], peer: Any, now: float, island: frozenset[int]) -> list[int]:
+    """Deliver what `peer` sent and the answers to it; returns where `peer` sent."""
+    sent = peer.take_outbox()
+    queue = deque((peer.id, dst, msg) for dst, msg in sent)
+    while queue:
+        src, dst, msg = queue.popleft()
+        if (src in island) != (dst in island):
+            continue
+        if isinstance(msg, CyclonShuffle | CyclonReply):
+            peers[dst].receive(msg, now)
+            queue.extend((dst, d, m) for d, m in peers[dst].take_outbox())
+    return [dst for dst, _ in sent]
+
+
+def _crossing_links(peers: list[Any], island: frozenset[int]) -> int:
+    return sum((p.id in island) != (q in island) for p in peers for q in p.cyclon.neighbors())
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10**6), st.integers(12, 30), st.integers(2, 5))
+def test_the_sides_of_a_healed_partition_rejoin_by_reconnecting(seed: int, n: int, size: int) -> None:
+    """A partition long enough for both sides' views to name only their own side: without
+    reconnection no link ever crosses again; with it, links cross within a few periods."""
+    island = frozenset(random.Random(seed).sample(range(n), size))
+    for every, rejoins in ((0, False), (5, True)):
+        peers = _peers(n, every, seed)
+        _gossip(peers, range(0, 60), island)
+        assert _crossing_links(peers, island) == 0  # the partition split the overlay
+        _gossip(peers, range(60, 60 + 3 * 5), frozenset())
+        assert (_crossing_links(peers, island) > 0) is rejoins
+
+
+def test_a_peer_that_answers_is_not_remembered_and_a_crashed_one_is_forgotten() -> None:
+    peers = _peers(6, 3, seed=1)
+    _gossip(peers, range(0, 9), frozenset())
+    assert all(not p.unanswered for p in peers)
+    peer = peers[0]
+    partner, _ = peer.cyclon.initiate(peer.gradient.descriptor(9.0))  # a shuffle that is never answered
+    peer.take_outbox()
+    away = frozenset({partner})
+    peer.healing_cyclon_round(10.0)  # the 10th round: no reconnection due
+    assert list(peer.unanswered) == [partner] and _deliver(peers, peer, 10.0, away) != [partner]
+    peer.healing_cyclon_round(11.0)
+    assert _deliver(peers, peer, 11.0, away) != [partner]
+    peer.healing_cyclon_round(12.0)  # the 12th: it shuffles with the peer that did not answer
+    assert _deliver(peers, peer, 12.0, away) == [partner] and not peer.unanswered
+    peer.healing_cyclon_round(13.0)  # which did not answer again
+    assert list(peer.unanswered) == [partner]
+    peer.forget_peer(partner)
+    assert not peer.unanswered and partner not in peer.cyclon.neighbors()

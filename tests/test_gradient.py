@@ -96,6 +96,16 @@ def test_rank_equals_the_reference_preference(rank: Any, pairs: list[tuple[int, 
     assert all(d[2] == freshest[d[1]][0] for d in got)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1.0, 1.0), st.integers(0, 400), st.integers(0, 3)), max_size=400),
+       st.integers(0, 400), st.floats(-1.0, 1.0), st.integers(1, 150))
+def test_the_c_merge_equals_the_python_one_on_large_views(triples: list[tuple[float, int, int]], me: int,
+                                                          mine: float, size: int) -> None:
+    """Views past the C merge's on-stack buffers (64 kept per side) give the reference's list."""
+    candidates = [(u, node, float(stamp)) for u, node, stamp in triples]
+    assert rank_c(me, mine, list(candidates), size) == rank_python(me, mine, list(candidates), size)
+
+
 def test_the_c_merge_rejects_what_is_not_a_descriptor() -> None:
     with pytest.raises(TypeError, match="descriptor"):
         rank_c(0, 0.0, [(0.5, 1)], 2)  # type: ignore[misc]

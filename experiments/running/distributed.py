@@ -45,10 +45,12 @@ class DistributedSetup:
     ) -> None:
         """`finite`: the users submit finite task lists (their homes count them once a task arrives);
         `rto` > 0: resilience on (`protocols.resilience`), with `gateway` the bootstrap service a
-        server whose Cyclon view empties asks again."""
+        server whose Cyclon view empties asks again, and servers reconnecting to peers that left
+        a shuffle unanswered (`OverlayPeer.healing_cyclon_round`)."""
         assert spec.server_rule is not None
         self.params = params
         self.spec = spec
+        self.resilient = rto > 0
         n = len(capacities)
         self.cyclon_view = min(params.cyclon_view, n - 1) if n > 1 else 1
         self.shuffle_length = min(params.shuffle_length, self.cyclon_view)
@@ -77,6 +79,7 @@ class DistributedSetup:
                               scale=scale, gradient=gradient, total=total, users_active=not finite, rto=rto)
             if rto > 0:
                 node.rejoin_via = gateway
+                node.reconnect_every = params.reconnect_every
             node.idle_cyclon_every = params.idle_cyclon_every
             node.idle_gradient_every = params.idle_gradient_every
             return node
@@ -118,10 +121,16 @@ class DistributedSetup:
     def start(self, runtime: Runtime) -> None:
         """Create the overlay drivers (after the allocation tick, so a tick decides first); with
         `--idle-cyclon-every` or `--idle-gradient-every` above 1, servers without users start
-        that layer's exchanges less often (`OverlayPeer.sparse_cyclon_round`)."""
+        that layer's exchanges less often (`OverlayPeer.sparse_cyclon_round`); with faults,
+        Cyclon rounds also reconnect (`OverlayPeer.healing_cyclon_round`)."""
         params = self.params
-        runtime.every(params.tick, self.servers,
-                      OverlayPeer.sparse_cyclon_round if params.idle_cyclon_every > 1 else OverlayPeer.cyclon_round)
+        if self.resilient and params.reconnect_every:
+            cyclon_round = OverlayPeer.healing_cyclon_round
+        elif params.idle_cyclon_every > 1:
+            cyclon_round = OverlayPeer.sparse_cyclon_round
+        else:
+            cyclon_round = OverlayPeer.cyclon_round
+        runtime.every(params.tick, self.servers, cyclon_round)
         if self.spec.gradient is not GradientUse.OFF:
             runtime.every(params.tick / params.shuffles_per_tick, self.servers,
                           OverlayPeer.sparse_gradient_round if params.idle_gradient_every > 1

@@ -82,6 +82,9 @@ CORE: tuple[Param, ...] = (
     Param("idle_cyclon_every", Kind.INT, 1, "A server with no users to allocate for starts a Cyclon shuffle only "
           "every this many rounds (1: every round, as the thesis; more: less traffic, a protocol change that slows "
           "allocation — docs/performance.md).", ge=1, le=10**6, unit="rounds", echo="idle_cyclon_every"),
+    Param("reconnect_every", Kind.INT, 10, "With faults: every this many rounds a server shuffles with a peer that "
+          "left one of its Cyclon shuffles unanswered, which rejoins the sides of a healed partition (0: never — "
+          "docs/faults.md).", ge=0, le=10**6, unit="rounds", echo="reconnect_every"),
     Param("mark_saturated", Kind.BOOL, True, "A failed walk marks its user saturated (reports +∞).",
           echo="mark_saturated"),
     Param("saturation_retry", Kind.INT, None, "Ticks before a saturated user's walk is retried, doubling (0: never; "
@@ -123,8 +126,8 @@ less fair retrying this often (errors 17.8 % → 32.0 % over random neighbours).
 
 CASE = ("workload", "machines", "users", "case_seed")  # what the workload is, not how it is run
 
-_DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "idle_cyclon_every", "mark_saturated",
-                "saturation_retry")
+_DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "idle_cyclon_every", "reconnect_every",
+                "mark_saturated", "saturation_retry")
 _GRADIENT = ("shuffles_per_tick", "max_age", "idle_gradient_every", "gradient", "softmax_temperature",
              "gradient_shuffle")
 _WALKS = ("placement", "fit_candidates")
