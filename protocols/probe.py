@@ -120,6 +120,7 @@ class ProbeRule(ServerRule):
                     "fraction the task demands) or room (the share of free room the task takes).",
                     choices=tuple(LOADS), echo="probe_load"))
     TICKS_ALL = True
+    STRANDS = True  # a server only places on itself: copies on full servers wait for ever
 
     __slots__ = ("d", "mode", "reports", "stored")
 

@@ -14,6 +14,8 @@ A rule declares
 - `DEFAULTS`: its own defaults for parameters it shares with other protocols (e.g. PDGDRF's
   `centre_ties = "strict"`, where DGDRF keeps the declared `"id"`);
 - `TICKS_ALL`: whether every server ticks, or only those with homed users;
+- `STRANDS`: whether a task can wait for ever on servers where it does not fit while another
+  has room (so a run with endless tasks may end as stalled whatever the faults or the seed);
 - handlers: methods `(self, server, msg, now)` marked with `protocols.messages.handles`;
 - `counters()`: its figures, summed over servers into the result's `overlay` section;
 - optionally `check_params(values)`, a static method that rejects combinations of run
@@ -90,6 +92,7 @@ class ServerRule:
     PARAMS: ClassVar[tuple[Param, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     TICKS_ALL: ClassVar[bool] = False
+    STRANDS: ClassVar[bool] = False
     HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -204,8 +204,9 @@ def test_endless_runs_end_as_they_would_without_faults(tmp_path_factory: Any, da
                                                        servers: int, users: int, seed: int) -> None:
     """Endless users through the same faults: no capacity violation, no task lost or started
     twice, and the run ends as the fault-free one does (saturated; or stalled only where the
-    fault-free run stalls too — a probe's task can wait for ever at a full server — or at the
-    time cap while still allocating)."""
+    fault-free run stalls too, or where the protocol strands tasks by design — a probe's task
+    waits for ever on full servers, and which servers are full depends on the order of
+    allocations that loss changes — or at the time cap while still allocating)."""
     spec = PROTOCOLS[protocol]
     text = data.draw(scenarios(servers, spec.central_rule is not None, spec.gradient.value != "off"))
     faults = tmp_path_factory.mktemp("f") / "faults.toml"
@@ -216,7 +217,9 @@ def test_endless_runs_end_as_they_would_without_faults(tmp_path_factory: Any, da
     # A run stuck on a lost message ends as stalled (no allocation for the stall window) long
     # before the time cap; a time-capped run was still allocating — loss slows a run of many
     # small tasks (each handshake is ~10 messages, at 20 % loss most need a timeout).
-    assert r["status"] in (clean["status"], "saturated", "time-cap"), (r["end_reason"], text)
+    strands = spec.server_rule is not None and spec.server_rule.STRANDS
+    assert r["status"] in (clean["status"], "saturated", "time-cap") or (strands and r["status"] == "stalled"), (
+        r["end_reason"], text)
     assert r["ledger"]["lost"] == 0
 
 
