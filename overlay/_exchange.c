@@ -4,13 +4,13 @@
  * steps inlined. Every server runs them every tick, so they are most of a distributed run's
  * Python frames (issue 18). The Python methods stay the reference: each C method does what
  * its reference does, step for step — the same state changes, the same random draws (through
- * the same `sample` and `rng.random`), the same messages in the same order — and tests run
+ * the same `sample_values` and `rng.random`), the same messages in the same order — and tests run
  * whole emulations both ways and compare every event.
  *
  * peer_methods(peer, cyclon, gradient, messages, functions, references) -> {name: method}
  *   peer, cyclon, gradient: the classes OverlayPeer, Cyclon, Gradient (state in __slots__);
  *   messages: (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest);
- *   functions: (sample, merge, rank), as overlay.cyclon and overlay.gradient use them;
+ *   functions: (sample_values, merge, rank), as overlay.cyclon and overlay.gradient use them;
  *   references: {name: the Python method}, called instead when a node holds a subclass of
  *   Cyclon or Gradient (e.g. KompicsGradient), or a message of another class arrives.
  * The module keeps one configuration: the last call's.
@@ -252,15 +252,11 @@ fail:
 
 /* -- Cyclon (exact class) --------------------------------------------------------------- */
 
-static PyObject *draw_sample(PyObject *c, PyObject *entries, PyObject *k) { /* sample(rng, list(entries.values()), k) */
+static PyObject *draw_sample(PyObject *c, PyObject *entries, PyObject *k) { /* sample_values(rng, entries, k) */
     PyObject *rng = get(c, c_rng, "rng");
     if (rng == NULL) return NULL;
-    PyObject *values = PyDict_Values(entries);
-    if (values == NULL) return NULL;
-    PyObject *args[3] = {rng, values, k};
-    PyObject *chosen = PyObject_Vectorcall(sample_fn, args, 3, NULL);
-    Py_DECREF(values);
-    return chosen;
+    PyObject *args[3] = {rng, entries, k};
+    return PyObject_Vectorcall(sample_fn, args, 3, NULL);
 }
 
 static int cyclon_merge(PyObject *c, PyObject *entries, PyObject *received, PyObject *replaceable) {
@@ -535,7 +531,7 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
         || PyTuple_GET_SIZE(args[4]) != 3 || !PyDict_Check(args[5])) {
         PyErr_SetString(PyExc_TypeError,
                         "peer_methods(peer, cyclon, gradient, (CyclonShuffle, CyclonReply, GradientShuffle, "
-                        "GradientReply, JoinRequest), (sample, merge, rank), references: dict)");
+                        "GradientReply, JoinRequest), (sample_values, merge, rank), references: dict)");
         return NULL;
     }
     PyObject *messages = args[3], *functions = args[4];

@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 from overlay.messages import CyclonReply, CyclonShuffle, Descriptor
 from protocols.compiled import compiled_module
 
-__all__ = ["Cyclon", "merge", "merge_python", "sample", "sample_python"]
+__all__ = ["Cyclon", "merge", "merge_python", "sample", "sample_python", "sample_values", "sample_values_python"]
 
 STAMP = itemgetter(2)
 T = TypeVar("T")
@@ -85,8 +85,15 @@ def sample_python(draw: random.Random, items: Sequence[T], k: int) -> tuple[T, .
     return tuple(pool[:k])
 
 
+def sample_values_python(draw: random.Random, entries: dict[int, Descriptor], k: int) -> tuple[Descriptor, ...]:
+    """`sample(draw, list(entries.values()), k)`: `k` random entries of a view. The reference for
+    `overlay/_cyclon.c`'s `sample_values`, which draws the same subset without building the list."""
+    return sample_python(draw, list(entries.values()), k)
+
+
 _cyclon = compiled_module("overlay._cyclon")
 sample = _cyclon.sample if _cyclon is not None else sample_python
+sample_values = _cyclon.sample_values if _cyclon is not None else sample_values_python
 
 
 class Cyclon:
@@ -142,7 +149,7 @@ class Cyclon:
             return None
         oldest = min(entries.values(), key=STAMP)[1]
         del entries[oldest]
-        chosen = sample(self.rng, list(entries.values()), self.length - 1)
+        chosen = sample_values(self.rng, entries, self.length - 1)
         self._partner = oldest
         self._sent = chosen
         return oldest, CyclonShuffle((own, *chosen))
@@ -150,7 +157,7 @@ class Cyclon:
     def reach(self, node: int, own: Descriptor) -> tuple[int, CyclonShuffle]:
         """Start a shuffle with `node`, which need not be in the view (a peer that once left a
         shuffle unanswered): as `initiate`, but nothing leaves the view for the partner."""
-        chosen = sample(self.rng, list(self.entries.values()), self.length - 1)
+        chosen = sample_values(self.rng, self.entries, self.length - 1)
         self._partner = node
         self._sent = chosen
         return node, CyclonShuffle((own, *chosen))
@@ -161,7 +168,7 @@ class Cyclon:
 
     def answer(self, request: CyclonShuffle) -> CyclonReply:
         """Reply to a shuffle with up to ℓ random entries, then merge the request."""
-        chosen = sample(self.rng, list(self.entries.values()), self.length)
+        chosen = sample_values(self.rng, self.entries, self.length)
         self._merge(request.entries, chosen)
         return CyclonReply(self.me, chosen)
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay.cyclon import Cyclon, merge_python, sample, sample_python
+from overlay.cyclon import Cyclon, merge_python, sample, sample_python, sample_values_python
 from overlay.messages import CyclonReply, CyclonShuffle
 
 
@@ -148,6 +148,22 @@ def test_the_c_sample_draws_what_the_python_sample_draws(seed: int, n: int, k: i
     compiled, python = random.Random(seed), random.Random(seed)
     for _ in range(3):  # the same subsets, and the generators left in the same state
         assert sample_c(compiled, items, k) == sample_python(python, items, k)
+    assert compiled.random() == python.random()
+
+
+@given(st.integers(0, 2**32), st.integers(0, 40), st.integers(0, 12), st.lists(st.integers(0, 39), max_size=20))
+def test_the_c_view_sample_draws_what_the_python_view_sample_draws(seed: int, n: int, k: int,
+                                                                  dropped: list[int]) -> None:
+    sample_values_c = pytest.importorskip("overlay._cyclon", reason="the optional C extension was not built").sample_values
+    entries = {i: (float(i), i, 0.0) for i in range(n)}
+    for node in dropped:  # gaps and re-insertions: view order is not node order
+        if entries.pop(node, None) is not None and node % 3 == 0:
+            entries[node] = (float(node), node, 1.0)
+    compiled, python = random.Random(seed), random.Random(seed)
+    for _ in range(3):  # the same descriptors, in the same order, and the generators in the same state
+        drawn = sample_values_c(compiled, entries, k)
+        expected = sample_values_python(python, entries, k)
+        assert len(drawn) == len(expected) and all(a is b for a, b in zip(drawn, expected))
     assert compiled.random() == python.random()
 
 
