@@ -1,9 +1,9 @@
 """The optional C accelerators: which this process uses.
 
 Every C extension of the project (`overlay._rank`, `overlay._cyclon`, `overlay._exchange`,
-`nodes._engine`) compiles a Python function that stays in the code as its reference; runs give
-the same events either way. `compiled_module(name)` is the one place that decides: the
-extension module, or None when it was not built or when the environment variable
+`nodes._engine`, `protocols._gini`) compiles a Python function that stays in the code as its
+reference; runs give the same events either way. `compiled_module(name)` is the one place that
+decides: the extension module, or None when it was not built or when the environment variable
 `DRFEMU_PURE_PYTHON` is set to anything but `""` or `"0"` (to check a result, or to profile the
 Python references). The choice is made when a module imports, so it holds for a whole process.
 """

@@ -7,6 +7,9 @@ finite `−U` values as its gradient view last heard them (eq. 4.7). The Gini is
 Gini of `protocols.fairness.gini` (SPEC §4; all zeros count as 0), so at the start, with
 every share at 0, only the centre allocates — or, with centre ties `strict` (Algorithm 6's
 literal `ISCENTERNODE`, this protocol's default; `protocols.centre`), every home tied at the top.
+
+The test is compiled (`protocols/_gini.c`) where the extension was built; `lowers_gini_python`
+is its reference, and the two give the same answer on the same floats.
 """
 
 from __future__ import annotations
@@ -16,16 +19,17 @@ from collections.abc import Iterable
 from operator import itemgetter
 
 from protocols.centre import CENTRE_TIES, CentreTies
+from protocols.compiled import compiled_module
 from protocols.fairness import gini_of_sorted
 from protocols.rule import Server, ServerRule
 
-__all__ = ["PdgdrfRule", "lowers_gini"]
+__all__ = ["GINI_TEST_IMPLEMENTATION", "PdgdrfRule", "lowers_gini", "lowers_gini_python"]
 
 INF = float("inf")
 UTILITY = itemgetter(0)
 
 
-def lowers_gini(share: float, task_share: float, neighbour_utilities: Iterable[float]) -> bool:
+def lowers_gini_python(share: float, task_share: float, neighbour_utilities: Iterable[float]) -> bool:
     """Algorithm 6's test: does `share → share + task_share` lower the Gini of
     `[share] + [−u for every finite neighbour utility u]`?
 
@@ -39,6 +43,13 @@ def lowers_gini(share: float, task_share: float, neighbour_utilities: Iterable[f
     insort(others, before)
     insort(grown, after)
     return gini_of_sorted(grown) < gini_of_sorted(others)
+
+
+_gini = compiled_module("protocols._gini")
+if _gini is not None:
+    _gini.use_reference(lowers_gini_python)  # decides what the C test leaves to it (bad input, overflow)
+lowers_gini = _gini.lowers_gini if _gini is not None else lowers_gini_python
+GINI_TEST_IMPLEMENTATION = "C" if _gini is not None else "Python"
 
 
 class PdgdrfRule(ServerRule):

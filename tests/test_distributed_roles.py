@@ -27,7 +27,7 @@ from protocols.messages import (
     WalkFailed,
     WalkTask,
 )
-from protocols.pdgdrf import PdgdrfRule, lowers_gini
+from protocols.pdgdrf import GINI_TEST_IMPLEMENTATION, PdgdrfRule, lowers_gini, lowers_gini_python
 from protocols.probe import LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
 from protocols.resources import CapacityViolation
 from protocols.rule import ServerRule
@@ -215,7 +215,17 @@ def test_dgdrf_the_lowest_neighbour_acks_only_a_set_equal_to_its_view() -> None:
 
 # -- PDGDRF (Algorithm 6, eq. 4.7) --------------------------------------------------------------
 
-def test_lowers_gini_examples() -> None:
+GINI_TESTS = [pytest.param(lowers_gini_python, id="python"), pytest.param(lowers_gini, id=GINI_TEST_IMPLEMENTATION)]
+"""The reference and the test runs use (compiled from `protocols/_gini.c` where it was built)."""
+
+
+def test_the_c_gini_test_is_built() -> None:
+    """The README install compiles `protocols/_gini.c`; without it PDGDRF is correct but slower."""
+    assert GINI_TEST_IMPLEMENTATION == "C"
+
+
+@pytest.mark.parametrize("lowers_gini", GINI_TESTS)
+def test_lowers_gini_examples(lowers_gini: Any) -> None:
     assert not lowers_gini(0.0, 0.1, [0.0, 0.0])  # all equal: any allocation raises the Gini
     assert lowers_gini(0.2, 0.05, [-0.1, -0.4])  # the middle value rising lowers it (mean grows)
     assert not lowers_gini(0.4, 0.05, [-0.1, -0.2])  # the richest growing raises it
@@ -226,8 +236,9 @@ def test_lowers_gini_examples() -> None:
 shares = st.sampled_from([0.0, 0.05, 0.1, 0.125, 0.2, 1 / 3, 0.5]) | st.floats(0, 1)
 
 
+@pytest.mark.parametrize("lowers_gini", GINI_TESTS)
 @given(shares, shares, st.lists(st.one_of(shares.map(lambda x: -x), st.sampled_from([NEG_INF, -0.0])), max_size=12))
-def test_lowers_gini_is_the_gini_comparison_float_for_float(share: float, task_share: float,
+def test_lowers_gini_is_the_gini_comparison_float_for_float(lowers_gini: Any, share: float, task_share: float,
                                                             utilities: list[float]) -> None:
     """The fast test (sorted once, both shares inserted) decides exactly as comparing the two
     `gini` values of Algorithm 6 does."""
@@ -235,7 +246,8 @@ def test_lowers_gini_is_the_gini_comparison_float_for_float(share: float, task_s
     assert lowers_gini(share, task_share, utilities) == (gini([share + task_share, *others]) < gini([share, *others]))
 
 
-def test_lowers_gini_refuses_what_gini_refuses() -> None:
+@pytest.mark.parametrize("lowers_gini", GINI_TESTS)
+def test_lowers_gini_refuses_what_gini_refuses(lowers_gini: Any) -> None:
     with pytest.raises(ValueError, match="non-negative"):
         lowers_gini(0.1, 0.1, [0.2])  # a neighbour's utility above 0: a negative share
     with pytest.raises(ValueError, match="non-negative"):

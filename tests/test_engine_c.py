@@ -1,7 +1,8 @@
-"""The C accelerators (`nodes/_engine.c`, `overlay/_cyclon.c`, `overlay/_rank.c`) change nothing
-but speed: each engine loop agrees with its Python reference on arbitrary inputs (the merges
-are checked so in `test_cyclon.py` and `test_gradient.py`), and whole runs with every
-accelerator swapped for its reference give the same events, one hash per event."""
+"""The C accelerators (`nodes/_engine.c`, `overlay/_cyclon.c`, `overlay/_rank.c`,
+`protocols/_gini.c`) change nothing but speed: each engine loop agrees with its Python reference
+on arbitrary inputs (the merges are checked so in `test_cyclon.py` and `test_gradient.py`, the
+Gini test in `test_gini_c.py`), and whole runs with every accelerator swapped for its reference
+give the same events, one hash per event."""
 
 from __future__ import annotations
 
