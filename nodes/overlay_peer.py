@@ -199,7 +199,8 @@ def _compile_exchanges() -> str:
         return "Python"
     methods = exchange.peer_methods(
         OverlayPeer, Cyclon, Gradient, (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest),
-        (cyclon_module.sample_values, cyclon_module.merge, gradient_module.rank), PYTHON_EXCHANGES)
+        (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank),
+        PYTHON_EXCHANGES)
     for name, method in methods.items():
         setattr(OverlayPeer, name, method)
     OverlayPeer.COMPILED_HANDLERS = {message_type: methods[name] for name, function in PYTHON_EXCHANGES.items()

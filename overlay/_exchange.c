@@ -10,7 +10,8 @@
  * peer_methods(peer, cyclon, gradient, messages, functions, references) -> {name: method}
  *   peer, cyclon, gradient: the classes OverlayPeer, Cyclon, Gradient (state in __slots__);
  *   messages: (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest);
- *   functions: (sample_values, merge, rank), as overlay.cyclon and overlay.gradient use them;
+ *   functions: (sample_values, merge, pop_oldest, rank), as overlay.cyclon and overlay.gradient
+ *   use them;
  *   references: {name: the Python method}, called instead when a node holds a subclass of
  *   Cyclon or Gradient (e.g. KompicsGradient), or a message of another class arrives.
  * The module keeps one configuration: the last call's.
@@ -25,7 +26,7 @@
 
 static PyTypeObject *peer_type, *cyclon_type, *gradient_type;
 static PyTypeObject *cyclon_shuffle_type, *cyclon_reply_type, *gradient_shuffle_type, *gradient_reply_type;
-static PyObject *join_request, *sample_fn, *merge_fn, *rank_fn;
+static PyObject *join_request, *sample_fn, *merge_fn, *pop_oldest_fn, *rank_fn;
 static PyObject *one, *minus_one, *zero, *empty_tuple;
 static PyObject *str_descriptor, *str_offer, *str_random;
 
@@ -268,43 +269,19 @@ static int cyclon_merge(PyObject *c, PyObject *entries, PyObject *received, PyOb
     return done == NULL ? -1 : 0;
 }
 
-static PyObject *cyclon_entries(PyObject *c) {
-    PyObject *entries = get(c, c_entries, "entries");
-    if (entries != NULL && !PyDict_Check(entries)) {
-        PyErr_SetString(PyExc_TypeError, "a Cyclon view is a dict");
-        return NULL;
-    }
-    return entries;
-}
-
 /* Cyclon.initiate(own): 1 with *started = (partner, CyclonShuffle), 0 with an empty view, -1 on error */
 static int cyclon_initiate(PyObject *c, PyObject *own, PyObject **started) {
-    PyObject *entries = cyclon_entries(c);
+    PyObject *entries = get(c, c_entries, "entries");
     if (entries == NULL) return -1;
-    if (PyDict_GET_SIZE(entries) == 0) return 0;
-    Py_ssize_t pos = 0;
-    PyObject *key, *value, *best = NULL, *best_stamp = NULL;
-    while (PyDict_Next(entries, &pos, &key, &value)) { /* min(entries.values(), key=STAMP) */
-        if (!PyTuple_Check(value) || PyTuple_GET_SIZE(value) < 3) {
-            PyErr_SetString(PyExc_TypeError, "a descriptor is a (utility, node, stamp) tuple");
-            return -1;
-        }
-        PyObject *stamp = PyTuple_GET_ITEM(value, 2);
-        if (best != NULL) {
-            int earlier = PyFloat_CheckExact(stamp) && PyFloat_CheckExact(best_stamp)
-                              ? PyFloat_AS_DOUBLE(stamp) < PyFloat_AS_DOUBLE(best_stamp)
-                              : PyObject_RichCompareBool(stamp, best_stamp, Py_LT);
-            if (earlier < 0) return -1;
-            if (!earlier) continue;
-        }
-        best = value;
-        best_stamp = stamp;
+    PyObject *oldest = PyObject_Vectorcall(pop_oldest_fn, &entries, 1, NULL);
+    if (oldest == NULL) return -1;
+    if (oldest == Py_None) {
+        Py_DECREF(oldest);
+        return 0;
     }
-    PyObject *oldest = PyTuple_GET_ITEM(best, 1);
-    Py_INCREF(oldest);
     PyObject *length = get(c, c_length, "length");
     PyObject *k = NULL, *chosen = NULL, *sent = NULL, *shuffle = NULL;
-    if (length == NULL || PyDict_DelItem(entries, oldest) < 0) goto done;
+    if (length == NULL) goto done;
     k = PyNumber_Subtract(length, one);
     if (k == NULL) goto done;
     chosen = draw_sample(c, entries, k);
@@ -402,7 +379,7 @@ static PyObject *on_cyclon_shuffle(PyObject *self, PyObject *const *args, Py_ssi
     PyObject *g = peer_part(self, p_gradient, "gradient", NULL), *outbox = get_list(self, p_outbox, "outbox");
     PyObject *received = get(args[0], cs_entries, "entries");
     if (g == NULL || outbox == NULL || received == NULL) return NULL;
-    PyObject *sender = sender_of(received), *entries = cyclon_entries(c);
+    PyObject *sender = sender_of(received), *entries = get(c, c_entries, "entries");
     PyObject *length = get(c, c_length, "length"), *me = get(c, c_me, "me");
     if (sender == NULL || entries == NULL || length == NULL || me == NULL) return NULL;
     /* Cyclon.answer */
@@ -424,7 +401,7 @@ static PyObject *on_cyclon_reply(PyObject *self, PyObject *const *args, Py_ssize
     PyObject *c = peer_part(self, p_cyclon, "cyclon", cyclon_type);
     if (c == NULL || !Py_IS_TYPE(args[0], cyclon_reply_type))
         return PyErr_Occurred() ? NULL : call_reference(ON_CYCLON_REPLY, self, args, nargs);
-    PyObject *g = peer_part(self, p_gradient, "gradient", NULL), *entries = cyclon_entries(c);
+    PyObject *g = peer_part(self, p_gradient, "gradient", NULL), *entries = get(c, c_entries, "entries");
     PyObject *sender = get(args[0], cr_sender, "sender"), *received = get(args[0], cr_entries, "entries");
     PyObject *partner = get(c, c_partner, "_partner");
     if (g == NULL || entries == NULL || sender == NULL || received == NULL || partner == NULL) return NULL;
@@ -528,10 +505,10 @@ static int class_arg(PyObject *obj, PyTypeObject **out) {
 
 static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 5 || !PyTuple_Check(args[4])
-        || PyTuple_GET_SIZE(args[4]) != 3 || !PyDict_Check(args[5])) {
+        || PyTuple_GET_SIZE(args[4]) != 4 || !PyDict_Check(args[5])) {
         PyErr_SetString(PyExc_TypeError,
                         "peer_methods(peer, cyclon, gradient, (CyclonShuffle, CyclonReply, GradientShuffle, "
-                        "GradientReply, JoinRequest), (sample_values, merge, rank), references: dict)");
+                        "GradientReply, JoinRequest), (sample_values, merge, pop_oldest, rank), references: dict)");
         return NULL;
     }
     PyObject *messages = args[3], *functions = args[4];
@@ -564,7 +541,8 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
     Py_XSETREF(join_request, Py_NewRef(PyTuple_GET_ITEM(messages, 4)));
     Py_XSETREF(sample_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 0)));
     Py_XSETREF(merge_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 1)));
-    Py_XSETREF(rank_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 2)));
+    Py_XSETREF(pop_oldest_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 2)));
+    Py_XSETREF(rank_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 3)));
     for (int i = 0; i < METHODS; i++) {
         PyObject *reference = PyDict_GetItemString(args[5], method_names[i]);
         if (reference == NULL) {

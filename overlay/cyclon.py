@@ -33,7 +33,7 @@ peer's rounds and handlers); a change here must be made there too — the proper
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableMapping, Sequence
 from functools import cache
 from itertools import combinations
 from math import comb
@@ -43,7 +43,8 @@ from typing import Any, TypeVar
 from overlay.messages import CyclonReply, CyclonShuffle, Descriptor
 from protocols.compiled import compiled_module
 
-__all__ = ["Cyclon", "merge", "merge_python", "sample", "sample_python", "sample_values", "sample_values_python"]
+__all__ = ["ARRAY_VIEW_MAX", "Cyclon", "merge", "merge_python", "new_view", "pop_oldest", "pop_oldest_python", "sample",
+           "sample_python", "sample_values", "sample_values_python"]
 
 STAMP = itemgetter(2)
 T = TypeVar("T")
@@ -85,15 +86,44 @@ def sample_python(draw: random.Random, items: Sequence[T], k: int) -> tuple[T, .
     return tuple(pool[:k])
 
 
-def sample_values_python(draw: random.Random, entries: dict[int, Descriptor], k: int) -> tuple[Descriptor, ...]:
+def sample_values_python(draw: random.Random, entries: MutableMapping[int, Descriptor],
+                         k: int) -> tuple[Descriptor, ...]:
     """`sample(draw, list(entries.values()), k)`: `k` random entries of a view. The reference for
     `overlay/_cyclon.c`'s `sample_values`, which draws the same subset without building the list."""
     return sample_python(draw, list(entries.values()), k)
 
 
+def pop_oldest_python(entries: MutableMapping[int, Descriptor]) -> int | None:
+    """Remove the view's oldest entry — the smallest stamp; of equal ones, the one held longest —
+    and return its node (None when the view is empty). The reference for `overlay/_cyclon.c`."""
+    if not entries:
+        return None
+    oldest: int = min(entries.values(), key=STAMP)[1]
+    del entries[oldest]
+    return oldest
+
+
+ARRAY_VIEW_MAX = 64
+"""The largest Cyclon view kept as C arrays (`overlay._cyclon.View`); a larger one is a dict.
+
+The array view finds a node by scanning, so it stays within a few cache lines only for small
+views; the thesis's `c` is 10 (`--cyclon-view`, at most 10,000)."""
+
 _cyclon = compiled_module("overlay._cyclon")
 sample = _cyclon.sample if _cyclon is not None else sample_python
 sample_values = _cyclon.sample_values if _cyclon is not None else sample_values_python
+pop_oldest = _cyclon.pop_oldest if _cyclon is not None else pop_oldest_python
+if _cyclon is not None:
+    MutableMapping.register(_cyclon.View)
+
+
+def new_view(size: int) -> MutableMapping[int, Descriptor]:
+    """An empty Cyclon view for at most `size` entries: a `View` (C arrays) where the extension
+    is built and `size` is at most `ARRAY_VIEW_MAX`, else a dict. Both keep the same entries in
+    the same order under the same operations, so runs do not depend on which."""
+    if _cyclon is not None and size <= ARRAY_VIEW_MAX:
+        return _cyclon.View(size)  # type: ignore[no-any-return]
+    return {}
 
 
 class Cyclon:
@@ -110,7 +140,7 @@ class Cyclon:
         self.size = size
         self.length = length
         self.rng = rng
-        self.entries: dict[int, Descriptor] = {}  # node -> freshest descriptor heard
+        self.entries = new_view(size)  # node -> freshest descriptor heard
         self._partner = -1
         self._sent: tuple[Descriptor, ...] = ()
 
@@ -144,12 +174,10 @@ class Cyclon:
     def initiate(self, own: Descriptor) -> tuple[int, CyclonShuffle] | None:
         """Start a shuffle carrying `own` (this node's fresh descriptor): returns
         `(partner, request)`, or None with an empty view."""
-        entries = self.entries
-        if not entries:
+        oldest = pop_oldest(self.entries)
+        if oldest is None:
             return None
-        oldest = min(entries.values(), key=STAMP)[1]
-        del entries[oldest]
-        chosen = sample_values(self.rng, entries, self.length - 1)
+        chosen = sample_values(self.rng, self.entries, self.length - 1)
         self._partner = oldest
         self._sent = chosen
         return oldest, CyclonShuffle((own, *chosen))
@@ -184,7 +212,7 @@ class Cyclon:
         merge(self.entries, self.me, self.size, received, replaceable)
 
 
-def merge_python(entries: dict[int, Descriptor], me: int, size: int, received: Sequence[Descriptor],
+def merge_python(entries: MutableMapping[int, Descriptor], me: int, size: int, received: Sequence[Descriptor],
                  replaceable: Sequence[Descriptor]) -> None:
     """The merge rule, on the view `entries` in place: descriptors of `received` naming neither
     `me` nor a node in the view fill its free slots, then replace the `replaceable` entries

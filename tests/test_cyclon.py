@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay.cyclon import Cyclon, merge_python, sample, sample_python, sample_values_python
+from overlay.cyclon import (ARRAY_VIEW_MAX, Cyclon, merge_python, new_view, pop_oldest_python, sample, sample_python,
+                            sample_values_python)
 from overlay.messages import CyclonReply, CyclonShuffle
 
 
@@ -130,20 +131,122 @@ descriptors = st.lists(st.tuples(st.integers(-3, 3).map(float), st.integers(0, 1
                        max_size=14)
 
 
-@given(descriptors, st.integers(0, 12), st.integers(1, 8), descriptors, descriptors)
-def test_the_c_merge_agrees_with_the_python_merge(view: list, me: int, size: int, received: list,
+def compiled_cyclon() -> Any:
+    return pytest.importorskip("overlay._cyclon", reason="the optional C extension was not built")
+
+
+def array_view(entries: dict[int, Any], capacity: int = 0) -> Any:
+    """The C view (`overlay._cyclon.View`) holding `entries`, in their order."""
+    view = compiled_cyclon().View(capacity)
+    for node, descriptor in entries.items():
+        view[node] = descriptor
+    return view
+
+
+CONTAINERS = [pytest.param(dict, id="dict"), pytest.param(array_view, id="View")]
+
+
+@pytest.mark.parametrize("container", CONTAINERS)
+@given(view=descriptors, me=st.integers(0, 12), size=st.integers(1, 8), received=descriptors, replaceable=descriptors)
+def test_the_c_merge_agrees_with_the_python_merge(container: Any, view: list, me: int, size: int, received: list,
                                                   replaceable: list) -> None:
-    merge_c = pytest.importorskip("overlay._cyclon", reason="the optional C extension was not built").merge
+    merge_c = compiled_cyclon().merge
     start = {d[1]: d for d in view[:size]}
-    compiled, python = dict(start), dict(start)
+    compiled, python = container(start), dict(start)
     merge_c(compiled, me, size, tuple(received), tuple(replaceable))
     merge_python(python, me, size, tuple(received), tuple(replaceable))
     assert list(compiled.items()) == list(python.items())  # the same entries, in the same view order
 
 
+stamps = st.one_of(st.integers(0, 4).map(float), st.integers(0, 4), st.sampled_from([-0.0, float("nan"), 2.5]))
+
+
+@pytest.mark.parametrize("container", CONTAINERS)
+@given(st.lists(st.tuples(st.integers(0, 12), stamps), max_size=14))
+def test_the_c_pop_oldest_agrees_with_the_python_one(container: Any, held: list[tuple[int, Any]]) -> None:
+    """The smallest stamp, the first of equal ones, with floats, ints and NaN stamps mixed."""
+    pop_oldest_c = compiled_cyclon().pop_oldest
+    start = {node: (0.0, node, stamp) for node, stamp in held}
+    compiled, python = container(start), dict(start)
+    while True:
+        oldest = pop_oldest_c(compiled)
+        assert oldest == pop_oldest_python(python)
+        assert list(compiled.items()) == list(python.items())
+        if oldest is None:
+            break
+
+
+view_operations = st.lists(st.tuples(st.sampled_from(["set", "del", "pop", "get", "in", "getitem"]),
+                                     st.one_of(st.integers(-2, 9), st.sampled_from([2**40, -2**63, 2**70, "a"])),
+                                     stamps),
+                           max_size=40)
+
+
+@given(st.integers(0, 12), view_operations)
+def test_the_array_view_behaves_as_a_dict(capacity: int, operations: list[tuple[str, Any, Any]]) -> None:
+    """Any sequence of what Cyclon and its readers do to a view leaves a `View` and a dict with the
+    same entries in the same order, and answers the same, errors included."""
+    view, model = compiled_cyclon().View(capacity), {}
+
+    def both(action: Any) -> Any:
+        try:
+            expected: Any = ("ok", action(model))
+        except KeyError as error:
+            expected = ("KeyError", error.args)
+        try:
+            got: Any = ("ok", action(view))
+        except KeyError as error:
+            got = ("KeyError", error.args)
+        return got, expected
+
+    for operation, node, stamp in operations:
+        if operation == "set":
+            if not isinstance(node, int) or node == 2**70:  # an id beyond 64 bits is refused (below)
+                continue
+            descriptor = (float(node), node, stamp)
+            view[node] = model[node] = descriptor
+        else:
+            action = {"del": lambda m, n=node: m.__delitem__(n), "pop": lambda m, n=node: m.pop(n, "none"),
+                      "get": lambda m, n=node: m.get(n), "in": lambda m, n=node: n in m,
+                      "getitem": lambda m, n=node: m[n]}[operation]
+            got, expected = both(action)
+            assert got == expected
+        assert len(view) == len(model) and list(view) == list(model) and view.keys() == list(model.keys())
+        assert view.values() == list(model.values()) and view.items() == list(model.items())
+        assert view == model and not view != model and repr(view) == f"View({model!r})"
+
+
+def test_the_array_view_refuses_what_is_not_a_node_s_own_descriptor() -> None:
+    view = compiled_cyclon().View()
+    with pytest.raises(ValueError, match="descriptor of that node"):
+        view[3] = (0.0, 4, 1.0)
+    with pytest.raises(TypeError, match="descriptor is a"):
+        view[3] = (0.0, 3)
+    with pytest.raises(TypeError, match="node is an int of 64 bits"):
+        compiled_cyclon().merge(view, 0, 5, [(0.0, "x", 1.0)], ())
+    with pytest.raises(TypeError, match="node is an int of 64 bits"):
+        view[2**70] = (0.0, 2**70, 1.0)
+    assert len(view) == 0
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(view)  # mutable, as a dict
+
+
+def test_small_views_are_arrays_and_large_ones_dicts() -> None:
+    """`new_view` picks the C arrays up to `ARRAY_VIEW_MAX` entries (where the extension is built),
+    and a Cyclon larger than that exchanges as before, on a dict."""
+    compiled = compiled_cyclon()
+    assert isinstance(new_view(ARRAY_VIEW_MAX), compiled.View)
+    assert type(new_view(ARRAY_VIEW_MAX + 1)) is dict
+    assert isinstance(cyclon(0, [1, 2, 3]).entries, compiled.View)
+    big = cyclon(0, list(range(1, 70)), size=ARRAY_VIEW_MAX + 10, length=5)
+    assert type(big.entries) is dict and len(big.entries) == 69
+    partner, request = big.initiate((0.0, 0, 1.0))
+    assert partner == 1 and partner not in big.entries and len(request.entries) == 5
+
+
 @given(st.integers(0, 2**32), st.integers(0, 40), st.integers(0, 12))
 def test_the_c_sample_draws_what_the_python_sample_draws(seed: int, n: int, k: int) -> None:
-    sample_c = pytest.importorskip("overlay._cyclon", reason="the optional C extension was not built").sample
+    sample_c = compiled_cyclon().sample
     items = [(float(i), i, 0.0) for i in range(n)]
     compiled, python = random.Random(seed), random.Random(seed)
     for _ in range(3):  # the same subsets, and the generators left in the same state
@@ -154,17 +257,18 @@ def test_the_c_sample_draws_what_the_python_sample_draws(seed: int, n: int, k: i
 @given(st.integers(0, 2**32), st.integers(0, 40), st.integers(0, 12), st.lists(st.integers(0, 39), max_size=20))
 def test_the_c_view_sample_draws_what_the_python_view_sample_draws(seed: int, n: int, k: int,
                                                                   dropped: list[int]) -> None:
-    sample_values_c = pytest.importorskip("overlay._cyclon", reason="the optional C extension was not built").sample_values
+    sample_values_c = compiled_cyclon().sample_values
     entries = {i: (float(i), i, 0.0) for i in range(n)}
     for node in dropped:  # gaps and re-insertions: view order is not node order
         if entries.pop(node, None) is not None and node % 3 == 0:
             entries[node] = (float(node), node, 1.0)
-    compiled, python = random.Random(seed), random.Random(seed)
-    for _ in range(3):  # the same descriptors, in the same order, and the generators in the same state
-        drawn = sample_values_c(compiled, entries, k)
-        expected = sample_values_python(python, entries, k)
-        assert len(drawn) == len(expected) and all(a is b for a, b in zip(drawn, expected))
-    assert compiled.random() == python.random()
+    for held in (entries, array_view(entries)):
+        compiled, python = random.Random(seed), random.Random(seed)
+        for _ in range(3):  # the same descriptors, in the same order, and the generators in the same state
+            drawn = sample_values_c(compiled, held, k)
+            expected = sample_values_python(python, entries, k)
+            assert len(drawn) == len(expected) and all(a is b for a, b in zip(drawn, expected))
+        assert compiled.random() == python.random()
 
 
 def test_reach_shuffles_with_a_peer_outside_the_view_and_keeps_the_view() -> None:
