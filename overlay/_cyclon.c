@@ -326,7 +326,9 @@ static PyTypeObject View_Type = {
     .tp_methods = view_methods,
 };
 
-/* merge(...) on a View: the same steps as on a dict, with the nodes compared as C numbers. */
+/* merge(...) on a View: the same steps as on a dict, with the nodes compared as C numbers. A
+ * single body for both kinds, through View-or-dict helpers, made `pdgdrf` 1,000 x 200 3-4 %
+ * slower (each node converted twice and compared as an object), so the View has its own. */
 static PyObject *merge_view(ViewObject *v, PyObject *me, Py_ssize_t size, PyObject *received_arg,
                             PyObject *replaceable_arg) {
     long long me_id = 0;

@@ -113,8 +113,6 @@ _cyclon = compiled_module("overlay._cyclon")
 sample = _cyclon.sample if _cyclon is not None else sample_python
 sample_values = _cyclon.sample_values if _cyclon is not None else sample_values_python
 pop_oldest = _cyclon.pop_oldest if _cyclon is not None else pop_oldest_python
-if _cyclon is not None:
-    MutableMapping.register(_cyclon.View)
 
 
 def new_view(size: int) -> MutableMapping[int, Descriptor]:
