@@ -10,9 +10,9 @@ delivery loop, tally and `send`, PDGDRF its pure-Python Gini test (same results,
 from setuptools import Extension, setup
 
 setup(ext_modules=[
-    Extension("overlay._rank", ["overlay/_rank.c"], optional=True),
-    Extension("overlay._cyclon", ["overlay/_cyclon.c"], optional=True),
-    Extension("overlay._exchange", ["overlay/_exchange.c"], optional=True),
-    Extension("nodes._engine", ["nodes/_engine.c"], optional=True),
-    Extension("protocols._gini", ["protocols/_gini.c"], optional=True),
+    Extension("drfemu.overlay._rank", ["overlay/_rank.c"], optional=True),
+    Extension("drfemu.overlay._cyclon", ["overlay/_cyclon.c"], optional=True),
+    Extension("drfemu.overlay._exchange", ["overlay/_exchange.c"], optional=True),
+    Extension("drfemu.nodes._engine", ["nodes/_engine.c"], optional=True),
+    Extension("drfemu.protocols._gini", ["protocols/_gini.c"], optional=True),
 ])

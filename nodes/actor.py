@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
-from protocols.compiled import compiled_module
-from protocols.messages import collect_handlers
+from drfemu.protocols.compiled import compiled_module
+from drfemu.protocols.messages import collect_handlers
 
 __all__ = ["Actor", "UnhandledMessage", "WakeAfter", "WakeUp", "send_python"]
 
@@ -147,6 +147,6 @@ class Actor:
 
 
 send_python = Actor.send  # the reference for the C `send` below
-_engine = compiled_module("nodes._engine")
+_engine = compiled_module("drfemu.nodes._engine")
 if _engine is not None:  # the same `send` in C (`nodes/_engine.c`)
     Actor.send = _engine.send_method(Actor)  # type: ignore[method-assign]

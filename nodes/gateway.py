@@ -18,10 +18,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from nodes.actor import Actor
-from overlay.messages import JoinReply, JoinRequest
-from protocols.messages import PeerDown, PeerUp, ServerReply, ServerRequest, handles
-from protocols.registry import Gateway as Mode
+from drfemu.nodes.actor import Actor
+from drfemu.overlay.messages import JoinReply, JoinRequest
+from drfemu.protocols.messages import PeerDown, PeerUp, ServerReply, ServerRequest, handles
+from drfemu.protocols.registry import Gateway as Mode
 
 __all__ = ["Gateway", "draw_homes"]
 

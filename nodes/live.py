@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from nodes.actor import Actor, WakeAfter, WakeUp
-from nodes.network import Network
-from nodes.wire import Codec, WireError
+from drfemu.nodes.actor import Actor, WakeAfter, WakeUp
+from drfemu.nodes.network import Network
+from drfemu.nodes.wire import Codec, WireError
 
 __all__ = ["LATENCY_BINS_PER_DECADE", "LATENCY_FLOOR_S", "STAMP", "LivePeriodic", "LiveRuntime", "latency_bin"]
 

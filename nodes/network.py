@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Protocol
 
-from protocols.compiled import compiled_module
-from protocols.errors import InputError
+from drfemu.protocols.compiled import compiled_module
+from drfemu.protocols.errors import InputError
 
 __all__ = [
     "ConstantLatency",
@@ -56,7 +56,7 @@ def count_items_python(out: list[tuple[int, Any]], cls: type, field: str) -> int
     return sum(len(getattr(msg, field)) for _, msg in out if msg.__class__ is cls)
 
 
-_engine = compiled_module("nodes._engine")
+_engine = compiled_module("drfemu.nodes._engine")
 count_types = _engine.count_types if _engine is not None else count_types_python
 count_items = _engine.count_items if _engine is not None else count_items_python
 

@@ -30,15 +30,15 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nodes.actor import Actor
-from nodes.streams import NodeStreams
-from overlay import cyclon as cyclon_module
-from overlay import gradient as gradient_module
-from overlay.cyclon import Cyclon
-from overlay.gradient import NEG_INF, Gradient
-from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinReply, JoinRequest
-from protocols.compiled import compiled_module
-from protocols.messages import collect_handlers, handles
+from drfemu.nodes.actor import Actor
+from drfemu.nodes.streams import NodeStreams
+from drfemu.overlay import cyclon as cyclon_module
+from drfemu.overlay import gradient as gradient_module
+from drfemu.overlay.cyclon import Cyclon
+from drfemu.overlay.gradient import NEG_INF, Gradient
+from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinReply, JoinRequest
+from drfemu.protocols.compiled import compiled_module
+from drfemu.protocols.messages import collect_handlers, handles
 
 __all__ = ["EXCHANGE_IMPLEMENTATION", "PYTHON_EXCHANGES", "OverlayPeer", "bootstrap", "default_max_age_periods",
            "random_neighbors"]
@@ -194,7 +194,7 @@ def _compile_exchanges() -> str:
     """Put the C versions of the overlay rounds and handlers (`overlay/_exchange.c`) in
     `OverlayPeer`, where the extension was built; returns which implementation runs. They fall
     back to the Python reference for a node whose Cyclon or gradient is of another class."""
-    exchange = compiled_module("overlay._exchange")
+    exchange = compiled_module("drfemu.overlay._exchange")
     if exchange is None:
         return "Python"
     methods = exchange.peer_methods(

@@ -15,9 +15,9 @@ until acknowledged (`StateAck`): the restarted scheduler rebuilds its view from 
 
 from __future__ import annotations
 
-from nodes.actor import Actor
-from protocols.events import TaskAllocated, TaskFinished
-from protocols.messages import (
+from drfemu.nodes.actor import Actor
+from drfemu.protocols.events import TaskAllocated, TaskFinished
+from drfemu.protocols.messages import (
     EndAck,
     Launch,
     PeerDown,
@@ -29,8 +29,8 @@ from protocols.messages import (
     TaskStarted,
     handles,
 )
-from protocols.resilience import Notices
-from protocols.resources import CapacityViolation, Vector, fits, give, take
+from drfemu.protocols.resilience import Notices
+from drfemu.protocols.resources import CapacityViolation, Vector, fits, give, take
 
 __all__ = ["ResourceNode"]
 

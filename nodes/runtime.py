@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
-from nodes.actor import Actor, WakeAfter, WakeUp
-from nodes.network import US_PER_S, Network, to_us
-from nodes.trace import EventTrace, describe_callback
-from protocols.compiled import compiled_module
+from drfemu.nodes.actor import Actor, WakeAfter, WakeUp
+from drfemu.nodes.network import US_PER_S, Network, to_us
+from drfemu.nodes.trace import EventTrace, describe_callback
+from drfemu.protocols.compiled import compiled_module
 
 __all__ = ["ENGINE_IMPLEMENTATION", "Periodic", "Runtime", "deliver", "deliver_python"]
 
@@ -88,7 +88,7 @@ def fire_each_python(
                 actor.outbox.clear()
 
 
-_engine = compiled_module("nodes._engine")
+_engine = compiled_module("drfemu.nodes._engine")
 deliver = _engine.deliver if _engine is not None else deliver_python
 fire_each = _engine.fire_each if _engine is not None else fire_each_python
 ENGINE_IMPLEMENTATION = "C" if _engine is not None else "Python"

@@ -32,10 +32,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from nodes.actor import Actor
-from protocols.central import CentralRule, PendingTask
-from protocols.cluster import ClusterView
-from protocols.messages import (
+from drfemu.nodes.actor import Actor
+from drfemu.protocols.central import CentralRule, PendingTask
+from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.messages import (
     Accept,
     Decline,
     EndAck,
@@ -52,7 +52,7 @@ from protocols.messages import (
     UserShare,
     handles,
 )
-from protocols.resources import Vector
+from drfemu.protocols.resources import Vector
 
 __all__ = ["CentralScheduler"]
 

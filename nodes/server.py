@@ -45,13 +45,13 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nodes.overlay_peer import OverlayPeer
-from nodes.streams import NodeStreams
-from overlay.gradient import NEG_INF, Gradient
-from protocols.cluster import drfh_heuristic
-from protocols.events import TaskAllocated, TaskFinished
-from protocols.homes import HomeUser, HomeUsers
-from protocols.messages import (
+from drfemu.nodes.overlay_peer import OverlayPeer
+from drfemu.nodes.streams import NodeStreams
+from drfemu.overlay.gradient import NEG_INF, Gradient
+from drfemu.protocols.cluster import drfh_heuristic
+from drfemu.protocols.events import TaskAllocated, TaskFinished
+from drfemu.protocols.homes import HomeUser, HomeUsers
+from drfemu.protocols.messages import (
     Accept,
     Decline,
     EndAck,
@@ -68,10 +68,10 @@ from protocols.messages import (
     WalkTask,
     handles,
 )
-from protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
-from protocols.resilience import PLACEMENT_BACKOFF, Notices
-from protocols.resources import CapacityViolation, Vector, fits, give, take
-from protocols.rule import ServerRule
+from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
+from drfemu.protocols.resilience import PLACEMENT_BACKOFF, Notices
+from drfemu.protocols.resources import CapacityViolation, Vector, fits, give, take
+from drfemu.protocols.rule import ServerRule
 
 __all__ = ["PLACEMENT_COUNTERS", "ServerNode", "server_class"]
 

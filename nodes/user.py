@@ -42,9 +42,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from nodes.actor import Actor
-from protocols.events import TaskDispatched, TaskResubmitted, TaskSubmitted
-from protocols.messages import (
+from drfemu.nodes.actor import Actor
+from drfemu.protocols.events import TaskDispatched, TaskResubmitted, TaskSubmitted
+from drfemu.protocols.messages import (
     Accept,
     Decline,
     EndAck,
@@ -61,8 +61,8 @@ from protocols.messages import (
     UserShare,
     handles,
 )
-from protocols.resilience import Backoff
-from protocols.resources import Vector, dominant_share
+from drfemu.protocols.resilience import Backoff
+from drfemu.protocols.resources import Vector, dominant_share
 
 __all__ = ["FiniteUserNode", "UserNode"]
 

@@ -28,15 +28,15 @@ from typing import Any
 
 import msgspec
 
-import overlay.messages  # noqa: F401  (registers the overlay's messages)
-import protocols.placement
-import protocols.registry  # noqa: F401  (registers every protocol's messages)
-from protocols.messages import MESSAGE_TYPES
+import drfemu.overlay.messages  # noqa: F401  (registers the overlay's messages)
+import drfemu.protocols.placement
+import drfemu.protocols.registry  # noqa: F401  (registers every protocol's messages)
+from drfemu.protocols.messages import MESSAGE_TYPES
 
 __all__ = ["HEADER", "NODE_PACKAGES", "VERSION", "Codec", "WireError"]
 
 VERSION = 1
-NODE_PACKAGES = ("protocols", "overlay", "nodes")
+NODE_PACKAGES = ("drfemu.protocols", "drfemu.overlay", "drfemu.nodes")
 HEADER = struct.Struct("!BHII")  # version, type id, sender, receiver
 
 
@@ -66,7 +66,7 @@ class Codec:
         defined in `protocols`, `overlay` or `nodes` (not a benchmark's or a test's)."""
         if types is None:
             types = {name: cls for name, cls in MESSAGE_TYPES.items()
-                     if cls.__module__.split(".")[0] in NODE_PACKAGES}
+                     if cls.__module__.startswith(tuple(p + "." for p in NODE_PACKAGES))}
         names = sorted(types)
         if len(names) > 0xFFFF:
             raise ValueError("too many message types for a 2-byte type id")

@@ -40,8 +40,8 @@ from math import comb
 from operator import itemgetter
 from typing import Any, TypeVar
 
-from overlay.messages import CyclonReply, CyclonShuffle, Descriptor
-from protocols.compiled import compiled_module
+from drfemu.overlay.messages import CyclonReply, CyclonShuffle, Descriptor
+from drfemu.protocols.compiled import compiled_module
 
 __all__ = ["ARRAY_VIEW_MAX", "Cyclon", "merge", "merge_python", "new_view", "pop_oldest", "pop_oldest_python", "sample",
            "sample_python", "sample_values", "sample_values_python"]
@@ -109,7 +109,7 @@ ARRAY_VIEW_MAX = 64
 The array view finds a node by scanning, so it stays within a few cache lines only for small
 views; the thesis's `c` is 10 (`--cyclon-view`, at most 10,000)."""
 
-_cyclon = compiled_module("overlay._cyclon")
+_cyclon = compiled_module("drfemu.overlay._cyclon")
 sample = _cyclon.sample if _cyclon is not None else sample_python
 sample_values = _cyclon.sample_values if _cyclon is not None else sample_values_python
 pop_oldest = _cyclon.pop_oldest if _cyclon is not None else pop_oldest_python

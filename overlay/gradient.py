@@ -46,8 +46,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
-from overlay.messages import Descriptor, GradientReply, GradientShuffle
-from protocols.compiled import compiled_module
+from drfemu.overlay.messages import Descriptor, GradientReply, GradientShuffle
+from drfemu.protocols.compiled import compiled_module
 
 __all__ = [
     "NEG_INF",
@@ -107,7 +107,7 @@ def rank_python(me: int, my_utility: float, candidates: list[Descriptor], size: 
     return view
 
 
-_rank = compiled_module("overlay._rank")
+_rank = compiled_module("drfemu.overlay._rank")
 rank_c = _rank.rank if _rank is not None else None
 rank = rank_c if rank_c is not None else rank_python
 RANK_IMPLEMENTATION = "C" if _rank is not None else "Python"

@@ -33,8 +33,8 @@ import math
 import random
 from collections.abc import Iterable
 
-from overlay.gradient import NEG_INF, Gradient, acknowledges, validation_set
-from overlay.messages import Descriptor, GradientReply, GradientShuffle
+from drfemu.overlay.gradient import NEG_INF, Gradient, acknowledges, validation_set
+from drfemu.overlay.messages import Descriptor, GradientReply, GradientShuffle
 
 __all__ = ["KompicsGradient", "preference_key", "softmax_index"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from protocols.messages import message
+from drfemu.protocols.messages import message
 
 __all__ = [
     "CyclonReply",

@@ -28,9 +28,9 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
-from overlay.cyclon import Cyclon
-from overlay.gradient import Gradient, acknowledges, is_above, validation_set
-from overlay.messages import Descriptor
+from drfemu.overlay.cyclon import Cyclon
+from drfemu.overlay.gradient import Gradient, acknowledges, is_above, validation_set
+from drfemu.overlay.messages import Descriptor
 
 __all__ = [
     "CentreStatus",

@@ -7,8 +7,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from overlay.gradient import Gradient
-from overlay.kompics_gradient import KompicsGradient
+from drfemu.overlay.gradient import Gradient
+from drfemu.overlay.kompics_gradient import KompicsGradient
 
 __all__ = ["GRADIENTS", "gradient_factory"]
 

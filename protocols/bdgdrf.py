@@ -53,9 +53,9 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from protocols.messages import handles, message
-from protocols.params import Kind, Param
-from protocols.rule import Server, ServerRule
+from drfemu.protocols.messages import handles, message
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.rule import Server, ServerRule
 
 __all__ = ["BdgdrfRule", "MinimumNotice", "UtilityNotice", "knows_minimum"]
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from protocols.cluster import ClusterView
-from protocols.params import Kind, Param
-from protocols.resources import Vector
+from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.resources import Vector
 
 __all__ = ["CentralRule", "PER_TICK", "PendingTask"]
 

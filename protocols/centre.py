@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from protocols.params import Kind, Param
+from drfemu.protocols.params import Kind, Param
 
 __all__ = ["CENTRE_TIES", "CentreTies"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from protocols.resources import REL_TOL, Vector, fits, give, take
+from drfemu.protocols.resources import REL_TOL, Vector, fits, give, take
 
 __all__ = ["ClusterView", "best_fit", "drfh_heuristic"]
 

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from protocols.events import NeighborsFixed
-from protocols.homes import INF
-from protocols.messages import handles, message
-from protocols.params import Kind, Param
-from protocols.rule import Server, ServerRule
+from drfemu.protocols.events import NeighborsFixed
+from drfemu.protocols.homes import INF
+from drfemu.protocols.messages import handles, message
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.rule import Server, ServerRule
 
 __all__ = ["DdrfGradientRule", "DdrfRule", "MinShareReply", "MinShareRequest"]
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from protocols.centre import CENTRE_TIES, CentreTies
-from protocols.messages import handles, message
-from protocols.rule import Server, ServerRule
+from drfemu.protocols.centre import CENTRE_TIES, CentreTies
+from drfemu.protocols.messages import handles, message
+from drfemu.protocols.rule import Server, ServerRule
 
 __all__ = ["CentreAck", "CentreCheck", "DgdrfRule"]
 

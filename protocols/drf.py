@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from protocols.central import PER_TICK, PendingTask
-from protocols.cluster import ClusterView
+from drfemu.protocols.central import PER_TICK, PendingTask
+from drfemu.protocols.cluster import ClusterView
 
 __all__ = ["DrfBestFit", "DrfFirstFit"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from protocols.central import PER_TICK, PendingTask
-from protocols.cluster import ClusterView
-from protocols.params import Kind, Param
+from drfemu.protocols.central import PER_TICK, PendingTask
+from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.params import Kind, Param
 
 __all__ = ["Fifo", "HEAD_OF_LINE"]
 

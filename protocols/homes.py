@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from protocols.messages import TaskRequest, UserShare
-from protocols.resources import Vector, dominant_share
+from drfemu.protocols.messages import TaskRequest, UserShare
+from drfemu.protocols.resources import Vector, dominant_share
 
 __all__ = ["HomeUser", "HomeUsers", "INF"]
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from protocols.central import PER_TICK, PendingTask
-from protocols.cluster import ClusterView
-from protocols.params import Kind, Param
-from protocols.policies.online import ONLINE_BETAS, order_key
+from drfemu.protocols.central import PER_TICK, PendingTask
+from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.policies.online import ONLINE_BETAS, order_key
 
 __all__ = ["CAdrf", "NaiveAdrf", "Wmmf"]
 

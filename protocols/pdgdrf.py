@@ -18,10 +18,10 @@ from bisect import insort
 from collections.abc import Iterable
 from operator import itemgetter
 
-from protocols.centre import CENTRE_TIES, CentreTies
-from protocols.compiled import compiled_module
-from protocols.fairness import gini_of_sorted
-from protocols.rule import Server, ServerRule
+from drfemu.protocols.centre import CENTRE_TIES, CentreTies
+from drfemu.protocols.compiled import compiled_module
+from drfemu.protocols.fairness import gini_of_sorted
+from drfemu.protocols.rule import Server, ServerRule
 
 __all__ = ["GINI_TEST_IMPLEMENTATION", "PdgdrfRule", "lowers_gini", "lowers_gini_python"]
 
@@ -45,7 +45,7 @@ def lowers_gini_python(share: float, task_share: float, neighbour_utilities: Ite
     return gini_of_sorted(grown) < gini_of_sorted(others)
 
 
-_gini = compiled_module("protocols._gini")
+_gini = compiled_module("drfemu.protocols._gini")
 if _gini is not None:
     _gini.use_reference(lowers_gini_python)  # decides what the C test leaves to it (bad input, overflow)
 lowers_gini = _gini.lowers_gini if _gini is not None else lowers_gini_python

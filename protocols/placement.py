@@ -32,7 +32,7 @@ import random
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from protocols.messages import WalkFailed, WalkTask, message
+from drfemu.protocols.messages import WalkFailed, WalkTask, message
 
 __all__ = ["FitPlace", "FitWalk", "fit_walk_step", "walk_step"]
 

@@ -34,11 +34,11 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from protocols.errors import InputError
-from protocols.messages import TaskRequest, handles, message
-from protocols.params import Kind, Param
-from protocols.resources import Vector
-from protocols.rule import Server, ServerRule
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.messages import TaskRequest, handles, message
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.resources import Vector
+from drfemu.protocols.rule import Server, ServerRule
 
 __all__ = ["LoadReply", "LoadRequest", "LoadsReply", "ProbeRule", "ProbeTask", "room_load", "task_load",
            "used_fractions"]

@@ -17,19 +17,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from protocols.bdgdrf import BdgdrfRule
-from protocols.central import CentralRule
-from protocols.ddrf import DdrfGradientRule, DdrfRule
-from protocols.dgdrf import DgdrfRule
-from protocols.drf import DrfBestFit, DrfFirstFit
-from protocols.errors import InputError
-from protocols.fifo import Fifo
-from protocols.messages import TaskRequest
-from protocols.online_central import CAdrf, NaiveAdrf, Wmmf
-from protocols.params import Param
-from protocols.pdgdrf import PdgdrfRule
-from protocols.probe import ProbeRule
-from protocols.rule import ServerRule
+from drfemu.protocols.bdgdrf import BdgdrfRule
+from drfemu.protocols.central import CentralRule
+from drfemu.protocols.ddrf import DdrfGradientRule, DdrfRule
+from drfemu.protocols.dgdrf import DgdrfRule
+from drfemu.protocols.drf import DrfBestFit, DrfFirstFit
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.fifo import Fifo
+from drfemu.protocols.messages import TaskRequest
+from drfemu.protocols.online_central import CAdrf, NaiveAdrf, Wmmf
+from drfemu.protocols.params import Param
+from drfemu.protocols.pdgdrf import PdgdrfRule
+from drfemu.protocols.probe import ProbeRule
+from drfemu.protocols.rule import ServerRule
 
 __all__ = ["PROTOCOLS", "Gateway", "GradientUse", "ProtocolSpec", "UnknownProtocol", "get_protocol", "register",
            "unregister"]

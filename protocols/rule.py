@@ -28,10 +28,10 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Protocol
 
-from protocols.homes import HomeUser, HomeUsers
-from protocols.messages import collect_handlers
-from protocols.params import Param
-from protocols.resources import Vector
+from drfemu.protocols.homes import HomeUser, HomeUsers
+from drfemu.protocols.messages import collect_handlers
+from drfemu.protocols.params import Param
+from drfemu.protocols.resources import Vector
 
 __all__ = ["GradientView", "Server", "ServerRule"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.workloads.model import Workload, parse_workload
+from drfemu.experiments.workloads.model import Workload, parse_workload
 
 SHARED_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "google-2011"
 

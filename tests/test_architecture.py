@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from experiments.cli import main
-from experiments.running.params import readers
-from experiments.running.runner import RunConfig, run_emulation
-from experiments.workloads.google import google_case
-from nodes.streams import NodeStreams, RandomStreams
-from protocols.registry import PROTOCOLS, unregister
+from drfemu.experiments.cli import main
+from drfemu.experiments.running.params import readers
+from drfemu.experiments.running.runner import RunConfig, run_emulation
+from drfemu.experiments.workloads.google import google_case
+from drfemu.nodes.streams import NodeStreams, RandomStreams
+from drfemu.protocols.registry import PROTOCOLS, unregister
 from tests.toy_protocol import register_toy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,23 +88,23 @@ def _reachable(value: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
 
 @pytest.mark.parametrize("protocol", ["drf", "probe", "ddrf-gradient", "pdgdrf"])
 def test_after_a_run_no_node_holds_a_harness_sweep_or_cli_object(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import nodes.runtime
+    import drfemu.nodes.runtime
 
     built: list[Any] = []
-    real = nodes.runtime.Runtime.__init__
+    real = drfemu.nodes.runtime.Runtime.__init__
 
     def spy(self: Any, loop: Any, network: Any, actors: Any, *rest: Any) -> None:
         built.extend(actors)
         real(self, loop, network, actors, *rest)
 
-    monkeypatch.setattr(nodes.runtime.Runtime, "__init__", spy)
+    monkeypatch.setattr(drfemu.nodes.runtime.Runtime, "__init__", spy)
     run_emulation(RunConfig.build(google_case(12, 4, 1), protocol=protocol, neighbors=2))
     assert built
     for actor in built:
         for value in _reachable(actor, set()):
             module = type(value).__module__
-            assert not module.startswith("experiments"), f"{type(actor).__name__} {actor.id} reaches {type(value)}"
-            assert not str(getattr(value, "__module__", None) or "").startswith("experiments")  # no bound callback either
+            assert not module.startswith("drfemu.experiments"), f"{type(actor).__name__} {actor.id} reaches {type(value)}"
+            assert not str(getattr(value, "__module__", None) or "").startswith("drfemu.experiments")  # no bound callback either
 
 
 def _imports(path: Path) -> set[str]:
@@ -114,7 +114,7 @@ def _imports(path: Path) -> set[str]:
             names.add(node.module)
         elif isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
-    return names
+    return {name.removeprefix("drfemu.") for name in names}  # by package within drfemu
 
 
 LAYERS = ["protocols", "overlay", "nodes", "experiments"]  # each may import only those before it
@@ -168,6 +168,6 @@ def test_no_import_cycles_among_modules() -> None:
 
 
 def test_the_parameter_table_in_the_docs_is_the_one_the_schema_derives() -> None:
-    from experiments.running.params import parameters_markdown
+    from drfemu.experiments.running.params import parameters_markdown
 
     assert parameters_markdown() in (ROOT / "docs" / "parameters.md").read_text(encoding="utf-8")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice, knows_minimum
-from protocols.messages import Proposal
+from drfemu.experiments.cli import main
+from drfemu.protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice, knows_minimum
+from drfemu.protocols.messages import Proposal
 from tests.test_distributed_roles import node, request
 
 

@@ -7,9 +7,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.cluster import ClusterView, drfh_heuristic
-from protocols.messages import Proposal, WalkFailed
-from protocols.placement import FitPlace, FitWalk, fit_walk_step
+from drfemu.protocols.cluster import ClusterView, drfh_heuristic
+from drfemu.protocols.messages import Proposal, WalkFailed
+from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step
 from tests.test_distributed_roles import node
 
 amounts = st.floats(min_value=0.05, max_value=10.0, allow_nan=False)

@@ -6,12 +6,12 @@ import random
 
 import pytest
 
-from experiments.running.params import run_params
-from overlay.gradient import Gradient
-from overlay.kompics_gradient import KompicsGradient
-from protocols.dgdrf import DgdrfRule
-from protocols.messages import Proposal
-from protocols.pdgdrf import PdgdrfRule
+from drfemu.experiments.running.params import run_params
+from drfemu.overlay.gradient import Gradient
+from drfemu.overlay.kompics_gradient import KompicsGradient
+from drfemu.protocols.dgdrf import DgdrfRule
+from drfemu.protocols.messages import Proposal
+from drfemu.protocols.pdgdrf import PdgdrfRule
 from tests.test_distributed_roles import node, request
 
 

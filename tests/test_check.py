@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from experiments.running.check import check_runs, traced_run
-from experiments.running.params import canonical_params, run_id
-from nodes.gateway import Gateway
-from nodes.trace import Diverged, EventTrace
+from drfemu.experiments.cli import main
+from drfemu.experiments.running.check import check_runs, traced_run
+from drfemu.experiments.running.params import canonical_params, run_id
+from drfemu.nodes.gateway import Gateway
+from drfemu.nodes.trace import Diverged, EventTrace
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -110,7 +110,7 @@ def test_every_protocol_is_deterministic_on_20_seeds_endless_and_finite() -> Non
     """The issue's bar on small cases (CI): every protocol × 20 seeds on Google 8 × 3, and × 5
     seeds on the finite 10 × 3 workload, each run capped at 10 virtual seconds.
     `drfemu check configs/check.toml` is the full set (480 runs to the end)."""
-    from protocols.registry import PROTOCOLS
+    from drfemu.protocols.registry import PROTOCOLS
 
     finite = str(CONFIGS / "workloads" / "finite-10x3.json")
     points = [{"machines": 8, "users": 3, "seed": seed} for seed in range(1, 21)]

@@ -7,7 +7,7 @@ import selectors
 
 import pytest
 
-from nodes.clock import VirtualClockIdle, VirtualClockLoop, run_virtual
+from drfemu.nodes.clock import VirtualClockIdle, VirtualClockLoop, run_virtual
 
 
 def test_sleep_jumps_virtual_time_without_waiting(monkeypatch: pytest.MonkeyPatch) -> None:

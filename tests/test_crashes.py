@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.running.runner import RunConfig, run_emulation
-from experiments.workloads.google import google_case
-from experiments.workloads.model import Server, Task, User, Workload
-from nodes.gateway import Gateway
-from nodes.scheduler import CentralScheduler
-from nodes.user import FiniteUserNode, UserNode
-from protocols.drf import DrfFirstFit
-from protocols.events import TaskResubmitted, TaskSubmitted
-from protocols.messages import (
+from drfemu.experiments.running.runner import RunConfig, run_emulation
+from drfemu.experiments.workloads.google import google_case
+from drfemu.experiments.workloads.model import Server, Task, User, Workload
+from drfemu.nodes.gateway import Gateway
+from drfemu.nodes.scheduler import CentralScheduler
+from drfemu.nodes.user import FiniteUserNode, UserNode
+from drfemu.protocols.drf import DrfFirstFit
+from drfemu.protocols.events import TaskResubmitted, TaskSubmitted
+from drfemu.protocols.messages import (
     Accept,
     Decline,
     Forgotten,
@@ -34,7 +34,7 @@ from protocols.messages import (
     TaskStarted,
     UserShare,
 )
-from protocols.registry import PROTOCOLS
+from drfemu.protocols.registry import PROTOCOLS
 
 TOTAL = (9.0, 18.0)
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay.cyclon import (ARRAY_VIEW_MAX, Cyclon, merge_python, new_view, pop_oldest_python, sample, sample_python,
+from drfemu.overlay.cyclon import (ARRAY_VIEW_MAX, Cyclon, merge_python, new_view, pop_oldest_python, sample, sample_python,
                             sample_values_python)
-from overlay.messages import CyclonReply, CyclonShuffle
+from drfemu.overlay.messages import CyclonReply, CyclonShuffle
 
 
 def cyclon(me: int, nodes: list[int], stamps: list[float] | None = None, size: int = 5, length: int = 3,
@@ -132,7 +132,7 @@ descriptors = st.lists(st.tuples(st.integers(-3, 3).map(float), st.integers(0, 1
 
 
 def compiled_cyclon() -> Any:
-    return pytest.importorskip("overlay._cyclon", reason="the optional C extension was not built")
+    return pytest.importorskip("drfemu.overlay._cyclon", reason="the optional C extension was not built")
 
 
 def array_view(entries: dict[int, Any], capacity: int = 0) -> Any:
@@ -286,7 +286,7 @@ def test_reach_shuffles_with_a_peer_outside_the_view_and_keeps_the_view() -> Non
 
 
 def _peers(n: int, reconnect_every: int, seed: int) -> list[Any]:
-    from nodes.overlay_peer import OverlayPeer, bootstrap
+    from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap
     peers = [OverlayPeer(i, 3, 5, 3, random.Random(seed * 1000 + i), utility=float(i)) for i in range(n)]
     bootstrap(peers, [float(i) for i in range(n)], seed)
     for peer in peers:

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodes.actor import WakeUp
-from nodes.server import ServerNode, server_class
-from nodes.streams import NodeStreams
-from overlay.gradient import NEG_INF
-from protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRequest
-from protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
-from protocols.events import NeighborsFixed, TaskAllocated
-from protocols.fairness import gini
-from protocols.homes import HomeUsers
-from protocols.messages import (
+from drfemu.nodes.actor import WakeUp
+from drfemu.nodes.server import ServerNode, server_class
+from drfemu.nodes.streams import NodeStreams
+from drfemu.overlay.gradient import NEG_INF
+from drfemu.protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRequest
+from drfemu.protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
+from drfemu.protocols.events import NeighborsFixed, TaskAllocated
+from drfemu.protocols.fairness import gini
+from drfemu.protocols.homes import HomeUsers
+from drfemu.protocols.messages import (
     Accept,
     Decline,
     Proposal,
@@ -27,10 +27,10 @@ from protocols.messages import (
     WalkFailed,
     WalkTask,
 )
-from protocols.pdgdrf import GINI_TEST_IMPLEMENTATION, PdgdrfRule, lowers_gini, lowers_gini_python
-from protocols.probe import LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
-from protocols.resources import CapacityViolation
-from protocols.rule import ServerRule
+from drfemu.protocols.pdgdrf import GINI_TEST_IMPLEMENTATION, PdgdrfRule, lowers_gini, lowers_gini_python
+from drfemu.protocols.probe import LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
+from drfemu.protocols.resources import CapacityViolation
+from drfemu.protocols.rule import ServerRule
 
 
 def node(rule: ServerRule | None = None, sid: int = 0, capacity: tuple[float, ...] = (4.0, 4.0),

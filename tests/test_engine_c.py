@@ -18,19 +18,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.running.check import traced_run
-from experiments.running.params import canonical_params
-from nodes import runtime as runtime_module
-from nodes.actor import Actor, UnhandledMessage, send_python
-from nodes.network import count_items_python, count_types_python
-from nodes.runtime import deliver_python, fire_each_python
-from nodes.server import server_class
-from nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
-from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
-from protocols.messages import handles, message
-from protocols.registry import PROTOCOLS
+from drfemu.experiments.running.check import traced_run
+from drfemu.experiments.running.params import canonical_params
+from drfemu.nodes import runtime as runtime_module
+from drfemu.nodes.actor import Actor, UnhandledMessage, send_python
+from drfemu.nodes.network import count_items_python, count_types_python
+from drfemu.nodes.runtime import deliver_python, fire_each_python
+from drfemu.nodes.server import server_class
+from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
+from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
+from drfemu.protocols.messages import handles, message
+from drfemu.protocols.registry import PROTOCOLS
 
-engine = pytest.importorskip("nodes._engine", reason="the optional C extension was not built")
+engine = pytest.importorskip("drfemu.nodes._engine", reason="the optional C extension was not built")
 
 
 @message
@@ -180,12 +180,12 @@ FAULTS = str(Path(__file__).resolve().parents[1] / "configs" / "faults" / "check
 
 PURE_PYTHON_RUN = """
 import json, sys
-from experiments.running.check import traced_run
-from nodes.server import server_class
-from nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
-from overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
-from nodes.runtime import ENGINE_IMPLEMENTATION
-from overlay.gradient import RANK_IMPLEMENTATION
+from drfemu.experiments.running.check import traced_run
+from drfemu.nodes.server import server_class
+from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
+from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
+from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION
+from drfemu.overlay.gradient import RANK_IMPLEMENTATION
 assert (ENGINE_IMPLEMENTATION, EXCHANGE_IMPLEMENTATION, RANK_IMPLEMENTATION) == ("Python",) * 3
 run = traced_run(json.loads(sys.argv[1]))
 print(json.dumps({"events": run["events"], "digest": run["digest"], "result": run["result"]}))

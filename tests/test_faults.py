@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from experiments.workloads.faults import Action, ScenarioError, load_scenario, parse_scenario
-from nodes.network import ConstantLatency, Network, UniformLatency
-from protocols.messages import Accept, Proposal
+from drfemu.experiments.cli import main
+from drfemu.experiments.workloads.faults import Action, ScenarioError, load_scenario, parse_scenario
+from drfemu.nodes.network import ConstantLatency, Network, UniformLatency
+from drfemu.protocols.messages import Accept, Proposal
 
 ISSUE_EXAMPLE = """
 loss = 0.01
@@ -157,7 +157,7 @@ def test_drfemu_run_refuses_a_bad_scenario_before_running(tmp_path: Path, capsys
 
 
 def test_a_sweep_config_names_its_scenario_relative_to_itself_and_by_content(tmp_path: Path) -> None:
-    from experiments.sweeps.config import load_sweep
+    from drfemu.experiments.sweeps.config import load_sweep
 
     (tmp_path / "f.toml").write_text("loss = 0.01\n")
     config = tmp_path / "c.toml"
@@ -172,8 +172,8 @@ def test_a_sweep_config_names_its_scenario_relative_to_itself_and_by_content(tmp
 
 
 def test_a_run_with_faults_is_the_same_run_event_by_event(tmp_path: Path) -> None:
-    from experiments.running.check import check_runs
-    from experiments.running.params import canonical_params, run_id
+    from drfemu.experiments.running.check import check_runs
+    from drfemu.experiments.running.params import canonical_params, run_id
 
     faults = _write(tmp_path, "loss = 0.05\n[[event]]\nat = '1s'\naction = 'partition'\nservers = 3\n"
                               "duration = '2s'\n[[event]]\nat = '2s'\naction = 'latency'\nlatency = 'pair:1ms:9ms'\n")

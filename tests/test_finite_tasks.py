@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.running.ledger import LedgerViolation, TaskLedger
-from experiments.running.runner import RunConfig, run_emulation
-from experiments.workloads.model import Server, Task, User, Workload
-from nodes.resource_node import ResourceNode
-from nodes.user import FiniteUserNode
-from protocols.events import TaskAllocated, TaskDispatched, TaskFinished, TaskSubmitted
-from protocols.homes import HomeUsers
-from protocols.messages import (
+from drfemu.experiments.running.ledger import LedgerViolation, TaskLedger
+from drfemu.experiments.running.runner import RunConfig, run_emulation
+from drfemu.experiments.workloads.model import Server, Task, User, Workload
+from drfemu.nodes.resource_node import ResourceNode
+from drfemu.nodes.user import FiniteUserNode
+from drfemu.protocols.events import TaskAllocated, TaskDispatched, TaskFinished, TaskSubmitted
+from drfemu.protocols.homes import HomeUsers
+from drfemu.protocols.messages import (
     Launch,
     ServerReply,
     ServerRequest,
@@ -26,7 +26,7 @@ from protocols.messages import (
     TaskStarted,
     UserShare,
 )
-from protocols.registry import PROTOCOLS
+from drfemu.protocols.registry import PROTOCOLS
 
 WALL = ("wall_time_s", "events_per_s")
 
@@ -93,7 +93,7 @@ def test_the_ledger_follows_every_task_and_refuses_impossible_moves() -> None:
 def test_times_finer_than_the_clock_are_kept_to_the_microsecond() -> None:
     """A submit time between two microseconds once woke its user at an instant before it, for
     ever; times are now rounded to the clock's resolution."""
-    from experiments.workloads.model import parse_workload
+    from drfemu.experiments.workloads.model import parse_workload
 
     w = parse_workload({"resources": ["a"], "servers": [{"capacity": [2]}], "users": [{"demand": [1], "tasks": [
         {"submit": 1.0000004, "duration": 0.5}, {"submit": 4e-7, "duration": 1e-6}]}]})
@@ -175,7 +175,7 @@ def test_with_tasks_that_end_a_saturated_user_retries_soon(protocol: str) -> Non
 
 
 def test_the_saturation_retry_default_depends_on_whether_tasks_end() -> None:
-    from experiments.running.params import run_params
+    from drfemu.experiments.running.params import run_params
 
     assert run_params(protocol="dgdrf").saturation_retry_ticks(False) == 50
     assert run_params(protocol="dgdrf").saturation_retry_ticks(True) == 1

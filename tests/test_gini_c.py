@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.pdgdrf import lowers_gini_python
+from drfemu.protocols.pdgdrf import lowers_gini_python
 
-gini_c = pytest.importorskip("protocols._gini", reason="the optional C extension was not built")
+gini_c = pytest.importorskip("drfemu.protocols._gini", reason="the optional C extension was not built")
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 # Values that make sums round at a tie or cancel: powers of two far apart, and their neighbours.

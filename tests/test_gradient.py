@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay.gradient import (
+from drfemu.overlay.gradient import (
     NEG_INF,
     Gradient,
     acknowledges,
@@ -20,7 +20,7 @@ from overlay.gradient import (
     select_best,
     validation_set,
 )
-from overlay.messages import GradientReply, GradientShuffle
+from drfemu.overlay.messages import GradientReply, GradientShuffle
 
 INF = float("inf")
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.running.harness import (
+from drfemu.experiments.running.harness import (
     SATURATED,
     STALLED,
     TIME_CAP,
     Harness,
     RunOutcome,
 )
-from protocols.resources import CapacityViolation
+from drfemu.protocols.resources import CapacityViolation
 
 
 def make(capacities: list[tuple[float, ...]], demands: list[tuple[float, ...]], **kw: object) -> tuple[Harness, list[RunOutcome]]:

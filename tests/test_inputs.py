@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
+from drfemu.experiments.cli import main
 
 
 def _write(path: Path, text: str) -> str:
@@ -91,7 +91,7 @@ def test_a_sweep_config_with_bad_values_is_a_config_error(tmp_path: Path, capsys
 
 def test_an_internal_bug_shows_its_traceback_and_exits_70(monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    import experiments.cli.commands as commands
+    import drfemu.experiments.cli.commands as commands
 
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("an emulator bug, not the user's input")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from overlay.kompics_gradient import KompicsGradient, preference_key, softmax_index
-from overlay.messages import GradientReply, GradientShuffle
+from drfemu.overlay.kompics_gradient import KompicsGradient, preference_key, softmax_index
+from drfemu.overlay.messages import GradientReply, GradientShuffle
 
 
 def test_preference_puts_equals_first_then_the_closest_above_then_the_closest_below() -> None:

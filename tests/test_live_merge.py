@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.running.live_merge import EventMerge
+from drfemu.experiments.running.live_merge import EventMerge
 
 
 def test_an_event_waits_until_every_worker_is_heard_after_it() -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from experiments.reports.live_compare import live_report
-from protocols.errors import InputError
+from drfemu.experiments.reports.live_compare import live_report
+from drfemu.protocols.errors import InputError
 
 
 def _document(seed: int, min_share: float, scale: float | None = None, protocol: str = "drf") -> dict[str, Any]:

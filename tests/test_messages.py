@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import pytest
 
-from nodes.network import Network
-from protocols.messages import TaskRequest, message
+from drfemu.nodes.network import Network
+from drfemu.protocols.messages import TaskRequest, message
 
 
 @message

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from overlay.gradient import NEG_INF
-from overlay.observe import (
+from drfemu.overlay.gradient import NEG_INF
+from drfemu.overlay.observe import (
     OverlaySnapshot,
     cyclon_graph,
     ideal_views,

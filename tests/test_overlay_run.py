@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.running.overlay_run import OverlayConfig, run_overlay
-from overlay import gradient
+from drfemu.experiments.running.overlay_run import OverlayConfig, run_overlay
+from drfemu.overlay import gradient
 
 PERF_KEYS = ("wall_time_s", "observer_wall_s", "emulation_wall_s", "events_per_s", "exchanges_per_s")
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from protocols.messages import Proposal
-from protocols.probe import LoadRequest, LoadsReply, ProbeRule, ProbeTask, room_load, task_load, used_fractions
+from drfemu.protocols.messages import Proposal
+from drfemu.protocols.probe import LoadRequest, LoadsReply, ProbeRule, ProbeTask, room_load, task_load, used_fractions
 from tests.test_distributed_roles import node, request
 
 

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.running.runner import RunConfig, run_emulation
-from experiments.workloads.model import Workload
-from nodes.actor import WakeUp
-from nodes.resource_node import ResourceNode
-from nodes.scheduler import CentralScheduler
-from nodes.user import FiniteUserNode, UserNode
-from protocols.drf import DrfFirstFit
-from protocols.messages import (
+from drfemu.experiments.running.runner import RunConfig, run_emulation
+from drfemu.experiments.workloads.model import Workload
+from drfemu.nodes.actor import WakeUp
+from drfemu.nodes.resource_node import ResourceNode
+from drfemu.nodes.scheduler import CentralScheduler
+from drfemu.nodes.user import FiniteUserNode, UserNode
+from drfemu.protocols.drf import DrfFirstFit
+from drfemu.protocols.messages import (
     Accept,
     EndAck,
     Launch,
@@ -28,8 +28,8 @@ from protocols.messages import (
     TaskRequest,
     TaskStarted,
 )
-from protocols.registry import PROTOCOLS
-from protocols.resilience import MAX_BACKOFF, Backoff, retransmission_timeout
+from drfemu.protocols.registry import PROTOCOLS
+from drfemu.protocols.resilience import MAX_BACKOFF, Backoff, retransmission_timeout
 from tests.test_finite_tasks import finite_workloads
 
 TOTAL = (9.0, 18.0)
@@ -133,9 +133,9 @@ def test_a_server_starts_a_task_once_and_repeats_its_end_until_acknowledged() ->
 
 
 def _server(rto: float) -> Any:
-    from nodes.server import server_class
-    from nodes.streams import RandomStreams
-    from protocols.dgdrf import DgdrfRule
+    from drfemu.nodes.server import server_class
+    from drfemu.nodes.streams import RandomStreams
+    from drfemu.protocols.dgdrf import DgdrfRule
 
     node = server_class(DgdrfRule)(0, TOTAL, DgdrfRule(), {}, RandomStreams(1).node(0), view_size=2, cyclon_view=2,
                                    shuffle_length=1, walk_ttl=3, rto=rto)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.cluster import ClusterView
-from protocols.resources import REL_TOL, dominant_share, fits, total_capacity
+from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.resources import REL_TOL, dominant_share, fits, total_capacity
 
 
 def test_fit_is_per_resource() -> None:

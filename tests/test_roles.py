@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from nodes.gateway import Gateway
-from nodes.resource_node import ResourceNode
-from nodes.scheduler import CentralScheduler
-from nodes.user import UserNode
-from protocols.drf import DrfFirstFit
-from protocols.events import TaskAllocated
-from protocols.messages import (
+from drfemu.nodes.gateway import Gateway
+from drfemu.nodes.resource_node import ResourceNode
+from drfemu.nodes.scheduler import CentralScheduler
+from drfemu.nodes.user import UserNode
+from drfemu.protocols.drf import DrfFirstFit
+from drfemu.protocols.events import TaskAllocated
+from drfemu.protocols.messages import (
     Accept,
     Decline,
     Launch,
@@ -22,7 +22,7 @@ from protocols.messages import (
     TaskRequest,
     TaskStarted,
 )
-from protocols.resources import CapacityViolation
+from drfemu.protocols.resources import CapacityViolation
 
 TOTAL = (9.0, 18.0)
 

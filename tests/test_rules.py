@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from protocols.central import PendingTask
-from protocols.cluster import ClusterView
-from protocols.drf import DrfBestFit, DrfFirstFit
-from protocols.fifo import Fifo
-from protocols.registry import PROTOCOLS, UnknownProtocol, get_protocol
+from drfemu.protocols.central import PendingTask
+from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.drf import DrfBestFit, DrfFirstFit
+from drfemu.protocols.fifo import Fifo
+from drfemu.protocols.registry import PROTOCOLS, UnknownProtocol, get_protocol
 
 
 def task(user: int, share: float, arrival: int, demand: tuple[float, ...] = (1, 1)) -> PendingTask:

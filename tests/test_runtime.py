@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from nodes.actor import Actor, UnhandledMessage
-from nodes.clock import VirtualClockLoop
-from nodes.network import (
+from drfemu.nodes.actor import Actor, UnhandledMessage
+from drfemu.nodes.clock import VirtualClockLoop
+from drfemu.nodes.network import (
     ConstantLatency,
     CostModel,
     Network,
@@ -19,9 +19,9 @@ from nodes.network import (
     parse_duration,
     parse_latency,
 )
-from nodes.runtime import Runtime
-from nodes.streams import RandomStreams
-from protocols.messages import handles, message
+from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.streams import RandomStreams
+from drfemu.protocols.messages import handles, message
 
 
 @message

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodes.wire import HEADER, VERSION, Codec, WireError
+from drfemu.nodes.wire import HEADER, VERSION, Codec, WireError
 
 CODEC = Codec()
 KINDS = CODEC._by_id  # noqa: SLF001 - the test enumerates what the codec numbers
@@ -70,7 +70,7 @@ def test_a_truncated_message_is_rejected(msg: Any, data: Any) -> None:
 
 
 def test_fields_of_the_wrong_type_another_version_or_an_unknown_type_are_rejected() -> None:
-    from protocols.messages import TaskRequest
+    from drfemu.protocols.messages import TaskRequest
 
     good = CODEC.encode(1, 2, TaskRequest(3, 4, (0.5, 0.25), 0.1))
     kind = CODEC._by_class[TaskRequest]  # noqa: SLF001

@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
-from protocols.params import Kind, Param
-from protocols.registry import Gateway, ProtocolSpec, register
-from protocols.rule import Server, ServerRule
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.registry import Gateway, ProtocolSpec, register
+from drfemu.protocols.rule import Server, ServerRule
 
 
 class ToyRule(ServerRule):

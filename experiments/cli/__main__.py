@@ -1,7 +1,7 @@
-"""`python -m experiments.cli` runs the `drfemu` command line."""
+"""`python -m drfemu.experiments.cli` (or `python -m drfemu`) runs the `drfemu` command line."""
 
 import sys
 
-from experiments.cli.commands import main
+from drfemu.experiments.cli.commands import main
 
 sys.exit(main())

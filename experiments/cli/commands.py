@@ -36,10 +36,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from experiments.running.bench import run_bench
-from experiments.running.live_channel import LiveError
-from experiments.running.overlay_run import OverlayConfig, run_overlay
-from experiments.running.params import (
+from drfemu.experiments.running.bench import run_bench
+from drfemu.experiments.running.live_channel import LiveError
+from drfemu.experiments.running.overlay_run import OverlayConfig, run_overlay
+from drfemu.experiments.running.params import (
     all_params,
     canonical_params,
     param,
@@ -47,21 +47,21 @@ from experiments.running.params import (
     readers,
     unread_given,
 )
-from experiments.running.runner import (
+from drfemu.experiments.running.runner import (
     RunResult,
     build_run_config,
     run_emulation,
     run_point,
 )
-from experiments.workloads.google import google_case
-from experiments.workloads.model import Workload
-from experiments.workloads.processes import ARRIVALS, DURATIONS
-from experiments.workloads.synthetic import synthetic_case
-from nodes.network import parse_duration
-from protocols.errors import InputError
-from protocols.params import Kind, Param
-from protocols.registry import PROTOCOLS, get_protocol
-from protocols.resources import CapacityViolation
+from drfemu.experiments.workloads.google import google_case
+from drfemu.experiments.workloads.model import Workload
+from drfemu.experiments.workloads.processes import ARRIVALS, DURATIONS
+from drfemu.experiments.workloads.synthetic import synthetic_case
+from drfemu.nodes.network import parse_duration
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.registry import PROTOCOLS, get_protocol
+from drfemu.protocols.resources import CapacityViolation
 
 __all__ = ["app", "main"]
 
@@ -330,7 +330,7 @@ def _live_signature() -> inspect.Signature:
 
 def live(**options: Any) -> None:
     """Run one emulation live: the same nodes on the real clock, over UDP, across processes."""
-    from experiments.running.live import LiveOptions, run_live
+    from drfemu.experiments.running.live import LiveOptions, run_live
 
     json_path: Path | None = options.pop("json_path")
     log: Path | None = options.pop("log")
@@ -391,7 +391,7 @@ def live_worker(
     bind: Annotated[str | None, typer.Option(help="The address to bind this worker's nodes at.")] = None,
 ) -> None:
     """One worker of a live run on another machine: it gets its nodes from the coordinator."""
-    from experiments.running.live_worker import worker_main
+    from drfemu.experiments.running.live_worker import worker_main
 
     failure = worker_main(coordinator, index, bind)
     if failure is not None:
@@ -425,7 +425,7 @@ def workload_online(
 ) -> None:
     """Write the Google 2011 trace's first hour as a finite workload: every task with its real request, submit
     time and run time, on trace machines sized to the offered load (docs/workloads.md)."""
-    from experiments.workloads.online import online_case
+    from drfemu.experiments.workloads.online import online_case
 
     case = online_case(minutes, load_fraction, machines, seed, pool)
     _write_json(output, case.to_dict())
@@ -443,7 +443,7 @@ def workload_extract(
     out_dir: Annotated[Path, typer.Argument(help="Where to write the extract (experiments/data/google2011 ships it).")],
 ) -> None:
     """Rebuild the compact Google 2011 extract that ships inside the package."""
-    from experiments.workloads.trace_extract import build_extract
+    from drfemu.experiments.workloads.trace_extract import build_extract
 
     if not trace_dir.is_dir():
         raise CliError(f"{trace_dir} is not a directory")
@@ -556,7 +556,7 @@ def overlay(
     if json_path is not None:
         _write_json(json_path, result)
     if plot is not None:
-        from experiments.reports.overlay_plot import plot_overlay
+        from drfemu.experiments.reports.overlay_plot import plot_overlay
 
         try:
             plot_overlay(result, plot)
@@ -573,7 +573,7 @@ def overlay_study_command(
     csv: Annotated[Path | None, typer.Option(help="Also write every round of seed 1 as CSV.")] = None,
 ) -> None:
     """The overlay study behind docs/overlay.md (Markdown on stdout): convergence per P, recovery."""
-    from experiments.reports.overlay_study import overlay_study
+    from drfemu.experiments.reports.overlay_study import overlay_study
 
     if csv is not None:
         _check_writable(csv)
@@ -591,7 +591,7 @@ def grid(
     json_path: Annotated[Path | None, typer.Option("--json", help="Also write the grid's runs as JSON.")] = None,
 ) -> None:
     """The protocol grid page (docs/protocol_grid.md) from a sweep's E1 runs."""
-    from experiments.reports.protocol_grid import render, sweep_rows
+    from drfemu.experiments.reports.protocol_grid import render, sweep_rows
 
     if (sweep_dir is None) == (from_json is None):
         raise CliError("give --sweep DIR or --from-json FILE (one of them)")
@@ -621,8 +621,8 @@ def sweep(
     dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
 ) -> None:
     """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""
-    from experiments.sweeps.config import load_sweep
-    from experiments.sweeps.execute import dask_cluster, process_pool, run_sweep
+    from drfemu.experiments.sweeps.config import load_sweep
+    from drfemu.experiments.sweeps.execute import dask_cluster, process_pool, run_sweep
 
     if dask is not None and workers is not None:
         raise CliError("give --workers or --dask, not both (a Dask cluster has its own workers)")
@@ -691,7 +691,7 @@ def report(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Where to write the report (default: SWEEP_DIR/report).")] = None,
 ) -> None:
     """Turn a sweep (finished or partial) into Markdown tables, PNG figures and one HTML page."""
-    from experiments.reports.render import write_report
+    from drfemu.experiments.reports.render import write_report
 
     target = out_dir if out_dir is not None else sweep_dir / "report"
     written = write_report(sweep_dir, target)
@@ -718,7 +718,7 @@ def policy(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run one policy of the library on one pool and print each user's allocation."""
-    from experiments.policies.run import PolicyOptions, run_policy
+    from drfemu.experiments.policies.run import PolicyOptions, run_policy
 
     document = run_policy(name, _vector(capacity, "--capacity"), [_vector(d, "--demand") for d in demand],
                           PolicyOptions(divisible, alpha, beta))
@@ -755,7 +755,7 @@ def experiment(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run an experiment of the policy library and print it next to the seed's numbers."""
-    from experiments.policies.experiments import adrf_vs_swm
+    from drfemu.experiments.policies.experiments import adrf_vs_swm
 
     if plots is not None:
         try:
@@ -778,8 +778,8 @@ def experiment(
                           f"{row['seed_gap']:.2%} ({row['seed_swm']:g} vs {row['seed_adrf']:g})" if "seed_gap" in row
                           else "-")
     elif name == "online":
-        from experiments.running.runner import run_point
-        from experiments.sweeps.online import online_rules
+        from drfemu.experiments.running.runner import run_point
+        from drfemu.experiments.sweeps.online import online_rules
 
         if workers < 1:
             raise CliError("--workers must be at least 1")
@@ -794,7 +794,7 @@ def experiment(
             table.add_row(row["rule"], f"{row['mean_rmse']:.2%}", f"{row['median_rmse']:.2%}",
                           f"{row['median_delay_s']:.0f}", f"{row['p90_delay_s']:.0f}", f"{row['makespan_s']:.0f}")
         if plots is not None:
-            from experiments.policies.plots import plot_online
+            from drfemu.experiments.policies.plots import plot_online
 
             for path in plot_online(result, plots):
                 out.print(f"wrote {path}")
@@ -819,8 +819,8 @@ def trace_replay(
     report: Annotated[Path | None, typer.Option(help="Write the Markdown report (figures beside it).")] = None,
 ) -> None:
     """Every protocol on the Google 2011 trace's own arrivals and run times (docs/results-online.md); resumable."""
-    from experiments.running.runner import run_point
-    from experiments.sweeps.online import run_online_protocols
+    from drfemu.experiments.running.runner import run_point
+    from drfemu.experiments.sweeps.online import run_online_protocols
 
     names = [p.strip() for p in protocols_.split(",") if p.strip()]
     for name in names:
@@ -828,7 +828,7 @@ def trace_replay(
     if workers < 1:
         raise CliError("--workers must be at least 1")
     if report is not None:
-        from experiments.reports.online import kept_part
+        from drfemu.experiments.reports.online import kept_part
 
         kept_part(report)  # a page that would lose its text is refused before anything runs
 
@@ -839,7 +839,7 @@ def trace_replay(
     results = run_online_protocols(out_dir, names, run_point, {"seed": seed}, minutes, load_fraction, seed, workers,
                                    done)
     if report is not None:
-        from experiments.reports.online import write_online_report
+        from drfemu.experiments.reports.online import write_online_report
 
         write_online_report(results, report)
         out.print(f"wrote {report}")
@@ -941,8 +941,8 @@ def bench(
 
 def _bench_scale(json_path: Path | None, figure: Path | None, baseline: Path | None, servers: str, protocols: str,
                  span: str, neighbors: int) -> None:
-    from experiments.reports.scale_plot import plot_scale_curve
-    from experiments.running.scale_bench import ScalePoint, run_scale_curve
+    from drfemu.experiments.reports.scale_plot import plot_scale_curve
+    from drfemu.experiments.running.scale_bench import ScalePoint, run_scale_curve
 
     sizes = []
     for item in servers.split(","):
@@ -1000,7 +1000,7 @@ def _scale_baseline(path: Path) -> list[dict[str, Any]]:
 
 
 def _bench_live(json_path: Path | None, processes: int, actors: int, in_flight: int, seconds: float) -> None:
-    from experiments.running.live_bench import run_live_bench
+    from drfemu.experiments.running.live_bench import run_live_bench
 
     result = run_live_bench(processes=processes, actors=actors, in_flight=in_flight, seconds=seconds)
     table = Table(title=f"live benchmark: {actors} actors over {processes} process(es), {in_flight} pings in flight "
@@ -1025,8 +1025,8 @@ def check(
 ) -> None:
     """Check determinism: run each run of CONFIG twice here and once in a fresh process, compare
     them event by event, and name the first event that differs. Exit 1 if any run differs."""
-    from experiments.running.check import check_runs
-    from experiments.sweeps.config import load_sweep
+    from drfemu.experiments.running.check import check_runs
+    from drfemu.experiments.sweeps.config import load_sweep
 
     if workers < 1:
         raise CliError("--workers must be at least 1")
@@ -1061,8 +1061,8 @@ def fault_report_command(
                                                      "--out).")] = None,
 ) -> None:
     """The fault study's tables and figure (docs/faults-results.md) from a sweep of configs/faults.toml."""
-    from experiments.reports.fault_study import fault_report
-    from experiments.sweeps.records import load_records
+    from drfemu.experiments.reports.fault_study import fault_report
+    from drfemu.experiments.sweeps.records import load_records
 
     if not (sweep_dir / "runs").is_dir():
         raise CliError(f"{sweep_dir}: no runs/ directory (run drfemu sweep configs/faults.toml --out {sweep_dir})")
@@ -1081,7 +1081,7 @@ def live_report_command(
 ) -> None:
     """Live against virtual: the runs of FILES grouped by parameters and mode, each live group
     beside its virtual twins (docs/live.md)."""
-    from experiments.reports.live_compare import live_report
+    from drfemu.experiments.reports.live_compare import live_report
 
     text = live_report([(str(path), _read_json(path)) for path in files])
     if out_path is None:

@@ -17,10 +17,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from experiments.workloads.google import draw_request, load_google_trace
-from nodes.streams import RandomStreams
-from protocols.errors import InputError
-from protocols.policies.adrf import BETAS, adrf, social_welfare, swm
+from drfemu.experiments.workloads.google import draw_request, load_google_trace
+from drfemu.nodes.streams import RandomStreams
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.policies.adrf import BETAS, adrf, social_welfare, swm
 
 __all__ = ["SEED_TABLE_2", "adrf_vs_swm"]
 

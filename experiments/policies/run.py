@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.policies.adrf import adrf, social_welfare, swm
-from protocols.policies.drf_filling import drf_divisible, drf_tasks
-from protocols.policies.per_resource import ffmra, mlf_drs
-from protocols.policies.pool import PolicyInputError, check_pool
-from protocols.policies.tda import tda
+from drfemu.protocols.policies.adrf import adrf, social_welfare, swm
+from drfemu.protocols.policies.drf_filling import drf_divisible, drf_tasks
+from drfemu.protocols.policies.per_resource import ffmra, mlf_drs
+from drfemu.protocols.policies.pool import PolicyInputError, check_pool
+from drfemu.protocols.policies.tda import tda
 
 __all__ = ["POLICIES", "PolicyOptions", "run_policy"]
 

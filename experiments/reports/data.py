@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.sweeps.records import load_records
-from experiments.sweeps.tidy import flatten_result
-from protocols.errors import InputError
+from drfemu.experiments.sweeps.records import load_records
+from drfemu.experiments.sweeps.tidy import flatten_result
+from drfemu.protocols.errors import InputError
 
 __all__ = ["PointData", "load_points", "mean_sd", "metric_values", "ordered"]
 

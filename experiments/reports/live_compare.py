@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from experiments.reports.fault_study import markdown_table
-from experiments.running.params import readers
-from protocols.errors import InputError
+from drfemu.experiments.reports.fault_study import markdown_table
+from drfemu.experiments.running.params import readers
+from drfemu.protocols.errors import InputError
 
 __all__ = ["live_report"]
 

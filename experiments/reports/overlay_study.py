@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from experiments.running.overlay_run import OverlayConfig, run_overlay
+from drfemu.experiments.running.overlay_run import OverlayConfig, run_overlay
 
 __all__ = ["overlay_study"]
 

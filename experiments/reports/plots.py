@@ -19,11 +19,11 @@ import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from experiments.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
-from experiments.running.harness import TOLERANCES  # noqa: E402
-from experiments.running.params import defaults, readers  # noqa: E402
-from experiments.sweeps.report_spec import matches  # noqa: E402
-from protocols.registry import PROTOCOLS  # noqa: E402
+from drfemu.experiments.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
+from drfemu.experiments.running.harness import TOLERANCES  # noqa: E402
+from drfemu.experiments.running.params import defaults, readers  # noqa: E402
+from drfemu.experiments.sweeps.report_spec import matches  # noqa: E402
+from drfemu.protocols.registry import PROTOCOLS  # noqa: E402
 
 __all__ = ["draw_figure", "protocol_style"]
 

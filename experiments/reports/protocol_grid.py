@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from experiments.running.params import defaults, protocol_defaults
-from experiments.sweeps.records import load_records
-from protocols.registry import PROTOCOLS
+from drfemu.experiments.running.params import defaults, protocol_defaults
+from drfemu.experiments.sweeps.records import load_records
+from drfemu.protocols.registry import PROTOCOLS
 
 __all__ = ["CASES", "NEIGHBORS", "render", "sweep_rows"]
 

@@ -21,16 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.reports.data import (
+from drfemu.experiments.reports.data import (
     PointData,
     load_points,
     mean_sd,
     metric_values,
     ordered,
 )
-from experiments.reports.plots import draw_figure
-from experiments.sweeps.report_spec import matches
-from protocols.errors import InputError
+from drfemu.experiments.reports.plots import draw_figure
+from drfemu.experiments.sweeps.report_spec import matches
+from drfemu.protocols.errors import InputError
 
 __all__ = ["ReportSummary", "reference_cells", "table_cells", "write_report"]
 

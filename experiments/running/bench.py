@@ -31,14 +31,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
-from nodes.actor import Actor
-from nodes.clock import VirtualClockLoop
-from nodes.gc_tuning import tuned_gc
-from nodes.network import ConstantLatency, Network, to_us
-from nodes.runtime import ENGINE_IMPLEMENTATION, Runtime
-from nodes.streams import RandomStreams
-from protocols.errors import InputError
-from protocols.messages import handles, message
+from drfemu.nodes.actor import Actor
+from drfemu.nodes.clock import VirtualClockLoop
+from drfemu.nodes.gc_tuning import tuned_gc
+from drfemu.nodes.network import ConstantLatency, Network, to_us
+from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION, Runtime
+from drfemu.nodes.streams import RandomStreams
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.messages import handles, message
 
 __all__ = ["BenchResult", "run_bench"]
 

@@ -24,8 +24,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from experiments.running.runner import build_run_config, run_emulation
-from nodes.trace import Diverged, EventTrace
+from drfemu.experiments.running.runner import build_run_config, run_emulation
+from drfemu.nodes.trace import Diverged, EventTrace
 
 __all__ = ["WALL_CLOCK", "Divergence", "RunCheck", "check_runs", "traced_run"]
 

@@ -13,16 +13,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbors
-from nodes.runtime import Runtime
-from nodes.server import PLACEMENT_COUNTERS, ServerNode, server_class
-from nodes.streams import RandomStreams
-from overlay.gradient import NEG_INF
-from overlay.observe import ideal_views
-from overlay.variants import gradient_factory
-from protocols.events import NeighborsFixed
-from protocols.registry import GradientUse, ProtocolSpec
-from protocols.resources import Vector, dominant_share
+from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbors
+from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.server import PLACEMENT_COUNTERS, ServerNode, server_class
+from drfemu.nodes.streams import RandomStreams
+from drfemu.overlay.gradient import NEG_INF
+from drfemu.overlay.observe import ideal_views
+from drfemu.overlay.variants import gradient_factory
+from drfemu.protocols.events import NeighborsFixed
+from drfemu.protocols.registry import GradientUse, ProtocolSpec
+from drfemu.protocols.resources import Vector, dominant_share
 
 __all__ = ["DistributedSetup"]
 

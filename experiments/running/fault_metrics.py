@@ -22,8 +22,8 @@ import math
 from bisect import bisect_left
 from typing import Any
 
-from nodes.network import Network
-from nodes.runtime import Runtime
+from drfemu.nodes.network import Network
+from drfemu.nodes.runtime import Runtime
 
 __all__ = ["FaultTimeline"]
 

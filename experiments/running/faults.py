@@ -38,14 +38,14 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from experiments.workloads.faults import Action, FaultEvent, FaultScenario, Selection, Target
-from experiments.workloads.processes import duration_distribution
-from nodes.actor import Actor
-from nodes.network import Network, parse_latency
-from nodes.runtime import Runtime
-from nodes.streams import RandomStreams
-from protocols.events import ServerCrashed, ServerRecovered
-from protocols.messages import MESSAGE_TYPES, PeerDown, PeerUp
+from drfemu.experiments.workloads.faults import Action, FaultEvent, FaultScenario, Selection, Target
+from drfemu.experiments.workloads.processes import duration_distribution
+from drfemu.nodes.actor import Actor
+from drfemu.nodes.network import Network, parse_latency
+from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.streams import RandomStreams
+from drfemu.protocols.events import ServerCrashed, ServerRecovered
+from drfemu.protocols.messages import MESSAGE_TYPES, PeerDown, PeerUp
 
 __all__ = ["DETECTION_TIMEOUTS", "FaultInjector"]
 

@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from experiments.running.harness import SHARE_MARGIN, STALLED, TOLERANCES, RunObserver, RunOutcome
-from experiments.running.ledger import LedgerViolation
-from protocols.events import ServerCrashed, ServerRecovered, TaskAllocated, TaskFinished, TaskResubmitted, TaskSubmitted
-from protocols.fairness import gini, jain
-from protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, total_capacity
+from drfemu.experiments.running.harness import SHARE_MARGIN, STALLED, TOLERANCES, RunObserver, RunOutcome
+from drfemu.experiments.running.ledger import LedgerViolation
+from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated, TaskFinished, TaskResubmitted, TaskSubmitted
+from drfemu.protocols.fairness import gini, jain
+from drfemu.protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, total_capacity
 
 __all__ = ["FINISHED", "FiniteHarness"]
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
-from protocols.resources import (
+from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
+from drfemu.protocols.resources import (
     REL_TOL,
     CapacityViolation,
     Vector,

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from protocols.events import (
+from drfemu.protocols.events import (
     ServerCrashed,
     TaskAllocated,
     TaskDispatched,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nodes.runtime import Runtime
-from protocols.events import TaskAllocated, TaskResubmitted
-from protocols.messages import TaskExit
+from drfemu.nodes.runtime import Runtime
+from drfemu.protocols.events import TaskAllocated, TaskResubmitted
+from drfemu.protocols.messages import TaskExit
 
 __all__ = ["TaskLifetimes"]
 

@@ -44,9 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from experiments.running.harness import Harness, RunOutcome
-from experiments.running.ledger import TaskLedger
-from experiments.running.live_channel import (
+from drfemu.experiments.running.harness import Harness, RunOutcome
+from drfemu.experiments.running.ledger import TaskLedger
+from drfemu.experiments.running.live_channel import (
     CLOCK,
     CLOCK_BODY,
     ERROR,
@@ -65,8 +65,8 @@ from experiments.running.live_channel import (
     write_frame,
     write_json,
 )
-from experiments.running.live_merge import EventMerge
-from experiments.running.runner import (
+from drfemu.experiments.running.live_merge import EventMerge
+from drfemu.experiments.running.runner import (
     RunConfig,
     RunResult,
     build_harness,
@@ -74,12 +74,12 @@ from experiments.running.runner import (
     build_run_config,
     result_document,
 )
-from nodes.live import LATENCY_BINS, LATENCY_BINS_PER_DECADE, LATENCY_FLOOR_S
-from nodes.network import TrafficTally, parse_latency
-from nodes.streams import RandomStreams
-from nodes.wire import Codec
-from protocols.errors import InputError
-from protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
+from drfemu.nodes.live import LATENCY_BINS, LATENCY_BINS_PER_DECADE, LATENCY_FLOOR_S
+from drfemu.nodes.network import TrafficTally, parse_latency
+from drfemu.nodes.streams import RandomStreams
+from drfemu.nodes.wire import Codec
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
 
 __all__ = ["BIN_EDGES", "LiveError", "LiveOptions", "quantiles_of", "run_live"]
 
@@ -189,7 +189,7 @@ async def _coordinate(params: Mapping[str, Any], config: RunConfig, options: Liv
     try:
         for index in range(options.processes):
             children.append(await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "experiments.running.live_worker", f"{host}:{port}", str(index),
+                sys.executable, "-m", "drfemu.experiments.running.live_worker", f"{host}:{port}", str(index),
                 stdin=asyncio.subprocess.DEVNULL, start_new_session=True))  # Ctrl-C reaches the coordinator only
         if options.remote:
             print(f"drfemu live: waiting for {options.remote} remote worker(s): "

@@ -24,15 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from experiments.running.bench import Ping, PingActor
-from experiments.running.live import quantiles_of
-from experiments.running.live_channel import event_loop
-from nodes.gc_tuning import tuned_gc
-from nodes.live import LiveRuntime
-from nodes.network import ConstantLatency, Network
-from nodes.streams import RandomStreams
-from nodes.wire import Codec
-from protocols.errors import InputError
+from drfemu.experiments.running.bench import Ping, PingActor
+from drfemu.experiments.running.live import quantiles_of
+from drfemu.experiments.running.live_channel import event_loop
+from drfemu.nodes.gc_tuning import tuned_gc
+from drfemu.nodes.live import LiveRuntime
+from drfemu.nodes.network import ConstantLatency, Network
+from drfemu.nodes.streams import RandomStreams
+from drfemu.nodes.wire import Codec
+from drfemu.protocols.errors import InputError
 
 __all__ = ["LiveBenchResult", "run_live_bench"]
 

@@ -18,8 +18,8 @@ import signal
 import struct
 from typing import Any
 
-from nodes.wire import Codec
-from protocols import events as event_module
+from drfemu.nodes.wire import Codec
+from drfemu.protocols import events as event_module
 
 __all__ = ["CLOCK", "CLOCK_BODY", "ERROR", "EVENT", "EVENT_CODEC", "GO", "HELLO", "READY", "REPORT", "SETUP",
            "STOP", "LiveError", "event_loop", "read_frame", "settle", "until_signalled", "write_frame",

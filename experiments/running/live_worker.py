@@ -20,7 +20,7 @@ import time
 import traceback
 from typing import Any
 
-from experiments.running.live_channel import (
+from drfemu.experiments.running.live_channel import (
     CLOCK,
     CLOCK_BODY,
     ERROR,
@@ -39,12 +39,12 @@ from experiments.running.live_channel import (
     write_frame,
     write_json,
 )
-from experiments.running.runner import build_nodes, build_run_config, run_timeout
-from nodes.live import LATENCY_BINS, LiveRuntime, latency_bin
-from nodes.network import US_PER_S, Network, parse_latency
-from nodes.streams import RandomStreams
-from nodes.wire import Codec
-from protocols.errors import InputError
+from drfemu.experiments.running.runner import build_nodes, build_run_config, run_timeout
+from drfemu.nodes.live import LATENCY_BINS, LiveRuntime, latency_bin
+from drfemu.nodes.network import US_PER_S, Network, parse_latency
+from drfemu.nodes.streams import RandomStreams
+from drfemu.nodes.wire import Codec
+from drfemu.protocols.errors import InputError
 
 __all__ = ["worker_main"]
 

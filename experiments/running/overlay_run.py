@@ -44,26 +44,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.workloads.google import google_case
-from experiments.workloads.model import Workload, load_workload
-from nodes.clock import VirtualClockLoop
-from nodes.gateway import draw_homes
-from nodes.gc_tuning import tuned_gc
-from nodes.network import Network, parse_latency
-from nodes.overlay_peer import OverlayPeer, bootstrap, default_max_age_periods
-from nodes.runtime import Runtime
-from nodes.streams import RandomStreams
-from overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
-from overlay.observe import (
+from drfemu.experiments.workloads.google import google_case
+from drfemu.experiments.workloads.model import Workload, load_workload
+from drfemu.nodes.clock import VirtualClockLoop
+from drfemu.nodes.gateway import draw_homes
+from drfemu.nodes.gc_tuning import tuned_gc
+from drfemu.nodes.network import Network, parse_latency
+from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap, default_max_age_periods
+from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.streams import RandomStreams
+from drfemu.overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
+from drfemu.overlay.observe import (
     OverlayMetrics,
     centre_status,
     measure,
     snapshot,
     total_order,
 )
-from overlay.variants import GRADIENTS, gradient_factory
-from protocols.errors import InputError
-from protocols.resources import dominant_share
+from drfemu.overlay.variants import GRADIENTS, gradient_factory
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.resources import dominant_share
 
 __all__ = ["OverlayConfig", "run_overlay"]
 

@@ -44,12 +44,12 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
-from nodes.network import parse_duration, parse_latency
-from nodes.overlay_peer import default_max_age_periods
-from overlay.variants import GRADIENTS
-from protocols.errors import InputError
-from protocols.params import Kind, Param
-from protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
+from drfemu.nodes.network import parse_duration, parse_latency
+from drfemu.nodes.overlay_peer import default_max_age_periods
+from drfemu.overlay.variants import GRADIENTS
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 
 __all__ = ["CASE", "CORE", "GOOGLE", "SATURATION_RETRY_TICKS", "RunParams", "all_params", "canonical_params", "defaults", "echo", "param",
            "parameters_markdown", "protocol_defaults",

@@ -39,42 +39,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.running.distributed import DistributedSetup
-from experiments.running.fault_metrics import FaultTimeline
-from experiments.running.faults import DETECTION_TIMEOUTS, FaultInjector
-from experiments.running.finite_harness import FINISHED, FiniteHarness
-from experiments.running.harness import (
+from drfemu.experiments.running.distributed import DistributedSetup
+from drfemu.experiments.running.fault_metrics import FaultTimeline
+from drfemu.experiments.running.faults import DETECTION_TIMEOUTS, FaultInjector
+from drfemu.experiments.running.finite_harness import FINISHED, FiniteHarness
+from drfemu.experiments.running.harness import (
     SATURATED,
     STALLED,
     TOLERANCES,
     Harness,
     RunOutcome,
 )
-from experiments.running.ledger import TaskLedger
-from experiments.running.lifetimes import TaskLifetimes
-from experiments.running.params import GOOGLE, RunParams, echo, run_params
-from experiments.running.swm import swm_comparison
-from experiments.workloads.faults import FaultScenario, Target, load_scenario
-from experiments.workloads.google import google_case
-from experiments.workloads.model import Workload, load_workload
-from nodes.actor import Actor
-from nodes.clock import VirtualClockLoop
-from nodes.gateway import Gateway
-from nodes.gc_tuning import tuned_gc
-from nodes.network import US_PER_S, CostModel, Network, TrafficTally, parse_latency
-from nodes.resource_node import ResourceNode
-from nodes.runtime import Runtime
-from nodes.scheduler import CentralScheduler
-from nodes.streams import RandomStreams
-from nodes.trace import EventTrace
-from nodes.user import FiniteUserNode, UserNode
-from protocols.central import PER_TICK
-from protocols.errors import InputError
-from protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
-from protocols.fairness import gini, jain, ratio_20_20, sample_std
-from protocols.registry import Gateway as GatewayMode
-from protocols.registry import GradientUse, get_protocol
-from protocols.resilience import retransmission_timeout
+from drfemu.experiments.running.ledger import TaskLedger
+from drfemu.experiments.running.lifetimes import TaskLifetimes
+from drfemu.experiments.running.params import GOOGLE, RunParams, echo, run_params
+from drfemu.experiments.running.swm import swm_comparison
+from drfemu.experiments.workloads.faults import FaultScenario, Target, load_scenario
+from drfemu.experiments.workloads.google import google_case
+from drfemu.experiments.workloads.model import Workload, load_workload
+from drfemu.nodes.actor import Actor
+from drfemu.nodes.clock import VirtualClockLoop
+from drfemu.nodes.gateway import Gateway
+from drfemu.nodes.gc_tuning import tuned_gc
+from drfemu.nodes.network import US_PER_S, CostModel, Network, TrafficTally, parse_latency
+from drfemu.nodes.resource_node import ResourceNode
+from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.scheduler import CentralScheduler
+from drfemu.nodes.streams import RandomStreams
+from drfemu.nodes.trace import EventTrace
+from drfemu.nodes.user import FiniteUserNode, UserNode
+from drfemu.protocols.central import PER_TICK
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
+from drfemu.protocols.fairness import gini, jain, ratio_20_20, sample_std
+from drfemu.protocols.registry import Gateway as GatewayMode
+from drfemu.protocols.registry import GradientUse, get_protocol
+from drfemu.protocols.resilience import retransmission_timeout
 
 __all__ = ["ActorIds", "Nodes", "RunConfig", "RunResult", "build_harness", "build_nodes", "build_run_config",
            "result_document", "run_emulation", "run_point", "run_timeout"]

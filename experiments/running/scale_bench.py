@@ -21,9 +21,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from experiments.running.params import canonical_params
-from experiments.running.runner import build_run_config, run_emulation
-from protocols.errors import InputError
+from drfemu.experiments.running.params import canonical_params
+from drfemu.experiments.running.runner import build_run_config, run_emulation
+from drfemu.protocols.errors import InputError
 
 __all__ = ["DEFAULT_SERVERS", "ScalePoint", "run_scale_curve", "users_for"]
 

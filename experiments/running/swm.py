@@ -33,7 +33,7 @@ def swm_comparison(samples: Sequence[dict[str, Any]], total: Sequence[float]) ->
     try:
         import cvxpy  # noqa: F401
 
-        from protocols.policies.adrf import swm
+        from drfemu.protocols.policies.adrf import swm
     except ImportError:
         return {"available": False, "reason": "needs cvxpy: pip install 'drfemu[optimum]'"}
     times, errors = [], []

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.running.params import canonical_params, defaults, protocol_defaults, run_id
-from experiments.sweeps.report_spec import check_figure, check_table
-from protocols.errors import InputError
-from protocols.registry import PROTOCOLS, get_protocol
+from drfemu.experiments.running.params import canonical_params, defaults, protocol_defaults, run_id
+from drfemu.experiments.sweeps.report_spec import check_figure, check_table
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.registry import PROTOCOLS, get_protocol
 
 __all__ = ["Experiment", "Point", "Sweep", "SweepConfigError", "load_sweep"]
 

@@ -31,11 +31,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from experiments.sweeps.config import Experiment, Sweep
-from experiments.sweeps.records import Record, load_records, write_atomic, write_record
-from experiments.sweeps.tidy import write_tidy
-from protocols.errors import InputError
-from protocols.registry import GradientUse, get_protocol
+from drfemu.experiments.sweeps.config import Experiment, Sweep
+from drfemu.experiments.sweeps.records import Record, load_records, write_atomic, write_record
+from drfemu.experiments.sweeps.tidy import write_tidy
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.registry import GradientUse, get_protocol
 
 __all__ = ["RunPoint", "SweepSummary", "dask_cluster", "execute_run", "order_runs", "process_pool", "run_sweep",
            "write_manifest"]

@@ -16,9 +16,9 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from experiments.running.params import canonical_params
-from experiments.sweeps.records import write_atomic
-from experiments.workloads.online import online_case
+from drfemu.experiments.running.params import canonical_params
+from drfemu.experiments.sweeps.records import write_atomic
+from drfemu.experiments.workloads.online import online_case
 
 __all__ = ["run_online_protocols"]
 

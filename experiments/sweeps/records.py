@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import InputError
+from drfemu.protocols.errors import InputError
 
 __all__ = ["Record", "load_records", "write_atomic", "write_record"]
 

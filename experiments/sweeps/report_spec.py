@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from experiments.running.harness import TOLERANCES
-from experiments.running.params import defaults
-from protocols.errors import InputError
+from drfemu.experiments.running.harness import TOLERANCES
+from drfemu.experiments.running.params import defaults
+from drfemu.protocols.errors import InputError
 
 __all__ = ["FIGURE_KINDS", "check_figure", "check_table", "matches"]
 

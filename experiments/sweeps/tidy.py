@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.running.params import defaults
-from experiments.sweeps.records import load_records
+from drfemu.experiments.running.params import defaults
+from drfemu.experiments.sweeps.records import load_records
 
 __all__ = ["flatten_result", "tidy_rows", "write_tidy"]
 

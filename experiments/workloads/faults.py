@@ -49,10 +49,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from experiments.workloads.processes import duration_distribution
-from nodes.network import parse_duration, parse_latency
-from protocols.errors import InputError
-from protocols.messages import MESSAGE_TYPES
+from drfemu.experiments.workloads.processes import duration_distribution
+from drfemu.nodes.network import parse_duration, parse_latency
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.messages import MESSAGE_TYPES
 
 __all__ = ["Action", "Churn", "FaultEvent", "FaultScenario", "ScenarioError", "Selection", "Target", "load_scenario",
            "parse_scenario"]

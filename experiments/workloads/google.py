@@ -26,8 +26,8 @@ from itertools import accumulate
 
 import numpy as np
 
-from experiments.workloads.model import Server, User, Workload, WorkloadError
-from nodes.streams import RandomStreams
+from drfemu.experiments.workloads.model import Server, User, Workload, WorkloadError
+from drfemu.nodes.streams import RandomStreams
 
 __all__ = ["GoogleTrace", "draw_request", "google_case", "load_google_trace"]
 
@@ -49,7 +49,7 @@ class GoogleTrace:
 
 
 def _rows(name: str) -> list[dict[str, str]]:
-    path = resources.files("experiments") / "data" / "google2011" / name
+    path = resources.files("drfemu.experiments.data.google2011") / name
     with path.open("rb") as raw, gzip.open(raw, "rt", newline="") as f:
         return list(csv.DictReader(f))
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import InputError
-from protocols.resources import Vector, fits, total_capacity
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.resources import Vector, fits, total_capacity
 
 __all__ = ["MAX_TASKS", "Server", "Task", "User", "Workload", "WorkloadError", "load_workload", "parse_workload"]
 

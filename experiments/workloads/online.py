@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from experiments.workloads.google import ATTRIBUTION, RESOURCES, load_google_trace
-from experiments.workloads.model import Server, Task, User, Workload, WorkloadError
-from nodes.streams import RandomStreams
-from protocols.resources import fits
+from drfemu.experiments.workloads.google import ATTRIBUTION, RESOURCES, load_google_trace
+from drfemu.experiments.workloads.model import Server, Task, User, Workload, WorkloadError
+from drfemu.nodes.streams import RandomStreams
+from drfemu.protocols.resources import fits
 
 __all__ = ["TraceTask", "load_first_hour", "offered_load", "online_case"]
 
@@ -48,7 +48,7 @@ class TraceTask:
 
 def load_first_hour() -> tuple[list[TraceTask], list[str]]:
     """The shipped first-hour tasks and the users' names, users in order of first submission."""
-    source = resources.files("experiments.data.google2011") / "jobs_first_hour.csv.gz"
+    source = resources.files("drfemu.experiments.data.google2011") / "jobs_first_hour.csv.gz"
     with source.open("rb") as raw, gzip.open(raw, "rt", newline="") as text:
         rows = list(csv.DictReader(text))
     names: dict[str, int] = {}

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from experiments.workloads.model import WorkloadError
+from drfemu.experiments.workloads.model import WorkloadError
 
 __all__ = ["ARRIVALS", "DURATIONS", "arrival_process", "duration_distribution"]
 

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from experiments.workloads.model import MAX_TASKS, Server, Task, User, Workload, WorkloadError
-from experiments.workloads.processes import Draw, arrival_process, duration_distribution
-from nodes.streams import RandomStreams
-from protocols.resources import fits
+from drfemu.experiments.workloads.model import MAX_TASKS, Server, Task, User, Workload, WorkloadError
+from drfemu.experiments.workloads.processes import Draw, arrival_process, duration_distribution
+from drfemu.nodes.streams import RandomStreams
+from drfemu.protocols.resources import fits
 
 __all__ = ["synthetic_case"]
 

@@ -31,7 +31,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocols.policies.pool import PolicyInputError, check_pool
+from drfemu.protocols.policies.pool import PolicyInputError, check_pool
 
 __all__ = ["BETAS", "AdrfModel", "adrf", "adrf_beta", "social_welfare", "swm", "utility"]
 

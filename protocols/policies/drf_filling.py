@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocols.policies.pool import PolicyInputError, check_pool
-from protocols.resources import REL_TOL
+from drfemu.protocols.policies.pool import PolicyInputError, check_pool
+from drfemu.protocols.resources import REL_TOL
 
 __all__ = ["Allocation", "drf_divisible", "drf_tasks"]
 

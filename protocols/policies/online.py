@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from protocols.policies.pool import PolicyInputError
-from protocols.resources import CapacityViolation
+from drfemu.protocols.policies.pool import PolicyInputError
+from drfemu.protocols.resources import CapacityViolation
 
 __all__ = ["ONLINE_BETAS", "RULES", "OnlineScheduler", "order_key"]
 

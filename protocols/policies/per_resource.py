@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from protocols.policies.drf_filling import Allocation
-from protocols.policies.pool import check_pool
+from drfemu.protocols.policies.drf_filling import Allocation
+from drfemu.protocols.policies.pool import check_pool
 
 __all__ = ["ffmra", "mlf_drs"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from protocols.errors import InputError
+from drfemu.protocols.errors import InputError
 
 __all__ = ["PolicyInputError", "check_pool"]
 

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from protocols.policies.drf_filling import drf_tasks
-from protocols.policies.pool import PolicyInputError, check_pool
+from drfemu.protocols.policies.drf_filling import drf_tasks
+from drfemu.protocols.policies.pool import PolicyInputError, check_pool
 
 __all__ = ["Slot", "TdaResult", "saturated_allocations", "tda", "tda_bound"]
 

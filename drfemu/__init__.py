@@ -1,0 +1,2 @@
+"""drfemu: an emulator of distributed, gossip-overlay cluster schedulers that allocate
+multi-resource tasks fairly."""
