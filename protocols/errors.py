@@ -8,8 +8,12 @@ is 70 (see `experiments.cli`).
 
 from __future__ import annotations
 
-__all__ = ["InputError"]
+__all__ = ["InputError", "PluginWarning"]
 
 
 class InputError(ValueError):
     """Bad input, with a one-line message that names the problem."""
+
+
+class PluginWarning(UserWarning):
+    """A protocol of another package could not be added; the message names it and says why."""

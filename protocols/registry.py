@@ -3,6 +3,12 @@
 Everything that lists protocols — the CLI's help and `drfemu protocols`, the run-parameter
 schema, sweep validation, report styles, tests — reads this registry.
 
+Protocols of other packages: an installed distribution adds protocols through the entry-point
+group `drfemu.protocols`, each entry naming a `ProtocolSpec` (the entry's name is the
+protocol's). They are registered when this module is imported, after the built-in ones. A
+plug-in that cannot be loaded or registered is left out with one `PluginWarning` naming it
+and why (`PLUGIN_ERRORS` keeps them); the built-in protocols and the other plug-ins work on.
+
 A protocol is either central (it names a `central_rule`: the central scheduler asks it once
 a tick) or distributed (it names a `server_rule`, a `protocols.rule.ServerRule`: every
 server runs one). `gateway` says how the gateway answers a user's request for a server
@@ -12,8 +18,10 @@ run parameters are its rule's `PARAMS`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
 from enum import StrEnum
 from typing import Any
 
@@ -22,7 +30,7 @@ from drfemu.protocols.central import CentralRule
 from drfemu.protocols.ddrf import DdrfGradientRule, DdrfRule
 from drfemu.protocols.dgdrf import DgdrfRule
 from drfemu.protocols.drf import DrfBestFit, DrfFirstFit
-from drfemu.protocols.errors import InputError
+from drfemu.protocols.errors import InputError, PluginWarning
 from drfemu.protocols.fifo import Fifo
 from drfemu.protocols.messages import TaskRequest
 from drfemu.protocols.online_central import CAdrf, NaiveAdrf, Wmmf
@@ -31,8 +39,11 @@ from drfemu.protocols.pdgdrf import PdgdrfRule
 from drfemu.protocols.probe import ProbeRule
 from drfemu.protocols.rule import ServerRule
 
-__all__ = ["PROTOCOLS", "Gateway", "GradientUse", "ProtocolSpec", "UnknownProtocol", "get_protocol", "register",
-           "unregister"]
+__all__ = ["ENTRY_POINTS", "PLUGIN_ERRORS", "PROTOCOLS", "Gateway", "GradientUse", "PluginWarning", "ProtocolSpec",
+           "UnknownProtocol", "get_protocol", "load_plugins", "register", "unregister"]
+
+ENTRY_POINTS = "drfemu.protocols"
+"""The entry-point group through which other packages add protocols."""
 
 
 class Gateway(StrEnum):
@@ -143,3 +154,33 @@ register(ProtocolSpec("naive-adrf", "central naive ADRF: the lowest adaptive sha
                       central_rule=NaiveAdrf))
 register(ProtocolSpec("wmmf", "central weighted max-min fairness on one resource's share", Gateway.CENTRAL,
                       central_rule=Wmmf))
+
+
+PLUGIN_ERRORS: list[str] = []
+"""One line per plug-in that was left out, in the order they were tried."""
+
+
+def _load_plugin(entry: EntryPoint) -> None:
+    where = f"protocol plug-in {entry.name!r} ({entry.value}"
+    where += f", from {entry.dist.name})" if entry.dist is not None else ")"
+    try:
+        spec = entry.load()
+        if not isinstance(spec, ProtocolSpec):
+            raise TypeError(f"it names a {type(spec).__name__}, not a drfemu ProtocolSpec")
+        if spec.name != entry.name:
+            raise ValueError(f"its entry point is named {entry.name!r} but its protocol {spec.name!r}")
+        register(spec)
+    except Exception as error:  # noqa: BLE001 - a broken plug-in must not take the built-in protocols down
+        message = f"{where} left out: {type(error).__name__}: {error}"
+        PLUGIN_ERRORS.append(message)
+        warnings.warn(message, PluginWarning, stacklevel=2)
+
+
+def load_plugins() -> None:
+    """Register the protocols that installed packages declare (`ENTRY_POINTS`), by entry-point
+    name order; called once, on import."""
+    for entry in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        _load_plugin(entry)
+
+
+load_plugins()

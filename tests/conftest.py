@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,3 +35,25 @@ def drf_paper() -> Workload:
             "users": [{"id": "A", "demand": [1, 4]}, {"id": "B", "demand": [3, 1]}],
         }
     )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def results_validate_against_the_published_schema() -> Iterator[None]:
+    """Every result document a test makes (in this process) is held to the published JSON
+    Schema (`drfemu schema`), as JSON carries it. Without jsonschema the check is skipped."""
+    try:
+        from jsonschema import Draft202012Validator
+    except ImportError:
+        yield
+        return
+    from drfemu.experiments.running.results import RunResult, result_schema
+
+    original = RunResult.__init__
+
+    def checked(self: RunResult, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        Draft202012Validator(result_schema()).validate(json.loads(self.to_json()))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RunResult, "__init__", checked)
+        yield

@@ -11,8 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drfemu.overlay.cyclon import (ARRAY_VIEW_MAX, Cyclon, merge_python, new_view, pop_oldest_python, sample, sample_python,
-                            sample_values_python)
+from drfemu.overlay.cyclon import (
+    ARRAY_VIEW_MAX,
+    Cyclon,
+    merge_python,
+    new_view,
+    pop_oldest_python,
+    sample,
+    sample_python,
+    sample_values_python,
+)
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle
 
 

@@ -23,9 +23,9 @@ from drfemu.experiments.running.params import canonical_params
 from drfemu.nodes import runtime as runtime_module
 from drfemu.nodes.actor import Actor, UnhandledMessage, send_python
 from drfemu.nodes.network import count_items_python, count_types_python
+from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
 from drfemu.nodes.runtime import deliver_python, fire_each_python
 from drfemu.nodes.server import server_class
-from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from drfemu.protocols.messages import handles, message
 from drfemu.protocols.registry import PROTOCOLS

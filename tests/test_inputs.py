@@ -91,12 +91,12 @@ def test_a_sweep_config_with_bad_values_is_a_config_error(tmp_path: Path, capsys
 
 def test_an_internal_bug_shows_its_traceback_and_exits_70(monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    import drfemu.experiments.cli.commands as commands
+    import drfemu.experiments.api as api
 
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("an emulator bug, not the user's input")
 
-    monkeypatch.setattr(commands, "run_emulation", broken)
+    monkeypatch.setattr(api, "run_emulation", broken)
     assert main(["run", "--machines", "10", "--users", "3"]) == 70
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error (a bug in drfemu" in err

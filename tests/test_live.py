@@ -1,4 +1,4 @@
-"""Live mode (`drfemu live`, `nodes.live`, `experiments.running.live`): nodes on the real clock
+"""Live mode (`drfemu live`, `nodes.live`, `experiments.live.coordinator`): nodes on the real clock
 over loopback UDP. Short runs only; `docs/live.md` has the measured comparison."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from drfemu.experiments.cli import main
-from drfemu.experiments.running.live import BIN_EDGES, quantiles_of
+from drfemu.experiments.live.coordinator import BIN_EDGES, quantiles_of
 from drfemu.experiments.running.params import canonical_params
 from drfemu.experiments.running.runner import build_nodes, build_run_config, run_emulation
 from drfemu.nodes.live import LATENCY_BINS, STAMP, LiveRuntime, latency_bin
@@ -150,7 +150,7 @@ def _workers_of(parent: int) -> list[int]:
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if int(stat[1]) == parent and b"drfemu.experiments.running.live_worker" in cmdline:
+            if int(stat[1]) == parent and b"drfemu.experiments.live.worker" in cmdline:
                 pids.append(int(entry))
     return pids
 

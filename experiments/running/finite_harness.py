@@ -39,7 +39,14 @@ import numpy as np
 
 from drfemu.experiments.running.harness import SHARE_MARGIN, STALLED, TOLERANCES, RunObserver, RunOutcome
 from drfemu.experiments.running.ledger import LedgerViolation
-from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated, TaskFinished, TaskResubmitted, TaskSubmitted
+from drfemu.protocols.events import (
+    ServerCrashed,
+    ServerRecovered,
+    TaskAllocated,
+    TaskFinished,
+    TaskResubmitted,
+    TaskSubmitted,
+)
 from drfemu.protocols.fairness import gini, jain
 from drfemu.protocols.resources import REL_TOL, CapacityViolation, Vector, dominant_share, total_capacity
 

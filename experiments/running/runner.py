@@ -53,6 +53,7 @@ from drfemu.experiments.running.harness import (
 from drfemu.experiments.running.ledger import TaskLedger
 from drfemu.experiments.running.lifetimes import TaskLifetimes
 from drfemu.experiments.running.params import GOOGLE, RunParams, echo, run_params
+from drfemu.experiments.running.results import RunResult
 from drfemu.experiments.running.swm import swm_comparison
 from drfemu.experiments.workloads.faults import FaultScenario, Target, load_scenario
 from drfemu.experiments.workloads.google import google_case
@@ -76,7 +77,7 @@ from drfemu.protocols.registry import Gateway as GatewayMode
 from drfemu.protocols.registry import GradientUse, get_protocol
 from drfemu.protocols.resilience import retransmission_timeout
 
-__all__ = ["ActorIds", "Nodes", "RunConfig", "RunResult", "build_harness", "build_nodes", "build_run_config",
+__all__ = ["ActorIds", "Nodes", "RunConfig", "RunResult", "build_harness", "build_nodes", "build_run_config", "labelled_log",
            "result_document", "run_emulation", "run_point", "run_timeout"]
 
 
@@ -124,17 +125,18 @@ def build_run_config(params: Mapping[str, Any]) -> RunConfig:
     return config
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """The outcome and metrics of one run; `to_dict()` is the `--json` document."""
+def labelled_log(workload: Workload, emit: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
+    """An allocation log for `run_emulation` that hands `emit` one record per allocation, with
+    the workload's user and server labels in place of actor numbers."""
+    servers = [s.id for s in workload.servers]
+    users = [u.id for u in workload.users]
 
-    values: dict[str, Any]
+    def log(event: str, **fields: Any) -> None:
+        fields["user"] = users[fields["user"]]
+        fields["server"] = servers[fields["server"]]
+        emit({"event": event, **fields})
 
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.values)
+    return log
 
 
 def _finite(x: float) -> float | None:

@@ -34,7 +34,7 @@ from drfemu.experiments.sweeps.report_spec import check_figure, check_table
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.registry import PROTOCOLS, get_protocol
 
-__all__ = ["Experiment", "Point", "Sweep", "SweepConfigError", "load_sweep"]
+__all__ = ["Experiment", "Point", "Sweep", "SweepConfigError", "load_sweep", "sweep_from_document"]
 
 EVERY_PROTOCOL = "all"
 _KEYS = {"name", "title", "include", "base", "cases", "grids", "seeds", "replicates", "tables", "figures"}
@@ -158,8 +158,16 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise SweepConfigError(f"cannot read config {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise _fail(path, "not a text file (not UTF-8)") from None
     except tomllib.TOMLDecodeError as error:
         raise _fail(path, f"not valid TOML: {error}") from None
+    _add(path, document, seen, experiments, runs)
+
+
+def _add(path: Path, document: Mapping[str, Any], seen: tuple[Path, ...], experiments: list[Experiment],
+         runs: dict[str, dict[str, Any]]) -> None:
+    """Add the experiment of `document`, read from `path` (its folder resolves relative paths)."""
     unknown = sorted(set(document) - _KEYS)
     if unknown:
         raise _fail(path, f"unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(_KEYS))})")
@@ -195,11 +203,27 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
     experiments.append(Experiment(name, str(document.get("title", name)), str(path), tuple(points), tables, figures))
 
 
+def _sweep(experiments: list[Experiment], runs: dict[str, dict[str, Any]], path: Path) -> Sweep:
+    if not experiments:
+        raise _fail(path, "defines no experiment (no base, cases, grids or includes with them)")
+    return Sweep(tuple(experiments), runs)
+
+
+def sweep_from_document(document: Mapping[str, Any], name: str = "sweep", folder: Path | None = None) -> Sweep:
+    """A config given as data (the structure of a TOML config), as if read from `folder/NAME.toml`
+    (default: the current folder): its relative paths and includes are taken from `folder`."""
+    if not isinstance(document, Mapping):
+        raise SweepConfigError(f"a sweep config is a table of keys, not {type(document).__name__}")
+    path = (folder or Path.cwd()).resolve() / f"{name}.toml"
+    experiments: list[Experiment] = []
+    runs: dict[str, dict[str, Any]] = {}
+    _add(path, document, (), experiments, runs)
+    return _sweep(experiments, runs, path)
+
+
 def load_sweep(path: Path) -> Sweep:
     """Read a config (and its includes) into experiments and the distinct runs they need."""
     experiments: list[Experiment] = []
     runs: dict[str, dict[str, Any]] = {}
     _load(Path(path), (), experiments, runs)
-    if not experiments:
-        raise _fail(Path(path).resolve(), "defines no experiment (no base, cases, grids or includes with them)")
-    return Sweep(tuple(experiments), runs)
+    return _sweep(experiments, runs, Path(path).resolve())

@@ -14,8 +14,8 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from experiments.workloads.online import TraceTask as Job  # (user, submit, runtime, demand)
-from protocols.policies.online import OnlineScheduler
+from drfemu.experiments.workloads.online import TraceTask as Job  # (user, submit, runtime, demand)
+from drfemu.protocols.policies.online import OnlineScheduler
 
 __all__ = ["Job", "Sample", "SimResult", "simulate"]
 

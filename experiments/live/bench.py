@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from drfemu.experiments.live.channel import event_loop
+from drfemu.experiments.live.coordinator import quantiles_of
 from drfemu.experiments.running.bench import Ping, PingActor
-from drfemu.experiments.running.live import quantiles_of
-from drfemu.experiments.running.live_channel import event_loop
 from drfemu.nodes.gc_tuning import tuned_gc
 from drfemu.nodes.live import LiveRuntime
 from drfemu.nodes.network import ConstantLatency, Network

@@ -1,4 +1,4 @@
-"""One worker process of a live run (`python -m experiments.running.live_worker HOST:PORT INDEX
+"""One worker process of a live run (`python -m experiments.live.worker HOST:PORT INDEX
 [BIND]`, or `drfemu live-worker` on another machine).
 
 It connects to the coordinator, builds every node of the run from the parameters it is sent
@@ -20,7 +20,7 @@ import time
 import traceback
 from typing import Any
 
-from drfemu.experiments.running.live_channel import (
+from drfemu.experiments.live.channel import (
     CLOCK,
     CLOCK_BODY,
     ERROR,

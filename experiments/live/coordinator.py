@@ -1,7 +1,7 @@
 """Live runs (`drfemu live`): the run's nodes in worker processes on the real clock, over UDP.
 
 The coordinator (this process) listens on TCP for its workers: `processes` it starts itself
-(`python -m experiments.running.live_worker`) and `remote` ones started by hand on other machines
+(`python -m experiments.live.worker`) and `remote` ones started by hand on other machines
 (`drfemu live-worker --coordinator HOST:PORT --bind ADDR`). Each worker builds every node of the
 run from the same parameters (`runner.build_nodes`: same objects, same streams), keeps the ones
 dealt to it (round robin over actor ids) and runs them on a `nodes.live.LiveRuntime`, each node
@@ -11,7 +11,7 @@ harness does (saturation, stall, time cap) and builds the same result document a
 run, plus a `live` block: the event loop, the time scale, one-way latency percentiles,
 datagrams rejected, send errors and late ticks.
 
-The control channel and its frames: `live_channel`; the workers: `live_worker`. The events
+The control channel and its frames: `channel`; the workers: `worker`. The events
 of different workers reach the coordinator interleaved as their frames arrive; `live_merge`
 puts them back into node-time order before the harness and the ledger see them, and the
 harness's ticks run on that merged time.
@@ -44,9 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from drfemu.experiments.running.harness import Harness, RunOutcome
-from drfemu.experiments.running.ledger import TaskLedger
-from drfemu.experiments.running.live_channel import (
+from drfemu.experiments.live.channel import (
     CLOCK,
     CLOCK_BODY,
     ERROR,
@@ -65,7 +63,9 @@ from drfemu.experiments.running.live_channel import (
     write_frame,
     write_json,
 )
-from drfemu.experiments.running.live_merge import EventMerge
+from drfemu.experiments.live.merge import EventMerge
+from drfemu.experiments.running.harness import Harness, RunOutcome
+from drfemu.experiments.running.ledger import TaskLedger
 from drfemu.experiments.running.runner import (
     RunConfig,
     RunResult,
@@ -189,7 +189,7 @@ async def _coordinate(params: Mapping[str, Any], config: RunConfig, options: Liv
     try:
         for index in range(options.processes):
             children.append(await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "drfemu.experiments.running.live_worker", f"{host}:{port}", str(index),
+                sys.executable, "-m", "drfemu.experiments.live.worker", f"{host}:{port}", str(index),
                 stdin=asyncio.subprocess.DEVNULL, start_new_session=True))  # Ctrl-C reaches the coordinator only
         if options.remote:
             print(f"drfemu live: waiting for {options.remote} remote worker(s): "

@@ -1,0 +1,107 @@
+"""The Python API: what `import drfemu` offers, and what the command line is a layer over.
+
+`run` takes the parameters of `drfemu run` by name (as `drfemu params` lists them, with
+underscores), validated by the one schema (`experiments.running.params`), and returns a
+typed `RunResult`. `sweep` runs a sweep config — a TOML file or the same structure as a
+dict — and returns its summary. `register_protocol` adds a protocol for this process;
+an installed package adds one for every process through the `drfemu.protocols` entry
+points (`protocols.registry`). This module wires the stages together (the sweep stage is
+handed the function that runs a point), so it sits above them, beside the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from drfemu.experiments.running.params import CASE, GOOGLE, canonical_params, run_params
+from drfemu.experiments.running.results import RunResult
+from drfemu.experiments.running.runner import RunConfig, build_run_config, labelled_log, run_emulation, run_point
+from drfemu.experiments.sweeps.config import Sweep, load_sweep, sweep_from_document
+from drfemu.experiments.sweeps.execute import SweepSummary, dask_cluster, process_pool, run_sweep
+from drfemu.experiments.sweeps.records import Record
+from drfemu.experiments.workloads.model import Workload
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.registry import PROTOCOLS, ProtocolSpec, register
+
+__all__ = ["AllocationLog", "Progress", "available_protocols", "configure", "register_protocol", "run", "run_config", "sweep"]
+
+Progress = Callable[[float, int], None]
+"""Called now and then during a run with the virtual time (s) and the allocations so far."""
+
+
+AllocationLog = bool | Callable[[dict[str, Any]], None]
+"""False: keep no log; True: keep one record per allocation in the result; a callable: hand it
+each record as it happens (what `drfemu run --log` writes)."""
+
+
+def configure(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, **params: Any) -> RunConfig:
+    """The validated configuration of a run (its workload loaded or drawn); `run` takes the same
+    arguments. Bad parameters raise `InputError` with the option named."""
+    given = {name: value for name, value in params.items() if value is not None}
+    if isinstance(workload, Workload):
+        stray = sorted(set(given) & set(CASE))
+        if stray:
+            raise InputError(f"{', '.join(stray)} describe a Google case and cannot be combined with a Workload")
+        config = RunConfig(workload, run_params(protocol=protocol, **given))
+        config.validate()
+        return config
+    return build_run_config(canonical_params({"protocol": protocol, "workload": str(workload), **given}))
+
+
+def run_config(config: RunConfig, *, allocation_log: AllocationLog = False,
+               progress: Progress | None = None) -> RunResult:
+    """Run the emulation `config` describes (see `run`)."""
+    records: list[dict[str, Any]] | None = [] if allocation_log is True else None
+    sink = records.append if records is not None else allocation_log or None
+    log = labelled_log(config.workload, sink) if callable(sink) else None
+    result = run_emulation(config, log=log, progress=progress)
+    result.allocation_log = records
+    return result
+
+
+def run(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, *, allocation_log: AllocationLog = False,
+        progress: Progress | None = None, **params: Any) -> RunResult:
+    """Run one emulation and return its result.
+
+    `workload`: ``"google"`` (a case of `machines` × `users` drawn from the Google 2011 trace
+    with `case_seed`, default `seed`), a workload JSON file, or a `Workload` built in Python.
+    `params`: any run parameter by name (`drfemu params`); what is not given takes its
+    default. `allocation_log=True` keeps one record per allocation (`RunResult.allocation_log`,
+    `allocation_table()`). Bad parameters raise `InputError` with the option named.
+    """
+    return run_config(configure(protocol, workload, **params), allocation_log=allocation_log, progress=progress)
+
+
+def sweep(config: str | Path | Mapping[str, Any], out: str | Path, *, workers: int | None = None,
+          dask: str | None = None, on_record: Callable[[Record, int, int], None] | None = None) -> SweepSummary:
+    """Run every run of a sweep config into `out` (resumable: finished runs are skipped).
+
+    `config`: a TOML file (`docs/experiments.md`) or a dict of the same structure, whose
+    relative workload and fault paths are taken from the current folder. Runs go to a pool of
+    `workers` processes (default: the machine's cores; 1: this process) or to the
+    dask.distributed scheduler at `dask`. A protocol registered in this process with
+    `register_protocol` reaches pool workers only where they fork (Linux's default); for any
+    other pool, install it as an entry point. `on_record(record, done, todo)` hears each run.
+    """
+    if workers is not None and dask is not None:
+        raise InputError("give workers or dask, not both (a Dask cluster has its own workers)")
+    if workers is not None and workers < 1:
+        raise InputError("workers must be at least 1")
+    plan: Sweep = load_sweep(Path(config)) if isinstance(config, (str, Path)) else sweep_from_document(config)
+    out_dir = Path(out)
+    executor = dask_cluster(dask, run_point) if dask is not None else process_pool(workers or os.cpu_count() or 1,
+                                                                                     run_point)
+    return run_sweep(plan, out_dir, executor, on_record=on_record)
+
+
+def register_protocol(spec: ProtocolSpec) -> ProtocolSpec:
+    """Add a protocol to this process's registry (its parameters become run parameters)."""
+    return register(spec)
+
+
+def available_protocols() -> dict[str, ProtocolSpec]:
+    """The registered protocols by name: the built-in ones, then those of installed packages."""
+    return dict(PROTOCOLS)

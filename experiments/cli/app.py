@@ -1,0 +1,72 @@
+"""The `drfemu` command line: every command group registered on one typer app, and `main`.
+
+Bad input — an `InputError`: a bad option, a malformed workload, an unknown protocol — is
+printed as one line `drfemu: error: …` on stderr with exit status 2, never with a traceback.
+A capacity violation (a protocol bug caught by the checks) exits with status 3. Any other
+exception is a bug in drfemu: its traceback is printed, then one line, and the exit status
+is 70 (`EX_SOFTWARE`).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import typer
+
+import drfemu.experiments.cli.bench  # noqa: F401  (registers its commands)
+import drfemu.experiments.cli.overlay  # noqa: F401  (registers its commands)
+import drfemu.experiments.cli.policy  # noqa: F401  (registers its commands)
+import drfemu.experiments.cli.sweep  # noqa: F401  (registers its commands)
+import drfemu.experiments.cli.workload  # noqa: F401  (registers its commands)
+from drfemu.experiments.cli.common import INTERNAL_ERROR, INTERRUPTED, app
+from drfemu.experiments.cli.live import live, live_signature
+from drfemu.experiments.cli.run import run, run_signature
+from drfemu.experiments.live.channel import LiveError
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.resources import CapacityViolation
+
+
+def _install_run_command() -> None:
+    """(Re)declare `drfemu run` and `drfemu live` from the current registry, so a protocol
+    registered after import (a plug-in, a test) brings its options along."""
+    run.__signature__ = run_signature()  # type: ignore[attr-defined]
+    live.__signature__ = live_signature()  # type: ignore[attr-defined]
+    app.registered_commands[:] = [c for c in app.registered_commands if c.name not in ("run", "live")]
+    app.command("run")(run)
+    app.command("live")(live)
+
+
+def _fail(message: str, status: int) -> int:
+    # Plain write, never wrapped: an error is exactly one line.
+    print(f"drfemu: {message}", file=sys.stderr)
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `drfemu` script; returns the exit status."""
+    _install_run_command()
+    try:
+        status = app(args=argv, prog_name="drfemu", standalone_mode=False)
+    except typer.Exit as done:
+        return int(done.exit_code)
+    except typer.Abort:
+        return _fail("aborted", INTERRUPTED)
+    except typer.TyperException as error:  # usage errors: unknown option, bad value, ...
+        if type(error).__name__ == "NoArgsIsHelpError":  # `drfemu` or a group given no command
+            print(error.format_message())  # type: ignore[attr-defined]
+            return 0
+        return _fail(f"error: {error.format_message()}", 2)  # type: ignore[attr-defined]
+    except InputError as error:  # CliError, WorkloadError, SweepConfigError, PolicyInputError, UnknownProtocol, …
+        return _fail(f"error: {error}", 2)
+    except LiveError as error:
+        return _fail(f"live run failed: {error}", 1)
+    except CapacityViolation as error:
+        return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)
+    except Exception as error:  # noqa: BLE001 - anything else is a bug: show where it happened
+        traceback.print_exc()
+        return _fail(f"internal error (a bug in drfemu, please report it with the traceback above): "
+                     f"{type(error).__name__}: {error}", INTERNAL_ERROR)
+    if status == INTERRUPTED:  # typer's answer to Ctrl-C: the status, without a word
+        return _fail("interrupted", INTERRUPTED)
+    return status if isinstance(status, int) else 0

@@ -1,0 +1,245 @@
+"""`drfemu sweep`, `report`, `grid`, `check`, `fault-report` and `trace-replay`: many runs, and the pages made of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from drfemu.experiments.cli.common import (
+    CliError,
+    app,
+    check_writable,
+    err,
+    out,
+    write_json,
+)
+from drfemu.experiments.running.runner import (
+    run_point,
+)
+from drfemu.protocols.registry import get_protocol
+
+
+@app.command()
+def sweep(
+    config: Annotated[Path, typer.Argument(help="Sweep config (TOML), see configs/.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for the run records and tables.")],
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores).")] = None,
+    dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
+) -> None:
+    """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""
+    from drfemu.experiments.sweeps.config import load_sweep
+    from drfemu.experiments.sweeps.execute import dask_cluster, process_pool, run_sweep
+
+    if dask is not None and workers is not None:
+        raise CliError("give --workers or --dask, not both (a Dask cluster has its own workers)")
+    if workers is not None and workers < 1:
+        raise CliError("--workers must be at least 1")
+    plan = load_sweep(config)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CliError(f"cannot create {out_dir}: {error.strerror}") from None
+    n_workers = workers or os.cpu_count() or 1
+    executor = dask_cluster(dask, run_point) if dask is not None else process_pool(n_workers, run_point)
+    points = sum(len(e.points) for e in plan.experiments)
+    out.print(f"sweep {config}: {len(plan.experiments)} experiment(s), {points} points, {len(plan.runs)} distinct runs "
+              f"on {'Dask at ' + dask if dask else f'{n_workers} worker process(es)'}")
+    failures: list[str] = []
+    done = [0]
+    stop_requested: list[int] = []  # Ctrl-C seen; checked after each run in case its exception was swallowed
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("ETA"), TimeRemainingColumn(), console=err, disable=not err.is_terminal) as bar:
+        task = bar.add_task("sweep", total=None)
+
+        def on_start(todo: int, skipped: int) -> None:
+            bar.update(task, total=todo)
+            if skipped:
+                out.print(f"{skipped} run(s) already finished in {out_dir}: skipped")
+
+        def on_record(record: dict[str, Any], finished: int, todo: int) -> None:
+            if stop_requested:
+                raise KeyboardInterrupt  # the signal's own exception was swallowed (e.g. by a finaliser)
+            done[0] = finished
+            ok = record["status"] == "ok"
+            if not ok:
+                failures.append(f"{record['id']}: {record['error']}")
+            bar.update(task, completed=finished, description=f"sweep ({len(failures)} failed)")
+            if bar.disable:
+                wall = record["result"]["wall_time_s"] if ok else None
+                print(f"[{finished}/{todo}] {record['id']} {'ok' if ok else 'FAILED'}"
+                      + (f" {wall:.1f} s" if wall is not None else ""), file=sys.stderr, flush=True)
+
+        def on_interrupt(signum: int, frame: object) -> None:
+            stop_requested.append(signum)
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            summary = run_sweep(plan, out_dir, executor, on_record=on_record, on_start=on_start)
+        except KeyboardInterrupt:
+            print(f"drfemu: interrupted after {done[0]} run(s) of this sweep; run the same command to resume",
+                  file=sys.stderr)
+            raise typer.Exit(130) from None
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    out.print(f"{summary.total} runs: {summary.skipped} already finished, {summary.ran} ran ({summary.failed} failed) "
+              f"in {summary.wall_s / 60:.1f} min; tables {out_dir / 'runs.csv'}"
+              + (f", {summary.parquet}" if summary.parquet else " (no Parquet: pip install 'drfemu[sweep]')"))
+    for failure in failures:
+        print(f"drfemu: run failed: {failure}", file=sys.stderr)
+    if failures:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    sweep_dir: Annotated[Path, typer.Argument(help="A sweep's --out directory.")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Where to write the report (default: SWEEP_DIR/report).")] = None,
+) -> None:
+    """Turn a sweep (finished or partial) into Markdown tables, PNG figures and one HTML page."""
+    from drfemu.experiments.reports.render import write_report
+
+    target = out_dir if out_dir is not None else sweep_dir / "report"
+    written = write_report(sweep_dir, target)
+    out.print(f"report: {written.tables} tables, {written.figures} figures from {written.runs} finished runs "
+              f"({written.missing} points without a result) → {target / 'report.md'}, {target / 'report.html'}")
+
+
+@app.command()
+def grid(
+    out_path: Annotated[Path, typer.Option("--out", help="The Markdown page to write.")],
+    sweep_dir: Annotated[Path | None, typer.Option("--sweep", help="A sweep directory holding the E1 runs.")] = None,
+    from_json: Annotated[Path | None, typer.Option(help="Re-render an earlier --json file instead.")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Also write the grid's runs as JSON.")] = None,
+) -> None:
+    """The protocol grid page (docs/protocol_grid.md) from a sweep's E1 runs."""
+    from drfemu.experiments.reports.protocol_grid import render, sweep_rows
+
+    if (sweep_dir is None) == (from_json is None):
+        raise CliError("give --sweep DIR or --from-json FILE (one of them)")
+    for path in (out_path, json_path):
+        if path is not None:
+            check_writable(path)
+    if from_json is not None:
+        try:
+            rows = json.loads(from_json.read_text(encoding="utf-8"))["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise CliError(f"--from-json {from_json}: not a grid file ({type(error).__name__})") from None
+    else:
+        rows = sweep_rows(sweep_dir)  # type: ignore[arg-type]
+    if not rows:
+        raise CliError(f"{sweep_dir or from_json} holds no run of the grid")
+    out_path.write_text(render(rows), encoding="utf-8")
+    if json_path is not None:
+        write_json(json_path, {"runs": rows})
+    out.print(f"wrote {out_path} from {len(rows)} runs")
+
+
+@app.command()
+def check(
+    config: Annotated[Path, typer.Argument(help="Sweep config (TOML) naming the runs to check, e.g. configs/check.toml.")],
+    workers: Annotated[int, typer.Option(help="Fresh processes replaying runs alongside.")] = 1,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write every verdict as JSON.")] = None,
+) -> None:
+    """Check determinism: run each run of CONFIG twice here and once in a fresh process, compare
+    them event by event, and name the first event that differs. Exit 1 if any run differs."""
+    from drfemu.experiments.running.check import check_runs
+    from drfemu.experiments.sweeps.config import load_sweep
+
+    if workers < 1:
+        raise CliError("--workers must be at least 1")
+    if json_path is not None:
+        check_writable(json_path)
+    plan = load_sweep(config)
+    out.print(f"check {config}: {len(plan.runs)} run(s), each twice here and once in a fresh process")
+    verdicts = []
+    for verdict in check_runs(list(plan.runs.items()), workers):
+        verdicts.append(verdict)
+        status = "ok" if verdict.ok else "DIFFERS"
+        out.print(f"{status:7} {verdict.run}  {verdict.events:,} events  {verdict.digest[:16]}", highlight=False)
+        for divergence in verdict.divergences:
+            out.print(f"        {divergence.describe()}", highlight=False, soft_wrap=True)
+            for line in divergence.context:
+                out.print(f"          after {line}", highlight=False, soft_wrap=True)
+        for against, keys in verdict.result_differences.items():
+            out.print(f"        same events, but the {against} result differs in: {', '.join(keys)}", highlight=False)
+    failed = [v.run for v in verdicts if not v.ok]
+    out.print(f"{len(verdicts) - len(failed)} of {len(verdicts)} run(s) deterministic")
+    if json_path is not None:
+        write_json(json_path, {"config": str(config), "runs": [v.to_dict() for v in verdicts]})
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command("fault-report")
+def fault_report_command(
+    sweep_dir: Annotated[Path, typer.Argument(help="A sweep of configs/faults.toml (its --out directory).")],
+    out_path: Annotated[Path, typer.Option("--out", help="The Markdown to write.")] = Path("docs/faults-results.md"),
+    figure: Annotated[Path | None, typer.Option(help="The crash figure (default: figures/faults-crash.png beside "
+                                                     "--out).")] = None,
+) -> None:
+    """The fault study's tables and figure (docs/faults-results.md) from a sweep of configs/faults.toml."""
+    from drfemu.experiments.reports.fault_study import fault_report
+    from drfemu.experiments.sweeps.records import load_records
+
+    if not (sweep_dir / "runs").is_dir():
+        raise CliError(f"{sweep_dir}: no runs/ directory (run drfemu sweep configs/faults.toml --out {sweep_dir})")
+    check_writable(out_path)
+    figure = figure if figure is not None else out_path.parent / "figures" / "faults-crash.png"
+    link = os.path.relpath(figure, out_path.parent)
+    out_path.write_text(fault_report(load_records(sweep_dir), figure, link), encoding="utf-8")
+    out.print(f"wrote {out_path} and {figure}")
+
+
+ONLINE_PROTOCOLS = "drf,c-adrf,naive-adrf,wmmf,fifo,probe,ddrf-random,ddrf-gradient,dgdrf,pdgdrf,bdgdrf"
+
+
+@app.command("trace-replay")
+def trace_replay(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for the workload and one result per protocol.")],
+    protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols.")] = ONLINE_PROTOCOLS,
+    minutes: Annotated[float, typer.Option(help="The first minutes of the trace (at most 60).")] = 60.0,
+    load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the offered load.")] = 0.8,
+    seed: Annotated[int, typer.Option(help="Seed of the machine draw and of the runs.")] = 1,
+    workers: Annotated[int, typer.Option(help="Runs in parallel.")] = 2,
+    report: Annotated[Path | None, typer.Option(help="Write the Markdown report (figures beside it).")] = None,
+) -> None:
+    """Every protocol on the Google 2011 trace's own arrivals and run times (docs/results-online.md); resumable."""
+    from drfemu.experiments.running.runner import run_point
+    from drfemu.experiments.sweeps.online import run_online_protocols
+
+    names = [p.strip() for p in protocols_.split(",") if p.strip()]
+    for name in names:
+        get_protocol(name)
+    if workers < 1:
+        raise CliError("--workers must be at least 1")
+    if report is not None:
+        from drfemu.experiments.reports.online import kept_part
+
+        kept_part(report)  # a page that would lose its text is refused before anything runs
+
+    def done(protocol: str, result: dict[str, Any]) -> None:
+        out.print(f"{protocol}: {result['status']} at {result['run_time_s']:,.0f} s virtual in "
+                  f"{result['wall_time_s']:,.0f} s wall")
+
+    results = run_online_protocols(out_dir, names, run_point, {"seed": seed}, minutes, load_fraction, seed, workers,
+                                   done)
+    if report is not None:
+        from drfemu.experiments.reports.online import write_online_report
+
+        write_online_report(results, report)
+        out.print(f"wrote {report}")

@@ -1,0 +1,106 @@
+"""Protocols from other packages: an installed distribution's `drfemu.protocols` entry point adds a
+protocol, with a parameter of its own, to the CLI, sweeps, `drfemu protocols` and `drfemu params`;
+a broken one is one line naming it, and everything else works on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PLUGIN = '''
+"""A protocol of a package of the user's own: homes allocate every `demo_every`-th tick."""
+
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.registry import Gateway, ProtocolSpec
+from drfemu.protocols.rule import Server, ServerRule
+
+
+class DemoRule(ServerRule):
+    PARAMS = (Param("demo_every", Kind.INT, 2, "demo: allocate every this many ticks.", ge=1, unit="ticks",
+                    echo="demo_every"),)
+
+    def __init__(self, demo_every: int = 2) -> None:
+        self.every = demo_every
+        self.ticks = 0
+
+    def on_tick(self, server: Server, now: float) -> None:
+        self.ticks += 1
+        lowest = server.homes.lowest()
+        if self.ticks % self.every == 0 and lowest is not None and lowest[1].idle():
+            server.allocate(*lowest)
+
+
+SPEC = ProtocolSpec("demo", "a plug-in's protocol: homes allocate every few ticks", Gateway.HOME,
+                    server_rule=DemoRule)
+'''
+
+
+def _distribution(site: Path, name: str, entry_points: str) -> None:
+    """What pip leaves in site-packages for an installed distribution: its metadata and entry points."""
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    """A folder of installed distributions: a working plug-in and a broken one."""
+    site = tmp_path / "site"
+    (site / "drfemu_demo_plugin").mkdir(parents=True)
+    (site / "drfemu_demo_plugin" / "__init__.py").write_text(PLUGIN)
+    _distribution(site, "drfemu_demo_plugin", "[drfemu.protocols]\ndemo = drfemu_demo_plugin:SPEC\n")
+    _distribution(site, "drfemu_broken_plugin", "[drfemu.protocols]\nbroken = drfemu_no_such_module:SPEC\n")
+    return site
+
+
+def _drfemu(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run([sys.executable, "-m", "drfemu", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+BROKEN = ("drfemu: warning: protocol plug-in 'broken' (drfemu_no_such_module:SPEC, from drfemu_broken_plugin) left "
+          "out: ModuleNotFoundError: No module named 'drfemu_no_such_module'")
+
+
+@pytest.mark.slow
+def test_an_installed_package_adds_a_protocol_with_its_own_parameter(site: Path, tmp_path: Path) -> None:
+    listed = _drfemu(site, "protocols", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stderr.strip().splitlines() == [BROKEN]  # one line, naming the plug-in and why
+    registry = {entry["name"]: entry for entry in json.loads(listed.stdout)}
+    assert registry["demo"]["own_parameters"] == ["demo_every"] and "drf" in registry
+
+    params = _drfemu(site, "params", cwd=tmp_path)
+    assert "--demo-every" in params.stdout
+
+    out = tmp_path / "demo.json"
+    done = _drfemu(site, "run", "--protocol", "demo", "--demo-every", "3", "--machines", "12", "--users", "4",
+                   "--json", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["protocol"] == "demo" and result["demo_every"] == 3 and result["allocations"] > 0
+    refused = _drfemu(site, "run", "--protocol", "demo", "--demo-every", "0", cwd=tmp_path)
+    assert refused.returncode == 2 and "--demo-every must be at least 1" in refused.stderr
+
+    config = tmp_path / "demo.toml"
+    config.write_text('[base]\nmachines = 12\nusers = 4\n[[grids]]\nprotocol = "demo"\ndemo_every = [2, 4]\n')
+    swept = _drfemu(site, "sweep", str(config), "--out", str(tmp_path / "sweep"), "--workers", "1", cwd=tmp_path)
+    assert swept.returncode == 0, swept.stderr
+    records = [json.loads(p.read_text()) for p in (tmp_path / "sweep" / "runs").glob("*.json")]
+    assert sorted(r["result"]["demo_every"] for r in records) == [2, 4]
+    assert all(r["status"] == "ok" for r in records)
+
+
+@pytest.mark.slow
+def test_a_broken_plugin_leaves_the_built_in_protocols_working(site: Path, tmp_path: Path) -> None:
+    done = _drfemu(site, "run", "--protocol", "drf", "--machines", "10", "--users", "3", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stderr.strip().splitlines() == [BROKEN]
