@@ -40,17 +40,7 @@ from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, G
 from drfemu.protocols.compiled import compiled_module
 from drfemu.protocols.messages import collect_handlers, handles
 
-__all__ = ["EXCHANGE_IMPLEMENTATION", "PYTHON_EXCHANGES", "OverlayPeer", "bootstrap", "default_max_age_periods",
-           "random_neighbors"]
-
-
-def default_max_age_periods(view: int) -> int:
-    """Gradient descriptor expiry, in exchange periods, when none is given: max(20, 5·P).
-
-    In a static overlay the oldest descriptor in any view was 14 periods old for P = 10 and 7
-    for P = 2, so only stale copies expire (`docs/overlay.md`).
-    """
-    return max(20, 5 * view)
+__all__ = ["EXCHANGE_IMPLEMENTATION", "PYTHON_EXCHANGES", "OverlayPeer", "bootstrap", "random_neighbors"]
 
 
 class OverlayPeer(Actor):

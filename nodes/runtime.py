@@ -36,7 +36,8 @@ from functools import partial
 from typing import Any
 
 from drfemu.nodes.actor import Actor, WakeAfter, WakeUp
-from drfemu.nodes.network import US_PER_S, Network, to_us
+from drfemu.nodes.latency import US_PER_S, to_us
+from drfemu.nodes.network import Network
 from drfemu.nodes.trace import EventTrace, describe_callback
 from drfemu.protocols.compiled import compiled_module
 

@@ -14,9 +14,12 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["PURE_PYTHON", "compiled_module"]
+__all__ = ["PURE_PYTHON", "SKIP_REASON", "compiled_module"]
 
 PURE_PYTHON = os.environ.get("DRFEMU_PURE_PYTHON", "") not in ("", "0")
+SKIP_REASON = ("DRFEMU_PURE_PYTHON asks for the Python references" if PURE_PYTHON
+               else "not built: the install found no C compiler")
+"""Why `compiled_module` gives None, for a test that needs the C to say when it skips."""
 
 
 def compiled_module(name: str) -> ModuleType | None:

@@ -9,13 +9,14 @@ every share at 0, only the centre allocates — or, with centre ties `strict` (A
 literal `ISCENTERNODE`, this protocol's default; `protocols.centre`), every home tied at the top.
 
 The test is compiled (`protocols/_gini.c`) where the extension was built; `lowers_gini_python`
-is its reference, and the two give the same answer on the same floats.
+is its reference, and the two give the same answer on the same floats. `gini_test()` picks one
+when the first rule is built (not on import, so the registry loads no C extension).
 """
 
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 
 from drfemu.protocols.centre import CENTRE_TIES, CentreTies
@@ -23,7 +24,7 @@ from drfemu.protocols.compiled import compiled_module
 from drfemu.protocols.fairness import gini_of_sorted
 from drfemu.protocols.rule import Server, ServerRule
 
-__all__ = ["GINI_TEST_IMPLEMENTATION", "PdgdrfRule", "lowers_gini", "lowers_gini_python"]
+__all__ = ["GiniTest", "PdgdrfRule", "gini_test", "gini_test_implementation", "lowers_gini_python"]
 
 INF = float("inf")
 UTILITY = itemgetter(0)
@@ -45,11 +46,23 @@ def lowers_gini_python(share: float, task_share: float, neighbour_utilities: Ite
     return gini_of_sorted(grown) < gini_of_sorted(others)
 
 
-_gini = compiled_module("drfemu.protocols._gini")
-if _gini is not None:
-    _gini.use_reference(lowers_gini_python)  # decides what the C test leaves to it (bad input, overflow)
-lowers_gini = _gini.lowers_gini if _gini is not None else lowers_gini_python
-GINI_TEST_IMPLEMENTATION = "C" if _gini is not None else "Python"
+GiniTest = Callable[[float, float, Iterable[float]], bool]
+_chosen: list[GiniTest] = []
+
+
+def gini_test() -> GiniTest:
+    """The Gini test of this process: the C one where it was built, else `lowers_gini_python`."""
+    if not _chosen:
+        compiled = compiled_module("drfemu.protocols._gini")
+        if compiled is not None:
+            compiled.use_reference(lowers_gini_python)  # decides what the C test leaves to it (bad input, overflow)
+        _chosen.append(compiled.lowers_gini if compiled is not None else lowers_gini_python)
+    return _chosen[0]
+
+
+def gini_test_implementation() -> str:
+    """"C" or "Python": which Gini test `gini_test` gives."""
+    return "Python" if gini_test() is lowers_gini_python else "C"
 
 
 class PdgdrfRule(ServerRule):
@@ -58,10 +71,11 @@ class PdgdrfRule(ServerRule):
     PARAMS = (CENTRE_TIES,)
     DEFAULTS = {"centre_ties": CentreTies.STRICT.value}
 
-    __slots__ = ("by_centre", "by_gini", "strict")
+    __slots__ = ("by_centre", "by_gini", "lowers_gini", "strict")
 
     def __init__(self, centre_ties: str = CentreTies.STRICT) -> None:
         self.strict = CentreTies(centre_ties) is CentreTies.STRICT
+        self.lowers_gini = gini_test()
         self.by_centre = 0  # allocations decided as the centre
         self.by_gini = 0  # allocations decided by the Gini rule
 
@@ -76,7 +90,7 @@ class PdgdrfRule(ServerRule):
         gradient = server.gradient
         if gradient.believes_centre(self.strict):
             self.by_centre += 1
-        elif lowers_gini(record.share, record.task_share, map(UTILITY, gradient.view)):
+        elif self.lowers_gini(record.share, record.task_share, map(UTILITY, gradient.view)):
             self.by_gini += 1
         else:
             return

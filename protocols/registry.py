@@ -21,8 +21,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from enum import StrEnum
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from drfemu.protocols.bdgdrf import BdgdrfRule

@@ -10,8 +10,19 @@ from typing import Any
 import pytest
 
 from drfemu.experiments.workloads.model import Workload, parse_workload
+from drfemu.protocols.compiled import SKIP_REASON, compiled_module
 
 SHARED_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "google-2011"
+
+
+def compiled_or_skip(name: str) -> Any:
+    """The C extension `name` as this process uses it (`protocols.compiled`), or a skip that says
+    why there is none: the tests of an accelerator are about the C, which a pure-Python process
+    (DRFEMU_PURE_PYTHON=1) or a compiler-less install does not use."""
+    module = compiled_module(name)
+    if module is None:
+        pytest.skip(f"{name}: {SKIP_REASON}", allow_module_level=True)
+    return module
 
 
 def workload(servers: list[list[float]], users: list[list[float]], names: list[str] | None = None) -> Workload:

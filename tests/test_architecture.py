@@ -145,6 +145,30 @@ def test_experiment_stages_never_import_a_later_stage_and_sweeps_and_reports_no_
                     f"{path.relative_to(ROOT)} imports {module}, which loads actors"
 
 
+ACTOR_ROOTS = ("drfemu.nodes.actor", "drfemu.nodes.runtime")  # every actor and the runtime import these
+
+LOADS_NOTHING_HEAVY = """
+import importlib, importlib.machinery, json, pkgutil, sys
+import drfemu.experiments.{stage} as stage
+for info in pkgutil.walk_packages(stage.__path__, stage.__name__ + "."):
+    importlib.import_module(info.name)
+suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+print(json.dumps(sorted(name for name, module in sys.modules.items() if name.startswith("drfemu.")
+                        and (name in {roots} or str(getattr(module, "__file__", "")).endswith(suffixes)))))
+"""
+
+
+@pytest.mark.parametrize("stage", ["sweeps", "reports", "workloads"])
+def test_the_sweep_report_and_workload_stages_load_no_actor_and_no_c_extension(stage: str) -> None:
+    """Checked in a fresh interpreter over every module of the stage, so transitive imports count."""
+    import subprocess
+    import sys
+
+    code = LOADS_NOTHING_HEAVY.format(stage=stage, roots=set(ACTOR_ROOTS))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [], f"importing experiments.{stage} loads {done.stdout.strip()}"
+
+
 def test_no_import_cycles_among_modules() -> None:
     graph: dict[str, set[str]] = {}
     for package in LAYERS:

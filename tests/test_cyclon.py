@@ -22,6 +22,7 @@ from drfemu.overlay.cyclon import (
     sample_values_python,
 )
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle
+from tests.conftest import compiled_or_skip
 
 
 def cyclon(me: int, nodes: list[int], stamps: list[float] | None = None, size: int = 5, length: int = 3,
@@ -140,7 +141,7 @@ descriptors = st.lists(st.tuples(st.integers(-3, 3).map(float), st.integers(0, 1
 
 
 def compiled_cyclon() -> Any:
-    return pytest.importorskip("drfemu.overlay._cyclon", reason="the optional C extension was not built")
+    return compiled_or_skip("drfemu.overlay._cyclon")
 
 
 def array_view(entries: dict[int, Any], capacity: int = 0) -> Any:

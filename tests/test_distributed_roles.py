@@ -13,6 +13,7 @@ from drfemu.nodes.actor import WakeUp
 from drfemu.nodes.server import ServerNode, server_class
 from drfemu.nodes.streams import NodeStreams
 from drfemu.overlay.gradient import NEG_INF
+from drfemu.protocols.compiled import SKIP_REASON, compiled_module
 from drfemu.protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRequest
 from drfemu.protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
 from drfemu.protocols.events import NeighborsFixed, TaskAllocated
@@ -27,7 +28,7 @@ from drfemu.protocols.messages import (
     WalkFailed,
     WalkTask,
 )
-from drfemu.protocols.pdgdrf import GINI_TEST_IMPLEMENTATION, PdgdrfRule, lowers_gini, lowers_gini_python
+from drfemu.protocols.pdgdrf import PdgdrfRule, gini_test, gini_test_implementation, lowers_gini_python
 from drfemu.protocols.probe import LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
 from drfemu.protocols.resources import CapacityViolation
 from drfemu.protocols.rule import ServerRule
@@ -215,13 +216,15 @@ def test_dgdrf_the_lowest_neighbour_acks_only_a_set_equal_to_its_view() -> None:
 
 # -- PDGDRF (Algorithm 6, eq. 4.7) --------------------------------------------------------------
 
-GINI_TESTS = [pytest.param(lowers_gini_python, id="python"), pytest.param(lowers_gini, id=GINI_TEST_IMPLEMENTATION)]
+GINI_TESTS = [pytest.param(lowers_gini_python, id="python"), pytest.param(gini_test(), id=gini_test_implementation())]
 """The reference and the test runs use (compiled from `protocols/_gini.c` where it was built)."""
 
 
-def test_the_c_gini_test_is_built() -> None:
+def test_pdgdrf_uses_the_c_gini_test_where_it_was_built() -> None:
     """The README install compiles `protocols/_gini.c`; without it PDGDRF is correct but slower."""
-    assert GINI_TEST_IMPLEMENTATION == "C"
+    if compiled_module("drfemu.protocols._gini") is None:
+        pytest.skip(f"the optional C extension is not in use ({SKIP_REASON})")
+    assert gini_test_implementation() == "C" and PdgdrfRule().lowers_gini is gini_test()
 
 
 @pytest.mark.parametrize("lowers_gini", GINI_TESTS)

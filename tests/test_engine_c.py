@@ -29,8 +29,9 @@ from drfemu.nodes.server import server_class
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from drfemu.protocols.messages import handles, message
 from drfemu.protocols.registry import PROTOCOLS
+from tests.conftest import compiled_or_skip
 
-engine = pytest.importorskip("drfemu.nodes._engine", reason="the optional C extension was not built")
+engine = compiled_or_skip("drfemu.nodes._engine")
 
 
 @message

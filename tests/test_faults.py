@@ -10,7 +10,8 @@ import pytest
 
 from drfemu.experiments.cli import main
 from drfemu.experiments.workloads.faults import Action, ScenarioError, load_scenario, parse_scenario
-from drfemu.nodes.network import ConstantLatency, Network, UniformLatency
+from drfemu.nodes.latency import ConstantLatency, UniformLatency
+from drfemu.nodes.network import Network
 from drfemu.protocols.messages import Accept, Proposal
 
 ISSUE_EXAMPLE = """

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drfemu.protocols.pdgdrf import lowers_gini_python
+from tests.conftest import compiled_or_skip
 
-gini_c = pytest.importorskip("drfemu.protocols._gini", reason="the optional C extension was not built")
+gini_c = compiled_or_skip("drfemu.protocols._gini")
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 # Values that make sums round at a tie or cancel: powers of two far apart, and their neighbours.

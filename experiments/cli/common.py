@@ -22,7 +22,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from drfemu.nodes.network import parse_duration
+from drfemu.nodes.latency import parse_duration
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.params import Kind, Param
 

@@ -123,7 +123,7 @@ def overlay_study_command(
     csv: Annotated[Path | None, typer.Option(help="Also write every round of seed 1 as CSV.")] = None,
 ) -> None:
     """The overlay study behind docs/overlay.md (Markdown on stdout): convergence per P, recovery."""
-    from drfemu.experiments.reports.overlay_study import overlay_study
+    from drfemu.experiments.running.overlay_study import overlay_study
 
     if csv is not None:
         check_writable(csv)

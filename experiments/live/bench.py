@@ -28,8 +28,9 @@ from drfemu.experiments.live.channel import event_loop
 from drfemu.experiments.live.coordinator import quantiles_of
 from drfemu.experiments.running.bench import Ping, PingActor
 from drfemu.nodes.gc_tuning import tuned_gc
+from drfemu.nodes.latency import ConstantLatency
 from drfemu.nodes.live import LiveRuntime
-from drfemu.nodes.network import ConstantLatency, Network
+from drfemu.nodes.network import Network
 from drfemu.nodes.streams import RandomStreams
 from drfemu.nodes.wire import Codec
 from drfemu.protocols.errors import InputError

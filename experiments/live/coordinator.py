@@ -74,8 +74,9 @@ from drfemu.experiments.running.runner import (
     build_run_config,
     result_document,
 )
+from drfemu.nodes.latency import parse_latency
 from drfemu.nodes.live import LATENCY_BINS, LATENCY_BINS_PER_DECADE, LATENCY_FLOOR_S
-from drfemu.nodes.network import TrafficTally, parse_latency
+from drfemu.nodes.network import TrafficTally
 from drfemu.nodes.streams import RandomStreams
 from drfemu.nodes.wire import Codec
 from drfemu.protocols.errors import InputError

@@ -40,8 +40,9 @@ from drfemu.experiments.live.channel import (
     write_json,
 )
 from drfemu.experiments.running.runner import build_nodes, build_run_config, run_timeout
+from drfemu.nodes.latency import US_PER_S, parse_latency
 from drfemu.nodes.live import LATENCY_BINS, LiveRuntime, latency_bin
-from drfemu.nodes.network import US_PER_S, Network, parse_latency
+from drfemu.nodes.network import Network
 from drfemu.nodes.streams import RandomStreams
 from drfemu.nodes.wire import Codec
 from drfemu.protocols.errors import InputError

@@ -34,7 +34,8 @@ from typing import ClassVar
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.gc_tuning import tuned_gc
-from drfemu.nodes.network import ConstantLatency, Network, to_us
+from drfemu.nodes.latency import ConstantLatency, to_us
+from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION, Runtime
 from drfemu.nodes.streams import RandomStreams
 from drfemu.protocols.errors import InputError

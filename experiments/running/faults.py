@@ -41,7 +41,8 @@ from typing import Any
 from drfemu.experiments.workloads.faults import Action, FaultEvent, FaultScenario, Selection, Target
 from drfemu.experiments.workloads.processes import duration_distribution
 from drfemu.nodes.actor import Actor
-from drfemu.nodes.network import Network, parse_latency
+from drfemu.nodes.latency import parse_latency
+from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import Runtime
 from drfemu.nodes.streams import RandomStreams
 from drfemu.protocols.events import ServerCrashed, ServerRecovered

@@ -49,8 +49,9 @@ from drfemu.experiments.workloads.model import Workload, load_workload
 from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.gateway import draw_homes
 from drfemu.nodes.gc_tuning import tuned_gc
-from drfemu.nodes.network import Network, parse_latency
-from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap, default_max_age_periods
+from drfemu.nodes.latency import parse_latency
+from drfemu.nodes.network import Network
+from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap
 from drfemu.nodes.runtime import Runtime
 from drfemu.nodes.streams import RandomStreams
 from drfemu.overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
@@ -61,7 +62,7 @@ from drfemu.overlay.observe import (
     snapshot,
     total_order,
 )
-from drfemu.overlay.variants import GRADIENTS, gradient_factory
+from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods, gradient_factory
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.resources import dominant_share
 
@@ -137,8 +138,8 @@ class OverlayConfig:
             raise InputError("--recovery-cap must be at least 1")
         if self.observe_every < 1:
             raise InputError("--observe-every must be at least 1")
-        if self.gradient not in GRADIENTS:
-            raise InputError(f"--gradient must be one of {', '.join(GRADIENTS)}, got {self.gradient!r}")
+        if self.gradient not in GRADIENT_NAMES:
+            raise InputError(f"--gradient must be one of {', '.join(GRADIENT_NAMES)}, got {self.gradient!r}")
         if not self.softmax_temperature > 0 or self.gradient_shuffle < 0:
             raise InputError("--softmax-temperature must be positive and --gradient-shuffle non-negative")
         parse_latency(self.latency, random.Random(0))

@@ -44,9 +44,8 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
-from drfemu.nodes.network import parse_duration, parse_latency
-from drfemu.nodes.overlay_peer import default_max_age_periods
-from drfemu.overlay.variants import GRADIENTS
+from drfemu.nodes.latency import parse_duration, parse_latency
+from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.params import Kind, Param
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
@@ -91,7 +90,7 @@ CORE: tuple[Param, ...] = (
           "default: 50 on endless workloads, 1 on finite ones).", ge=0, le=10**9, unit="ticks",
           echo="saturation_retry_ticks"),
     Param("gradient", Kind.TEXT, "tman", "Gradient overlay: tman (ours: whole views, id-ordered ties, uniform partner) "
-          "or kompics (the Kompics Toolbox component the thesis ran).", choices=tuple(GRADIENTS),
+          "or kompics (the Kompics Toolbox component the thesis ran).", choices=GRADIENT_NAMES,
           echo="gradient_variant"),
     Param("idle_gradient_every", Kind.INT, 1, "A server with no users to allocate for starts a gradient exchange "
           "only every this many rounds (1: every round, as the thesis; more: less traffic, a protocol change — "

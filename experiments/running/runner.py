@@ -62,7 +62,8 @@ from drfemu.nodes.actor import Actor
 from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.gc_tuning import tuned_gc
-from drfemu.nodes.network import US_PER_S, CostModel, Network, TrafficTally, parse_latency
+from drfemu.nodes.latency import US_PER_S, parse_latency
+from drfemu.nodes.network import CostModel, Network, TrafficTally
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.runtime import Runtime
 from drfemu.nodes.scheduler import CentralScheduler

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.experiments.workloads.processes import duration_distribution
-from drfemu.nodes.network import parse_duration, parse_latency
+from drfemu.nodes.latency import parse_duration, parse_latency
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.messages import MESSAGE_TYPES
 
