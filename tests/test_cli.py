@@ -81,7 +81,7 @@ def test_workload_google_then_run(tmp_path: Path) -> None:
         (["run", "--latency", "pair:1ms"], "bad latency"),
         (["run", "--bogus"], "No such option"),
         (["workload", "google", "--users", "0", "-o", "unused.json"], "at least 1"),
-        (["overlay", "--nodes", "5", "--view", "5"], "needs more than 5 nodes"),
+        (["overlay", "--nodes", "5", "--neighbors", "5"], "needs more than 5 nodes"),
         (["overlay", "--utilities", "nowhere.json"], "neither random, google nor a workload file"),
         (["overlay", "--shuffles-per-tick", "-1"], "--shuffles-per-tick"),
         (["overlay", "--nodes", "20", "--cyclon-view", "4", "--shuffle-length", "9"], "--shuffle-length"),
@@ -184,7 +184,7 @@ OVERLAY_ROUND_KEYS = {"round", "centre_correct", "centre_view_exact", "ideal_vie
 
 def test_overlay_prints_rounds_and_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, png = tmp_path / "overlay.json", tmp_path / "overlay.png"
-    args = ["overlay", "--nodes", "150", "--view", "4", "--rounds", "15", "--perturbations", "3",
+    args = ["overlay", "--nodes", "150", "--neighbors", "4", "--rounds", "15", "--perturbations", "3",
             "--json", str(out), "--plot", str(png)]
     assert main(args) == 0
     printed = capsys.readouterr().out
@@ -199,7 +199,7 @@ def test_overlay_prints_rounds_and_writes_json_and_plot(tmp_path: Path, capsys: 
 def test_overlay_with_a_workload_file_refuses_a_node_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     case = tmp_path / "case.json"
     assert main(["workload", "google", "--machines", "30", "--users", "6", "-o", str(case)]) == 0
-    assert main(["overlay", "--utilities", str(case), "--view", "3", "--rounds", "5"]) == 0
+    assert main(["overlay", "--utilities", str(case), "--neighbors", "3", "--rounds", "5"]) == 0
     assert main(["overlay", "--utilities", str(case), "--nodes", "40"]) == 2
     assert "cannot be combined" in capsys.readouterr().err
 

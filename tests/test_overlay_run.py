@@ -5,11 +5,13 @@ from __future__ import annotations
 import gc
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from drfemu.experiments.running.overlay_run import OverlayConfig, run_overlay
 from drfemu.overlay import gradient
+from drfemu.protocols.errors import InputError
 
 PERF_KEYS = ("wall_time_s", "observer_wall_s", "emulation_wall_s", "events_per_s", "exchanges_per_s")
 
@@ -22,7 +24,7 @@ def without_timing(result: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def cyclon_1000() -> dict:
-    return run_overlay(OverlayConfig(nodes=1000, view=10, rounds=50, seed=3, observe_every=10))
+    return run_overlay(OverlayConfig.build(nodes=1000, neighbors=10, rounds=50, seed=3, observe_every=10))
 
 
 @pytest.mark.slow
@@ -38,16 +40,16 @@ def test_cyclon_1000_nodes_50_rounds_connected_and_clean(cyclon_1000: dict) -> N
 
 @pytest.mark.slow
 def test_same_seed_same_run_other_seed_other_run(cyclon_1000: dict) -> None:
-    again = run_overlay(OverlayConfig(nodes=1000, view=10, rounds=50, seed=3, observe_every=10))
+    again = run_overlay(OverlayConfig.build(nodes=1000, neighbors=10, rounds=50, seed=3, observe_every=10))
     assert without_timing(again) == without_timing(cyclon_1000)
-    other = run_overlay(OverlayConfig(nodes=1000, view=10, rounds=50, seed=4, observe_every=10))
+    other = run_overlay(OverlayConfig.build(nodes=1000, neighbors=10, rounds=50, seed=4, observe_every=10))
     assert other["rounds"][-1]["indegree_std"] != cyclon_1000["rounds"][-1]["indegree_std"]
 
 
 @pytest.mark.slow
 def test_the_python_merge_gives_the_same_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """The C merge is an accelerator only: swapping in `rank_python` changes nothing but speed."""
-    config = OverlayConfig(nodes=300, view=4, rounds=25, seed=5, perturbations=3, observe_every=5)
+    config = OverlayConfig.build(nodes=300, neighbors=4, rounds=25, seed=5, perturbations=3, observe_every=5)
     compiled = run_overlay(config)
     monkeypatch.setattr(gradient, "rank", gradient.rank_python)
     python = run_overlay(config)
@@ -59,7 +61,7 @@ def test_the_python_merge_gives_the_same_run(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.slow
 @pytest.mark.parametrize("view", range(2, 11))
 def test_gradient_converges_within_30_rounds(view: int) -> None:
-    result = run_overlay(OverlayConfig(nodes=1000, view=view, rounds=30, seed=1))
+    result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=view, rounds=30, seed=1))
     converged = result["rounds_to_converge"]
     assert converged is not None and converged <= 30, f"P={view}: not converged in 30 rounds"
     row = result["rounds"][converged]
@@ -68,13 +70,13 @@ def test_gradient_converges_within_30_rounds(view: int) -> None:
 
 @pytest.mark.slow
 def test_view_10_reaches_95_percent_ideal_views_within_50_rounds() -> None:
-    result = run_overlay(OverlayConfig(nodes=1000, view=10, rounds=50, seed=2, observe_every=5))
+    result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=10, rounds=50, seed=2, observe_every=5))
     assert max(row["ideal_view_fraction"] for row in result["rounds"]) >= 0.95
 
 
 @pytest.mark.slow
 def test_perturbed_centre_is_replaced_and_validated_within_bounded_rounds() -> None:
-    result = run_overlay(OverlayConfig(nodes=300, view=5, rounds=30, seed=5, perturbations=25, recovery_cap=50))
+    result = run_overlay(OverlayConfig.build(nodes=300, neighbors=5, rounds=30, seed=5, perturbations=25, recovery_cap=50))
     assert len(result["perturbations"]) == 25
     assert result["recovery"]["recovered"] == 25
     assert result["recovery"]["max"] <= 50
@@ -82,7 +84,7 @@ def test_perturbed_centre_is_replaced_and_validated_within_bounded_rounds() -> N
 
 
 def test_perturbations_as_allocations_on_a_google_case() -> None:
-    result = run_overlay(OverlayConfig(nodes=60, view=4, rounds=20, utilities="google", users=12, seed=1,
+    result = run_overlay(OverlayConfig.build(nodes=60, neighbors=4, rounds=20, utilities="google", users=12, seed=1,
                                        perturbations=12, recovery_cap=60))
     assert result["users"] == 12
     assert result["rounds_to_converge"] is not None
@@ -96,13 +98,13 @@ def test_workload_file_and_slow_gradient(tmp_path: Path) -> None:
         "servers": [{"id": f"s{i}", "capacity": [1, 1]} for i in range(30)],
         "users": [{"id": f"u{i}", "demand": [0.1, 0.05 * (i + 1)]} for i in range(8)],
     }))
-    result = run_overlay(OverlayConfig(utilities=str(case), view=3, rounds=20, shuffles_per_tick=0.5))
+    result = run_overlay(OverlayConfig.build(utilities=str(case), neighbors=3, rounds=20, shuffles_per_tick=0.5))
     assert result["nodes"] == 30
     assert result["gradient_rounds"] == 10 and result["cyclon_rounds"] == 20
 
 
 def test_message_accounting_matches_exchanges() -> None:
-    r = run_overlay(OverlayConfig(nodes=200, view=6, rounds=10, observe_every=10))
+    r = run_overlay(OverlayConfig.build(nodes=200, neighbors=6, rounds=10, observe_every=10))
     assert r["messages"]["CyclonShuffle"] == r["messages"]["CyclonReply"] == r["cyclon_exchanges"] == 2000
     assert r["messages"]["GradientShuffle"] == r["gradient_exchanges"] == 2000
     # A full gradient message: P + 1 descriptors of 2 numbers and 1 address, plus overhead.
@@ -117,7 +119,7 @@ def test_a_run_leaves_no_cyclic_garbage_that_grows_with_its_length() -> None:
         gc.collect()
         gc.disable()
         try:
-            run_overlay(OverlayConfig(nodes=100, view=4, rounds=rounds, observe_every=rounds))
+            run_overlay(OverlayConfig.build(nodes=100, neighbors=4, rounds=rounds, observe_every=rounds))
             return gc.collect()
         finally:
             gc.enable()
@@ -127,16 +129,34 @@ def test_a_run_leaves_no_cyclic_garbage_that_grows_with_its_length() -> None:
 
 
 @pytest.mark.parametrize(
-    ("config", "needle"),
+    ("given", "needle"),
     [
-        (OverlayConfig(nodes=1), "at least 2 nodes"),
-        (OverlayConfig(nodes=10, view=10), "needs more than 10 nodes"),
-        (OverlayConfig(shuffle_length=11), "--shuffle-length"),
-        (OverlayConfig(shuffles_per_tick=0), "--shuffles-per-tick"),
-        (OverlayConfig(latency="soon"), "bad latency"),
-        (OverlayConfig(observe_every=0), "--observe-every"),
+        ({"nodes": 1}, "--nodes must be at least 2, got 1"),
+        ({"nodes": 10, "neighbors": 10}, "needs more than 10 nodes"),
+        ({"shuffle_length": 11}, "--shuffle-length"),
+        ({"shuffles_per_tick": 0}, "--shuffles-per-tick must be positive"),
+        ({"latency": "soon"}, "bad latency"),
+        ({"observe_every": 0}, "--observe-every must be at least 1"),
+        ({"tick": "100"}, "--tick"),
+        ({"view": 3}, "unknown run parameter 'view'"),
     ],
 )
-def test_bad_configs_are_refused(config: OverlayConfig, needle: str) -> None:
-    with pytest.raises(ValueError, match=needle):
-        run_overlay(config)
+def test_bad_configs_are_refused_with_the_option_named(given: dict[str, Any], needle: str) -> None:
+    with pytest.raises(InputError, match=needle):
+        OverlayConfig.build(**given)
+
+
+def test_every_overlay_parameter_is_declared_once() -> None:
+    """The config's fields are the declarations' names; the shared ones are the run parameters."""
+    from dataclasses import fields
+
+    from drfemu.experiments.running.overlay_run import SHARED, overlay_params
+    from drfemu.experiments.running.params import param
+
+    declared = overlay_params()
+    assert sorted(p.name for p in declared) == sorted(f.name for f in fields(OverlayConfig))
+    for p in declared:
+        if p.name in SHARED:
+            run = param(p.name)
+            assert (p.kind, p.ge, p.gt, p.le, p.choices, p.option) == (run.kind, run.ge, run.gt, run.le, run.choices,
+                                                                        run.option)

@@ -2,6 +2,6 @@
 
 import sys
 
-from drfemu.experiments.cli.commands import main
+from drfemu.experiments.cli import main
 
 sys.exit(main())

@@ -3,14 +3,15 @@ paths checked before any work, progress, JSON in and out."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import structlog
 import typer
@@ -52,7 +53,6 @@ INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 
-MAX_OVERLAY_NODES = 200_000  # a documented bound: about 0.6 GB of node state at the most
 
 
 class CliError(InputError):
@@ -151,3 +151,25 @@ def option_help(p: Param) -> str:
         return text
     default = f"{p.default:g}s" if p.kind is Kind.DURATION else str(p.default).lower() if p.kind is Kind.BOOL else p.default
     return f"{text} [default: {default}]"
+
+
+def _option_type(p: Param) -> Any:
+    return {Kind.INT: int, Kind.FLOAT: float, Kind.BOOL: bool, Kind.TEXT: str, Kind.DURATION: str}[p.kind] | None
+
+
+def declared_options(params: Iterable[Param]) -> list[inspect.Parameter]:
+    """One command-line option per declaration, each defaulting to None so that what the user
+    gave can be told apart (the declared default is shown in the help and filled in later)."""
+    options = []
+    for p in params:
+        flags = [f"{p.option}/--no-{p.option[2:]}"] if p.kind is Kind.BOOL else [p.option]
+        options.append(inspect.Parameter(
+            p.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+            annotation=Annotated[_option_type(p), typer.Option(*flags, help=option_help(p), show_default=False)]))
+    return options
+
+
+def output_option(name: str, flag: str, help: str) -> inspect.Parameter:
+    """An optional output path option (`--json`, `--log`, `--plot`)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                             annotation=Annotated[Path | None, typer.Option(flag, help=help)])

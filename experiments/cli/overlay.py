@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,24 +11,20 @@ import typer
 from rich.table import Table
 
 from drfemu.experiments.cli.common import (
-    MAX_OVERLAY_NODES,
     CliError,
     app,
     check_writable,
-    duration_option,
-    option_help,
+    declared_options,
     out,
+    output_option,
     progress_reporter,
     write_json,
 )
-from drfemu.experiments.running.overlay_run import OverlayConfig, run_overlay
-from drfemu.experiments.running.params import (
-    param,
-)
+from drfemu.experiments.running.overlay_run import OverlayConfig, overlay_params, run_overlay
 
 
 def _overlay_rounds_table(result: dict[str, Any]) -> Table:
-    table = Table(title=f"drfemu overlay — {result['nodes']} nodes, P = {result['view']}, Cyclon c = "
+    table = Table(title=f"drfemu overlay — {result['nodes']} nodes, P = {result['neighbors']}, Cyclon c = "
                         f"{result['cyclon_view']}, ℓ = {result['shuffle_length']} (seed {result['seed']})")
     for name in ("round", "centre ok", "false centres", "centre view exact", "validated", "ideal views",
                  "Cyclon connected", "in-degree std", "hops to centre"):
@@ -41,48 +38,16 @@ def _overlay_rounds_table(result: dict[str, Any]) -> Table:
     return table
 
 
-@app.command()
-def overlay(
-    nodes: Annotated[int | None, typer.Option(help="Nodes (default 1000; with a workload file, its server count).")] = None,
-    view: Annotated[int, typer.Option(help="Gradient view size P.")] = 10,
-    rounds: Annotated[int, typer.Option(help="Rounds (allocation ticks) with static utilities.")] = 50,
-    seed: Annotated[int, typer.Option(help="Root seed of every random stream.")] = 1,
-    utilities: Annotated[str, typer.Option(help="random | google | a workload JSON file (utility of eq. 4.2).")] = "random",
-    users: Annotated[int, typer.Option(help="Users of the Google case (with --utilities google).")] = 20,
-    cyclon_view: Annotated[int, typer.Option(help="Cyclon view size c.")] = 10,
-    shuffle_length: Annotated[int, typer.Option(help="Cyclon shuffle length ℓ.")] = 5,
-    shuffles_per_tick: Annotated[float, typer.Option(help="Gradient exchanges per node per tick (may be below 1).")] = 1.0,
-    tick: Annotated[str, typer.Option(help="Allocation tick (one round), e.g. 100ms.")] = "100ms",
-    latency: Annotated[str, typer.Option(help="Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER].")] = "1ms",
-    perturbations: Annotated[int, typer.Option(help="Centre perturbations after the static rounds.")] = 0,
-    drop_rank: Annotated[int, typer.Option(help="Random utilities: the centre drops below up to this many nodes (0: P).")] = 0,
-    recovery_cap: Annotated[int, typer.Option(help="Give up on a perturbation's recovery after this many rounds.")] = 200,
-    observe_every: Annotated[int, typer.Option(help="Measure every this many rounds (the last is always measured).")] = 1,
-    max_age: Annotated[int, typer.Option(help="Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).")] = 0,
-    gradient: Annotated[str, typer.Option(help=option_help(param("gradient")), show_default=False)] = param("gradient").default,
-    softmax_temperature: Annotated[float, typer.Option(help=option_help(param("softmax_temperature")), show_default=False)] = param(
-        "softmax_temperature").default,
-    gradient_shuffle: Annotated[int, typer.Option(help=option_help(param("gradient_shuffle")), show_default=False)] = param(
-        "gradient_shuffle").default,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
-    plot: Annotated[Path | None, typer.Option(help="Write a PNG of convergence (and recovery).")] = None,
-) -> None:
+def overlay(**options: Any) -> None:
     """Run Cyclon and the gradient overlay alone and print their convergence per round."""
-    if nodes is not None and not 2 <= nodes <= MAX_OVERLAY_NODES:
-        raise CliError(f"--nodes must be between 2 and {MAX_OVERLAY_NODES:,} (about 3 KB of state a node)")
-    if utilities not in ("random", "google"):
-        if not Path(utilities).is_file():
-            raise CliError(f"--utilities: {utilities!r} is neither random, google nor a workload file")
-        if nodes is not None:
-            raise CliError("--nodes cannot be combined with a workload file (its servers are the nodes)")
-    config = OverlayConfig(
-        nodes=1000 if nodes is None else nodes, view=view, rounds=rounds, seed=seed, utilities=utilities,
-        users=users, cyclon_view=cyclon_view, shuffle_length=shuffle_length, shuffles_per_tick=shuffles_per_tick,
-        tick=duration_option(tick, "tick"), latency=latency, perturbations=perturbations, drop_rank=drop_rank,
-        recovery_cap=recovery_cap, observe_every=observe_every, max_age=max_age, gradient=gradient,
-        softmax_temperature=softmax_temperature, gradient_shuffle=gradient_shuffle,
-    )
-    config.validate()
+    json_path: Path | None = options.pop("json_path")
+    plot: Path | None = options.pop("plot")
+    for path in (json_path, plot):
+        if path is not None:
+            check_writable(path)
+    if options.get("utilities") not in (None, "random", "google") and options.get("nodes") is not None:
+        raise CliError("--nodes cannot be combined with a workload file (its servers are the nodes)")
+    config = OverlayConfig.build(**options)
     with progress_reporter("overlay: starting") as report:
 
         def progress(round_number: int, _: object) -> None:
@@ -112,6 +77,18 @@ def overlay(
             plot_overlay(result, plot)
         except OSError as error:
             raise CliError(f"cannot write {plot}: {error.strerror}") from None
+
+
+def overlay_signature() -> inspect.Signature:
+    """`drfemu overlay`'s options: the overlay run's declarations (`overlay_params`), the run
+    parameters among them under their run spelling (`--neighbors`, not `--view`)."""
+    return inspect.Signature([*declared_options(overlay_params()),
+                              output_option("json_path", "--json", "Write the result as JSON."),
+                              output_option("plot", "--plot", "Write a PNG of convergence (and recovery).")])
+
+
+overlay.__signature__ = overlay_signature()  # type: ignore[attr-defined]
+app.command()(overlay)
 
 
 @app.command("overlay-study")

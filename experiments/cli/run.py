@@ -17,8 +17,9 @@ from drfemu.experiments.cli.common import (
     allocation_log_file,
     app,
     check_writable,
-    option_help,
+    declared_options,
     out,
+    output_option,
     progress_reporter,
     write_json,
 )
@@ -32,7 +33,6 @@ from drfemu.experiments.running.params import (
 )
 from drfemu.experiments.running.results import RunResult, result_schema
 from drfemu.experiments.workloads.model import Workload
-from drfemu.protocols.params import Kind, Param
 from drfemu.protocols.registry import PROTOCOLS
 
 
@@ -109,24 +109,11 @@ def _finite_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def _option_type(p: Param) -> Any:
-    return {Kind.INT: int, Kind.FLOAT: float, Kind.BOOL: bool, Kind.TEXT: str, Kind.DURATION: str}[p.kind] | None
-
-
 def run_signature() -> inspect.Signature:
     """`drfemu run`'s options: one per declared run parameter (core and every registered
     protocol's own), all defaulting to None so that what the user gave can be told apart."""
-    parameters = []
-    for p in all_params():
-        flags = [f"{p.option}/--no-{p.option[2:]}"] if p.kind is Kind.BOOL else [p.option]
-        parameters.append(inspect.Parameter(
-            p.name, inspect.Parameter.KEYWORD_ONLY, default=None,
-            annotation=Annotated[_option_type(p), typer.Option(*flags, help=option_help(p), show_default=False)]))
-    parameters.append(inspect.Parameter("json_path", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-        Path | None, typer.Option("--json", help="Write the result as JSON.")]))
-    parameters.append(inspect.Parameter("log", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-        Path | None, typer.Option(help="Write one JSON line per allocation.")]))
-    return inspect.Signature(parameters)
+    return inspect.Signature([*declared_options(all_params()), output_option("json_path", "--json", "Write the result as JSON."),
+                              output_option("log", "--log", "Write one JSON line per allocation.")])
 
 
 def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> dict[str, Any]:

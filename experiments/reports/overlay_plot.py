@@ -31,7 +31,7 @@ def plot_overlay(result: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("round (allocation ticks)")
     ax.set_ylabel("fraction of nodes / indicator")
     ax.set_ylim(-0.03, 1.03)
-    ax.set_title(f"gradient, {result['nodes']} nodes, P = {result['view']} (seed {result['seed']})")
+    ax.set_title(f"gradient, {result['nodes']} nodes, P = {result['neighbors']} (seed {result['seed']})")
     ax.legend(loc="lower right", fontsize="small")
     ax.grid(alpha=0.3)
     if panels == 2:

@@ -36,14 +36,14 @@ a node (25 MB for 10,000 nodes).
 
 from __future__ import annotations
 
-import random
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from drfemu.experiments.running.params import check_gradient_period, check_latency, param, validate_declared
 from drfemu.experiments.workloads.google import google_case
 from drfemu.experiments.workloads.model import Workload, load_workload
 from drfemu.nodes.clock import VirtualClockLoop
@@ -62,87 +62,102 @@ from drfemu.overlay.observe import (
     snapshot,
     total_order,
 )
-from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods, gradient_factory
+from drfemu.overlay.variants import default_max_age_periods, gradient_factory
 from drfemu.protocols.errors import InputError
+from drfemu.protocols.params import Kind, Param
 from drfemu.protocols.resources import dominant_share
 
-__all__ = ["OverlayConfig", "run_overlay"]
+__all__ = ["MAX_OVERLAY_NODES", "OverlayConfig", "overlay_params", "run_overlay"]
 
 
-def _check_overlay_parameters(view: int, cyclon_view: int, shuffle_length: int,
-                             shuffles_per_tick: float, tick: float, max_age: int) -> None:
-    """Reject overlay parameters no run can use, with a one-line `ValueError` naming the option."""
-    if view < 1:
-        raise InputError("--view must be at least 1")
-    if cyclon_view < 1:
-        raise InputError("--cyclon-view must be at least 1")
-    if not 1 <= shuffle_length <= cyclon_view:
-        raise InputError("--shuffle-length must be between 1 and --cyclon-view")
-    if not tick > 0:
-        raise InputError("--tick must be positive")
-    if not shuffles_per_tick > 0:
-        raise InputError("--shuffles-per-tick must be positive")
-    if round(tick / shuffles_per_tick * 1e6) < 1:
-        raise InputError("--shuffles-per-tick is too high for the tick (period below 1 µs)")
-    if max_age < 0:
-        raise InputError("--max-age must be non-negative (0: the default)")
+MAX_OVERLAY_NODES = 200_000  # a documented bound: about 0.6 GB of node state at the most
+
+OWN: tuple[Param, ...] = (
+    Param("nodes", Kind.INT, None, "Nodes (default 1000; with a workload file for --utilities, its server count).",
+          ge=2, le=MAX_OVERLAY_NODES),
+    Param("rounds", Kind.INT, 50, "Rounds (allocation ticks) with static utilities.", ge=0, le=10**7, unit="rounds"),
+    Param("utilities", Kind.TEXT, "random", "random | google | a workload JSON file (utility of eq. 4.2)."),
+    Param("perturbations", Kind.INT, 0, "Centre perturbations after the static rounds.", ge=0, le=10**6),
+    Param("drop_rank", Kind.INT, 0, "Random utilities: the centre drops below up to this many nodes (0: P).", ge=0,
+          le=MAX_OVERLAY_NODES),
+    Param("recovery_cap", Kind.INT, 200, "Give up on a perturbation's recovery after this many rounds.", ge=1,
+          le=10**7, unit="rounds"),
+    Param("observe_every", Kind.INT, 1, "Measure every this many rounds (the last is always measured).", ge=1,
+          le=10**7, unit="rounds"),
+)
+"""The overlay run's own parameters; the others are the run parameters of the same name."""
+
+SHARED = ("neighbors", "seed", "users", "cyclon_view", "shuffle_length", "shuffles_per_tick", "tick", "latency",
+          "max_age", "gradient", "softmax_temperature", "gradient_shuffle")
+"""Run parameters an overlay run reads, declared once in `experiments.running.params`."""
+
+DEFAULTS = {"neighbors": 10}
+"""Defaults of the overlay study that differ from a run's (P = 10, the thesis's largest view)."""
+
+
+def overlay_params() -> tuple[Param, ...]:
+    """Every parameter of `drfemu overlay`, in option order."""
+    shared = [replace(param(name), default=DEFAULTS.get(name, param(name).default)) for name in SHARED]
+    users = next(i for i, p in enumerate(shared) if p.name == "users")
+    shared[users] = replace(shared[users], help="Users of the Google case (with --utilities google).")
+    return (OWN[0], shared[0], OWN[1], shared[1], OWN[2], *shared[2:], *OWN[3:])
 
 
 @dataclass(frozen=True)
 class OverlayConfig:
-    """Everything that determines an overlay run. Times are seconds of virtual time."""
+    """Everything that determines an overlay run (`overlay_params` declares each field, with its
+    default, bounds and help; `build` fills and checks them). Times are seconds of virtual time."""
 
-    nodes: int = 1000
-    view: int = 10
-    rounds: int = 50
-    seed: int = 1
-    utilities: str = "random"
-    users: int = 20
-    cyclon_view: int = 10
-    shuffle_length: int = 5
-    shuffles_per_tick: float = 1.0
-    tick: float = 0.1
-    latency: str = "1ms"
-    perturbations: int = 0
-    drop_rank: int = 0
-    recovery_cap: int = 200
-    observe_every: int = 1
-    max_age: int = 0
-    gradient: str = "tman"
-    softmax_temperature: float = 500.0
-    gradient_shuffle: int = 0
+    nodes: int
+    neighbors: int
+    rounds: int
+    seed: int
+    utilities: str
+    users: int
+    cyclon_view: int
+    shuffle_length: int
+    shuffles_per_tick: float
+    tick: float
+    latency: str
+    max_age: int
+    gradient: str
+    softmax_temperature: float
+    gradient_shuffle: int
+    perturbations: int
+    drop_rank: int
+    recovery_cap: int
+    observe_every: int
+
+    @classmethod
+    def build(cls, **given: Any) -> OverlayConfig:
+        """A checked config from parameters by name (None or absent: the declared default).
+        Raises `InputError` with one line naming the option."""
+        values = {name: value for name, value in given.items() if value is not None}
+        checked = validate_declared(overlay_params(), values)
+        if checked["nodes"] is None:
+            checked["nodes"] = 1000
+        config = cls(**checked)
+        config.validate()
+        return config
 
     @property
     def max_age_periods(self) -> int:
         """Gradient descriptor expiry in gradient periods; 0 asks for the default, max(20, 5·P)."""
-        return self.max_age or default_max_age_periods(self.view)
+        return self.max_age or default_max_age_periods(self.neighbors)
 
     def validate(self) -> None:
-        if self.nodes < 2:
-            raise InputError("an overlay needs at least 2 nodes")
-        _check_overlay_parameters(self.view, self.cyclon_view, self.shuffle_length, self.shuffles_per_tick,
-                                 self.tick, self.max_age)
-        if self.view >= self.nodes:
-            raise InputError(f"--view {self.view} needs more than {self.view} nodes (got {self.nodes})")
-        if self.rounds < 0:
-            raise InputError("--rounds must be non-negative")
-        if self.seed < 0:
-            raise InputError("--seed must be non-negative")
+        """Checks that involve two parameters or a file (each alone is checked by `build`)."""
+        if self.utilities not in ("random", "google") and not Path(self.utilities).is_file():
+            raise InputError(f"--utilities: {self.utilities!r} is neither random, google nor a workload file")
+        if self.shuffle_length > self.cyclon_view:
+            raise InputError(f"--shuffle-length ({self.shuffle_length}) must be at most --cyclon-view "
+                             f"({self.cyclon_view})")
+        if self.neighbors >= self.nodes:
+            raise InputError(f"--neighbors {self.neighbors} needs more than {self.neighbors} nodes (got {self.nodes})")
         if self.cyclon_view >= self.nodes:
             raise InputError(f"--cyclon-view must be between 1 and {self.nodes - 1}")
-        if self.perturbations < 0:
-            raise InputError("--perturbations must be non-negative")
-        if self.drop_rank < 0:
-            raise InputError("--drop-rank must be non-negative")
-        if self.recovery_cap < 1:
-            raise InputError("--recovery-cap must be at least 1")
-        if self.observe_every < 1:
-            raise InputError("--observe-every must be at least 1")
-        if self.gradient not in GRADIENT_NAMES:
-            raise InputError(f"--gradient must be one of {', '.join(GRADIENT_NAMES)}, got {self.gradient!r}")
-        if not self.softmax_temperature > 0 or self.gradient_shuffle < 0:
-            raise InputError("--softmax-temperature must be positive and --gradient-shuffle non-negative")
-        parse_latency(self.latency, random.Random(0))
+        check_gradient_period(self.tick, self.shuffles_per_tick)
+        check_latency(self.latency)
 
 
 class _Utilities:
@@ -223,7 +238,7 @@ class _Observer:
         self.utilities = utilities
         self.runtime = runtime
         self.progress = progress
-        self.drop_rank = config.drop_rank or config.view
+        self.drop_rank = config.drop_rank or config.neighbors
         self.rounds: list[dict[str, Any]] = []
         self.perturbations: list[dict[str, Any]] = []
         self.rounds_to_converge: int | None = None
@@ -285,15 +300,15 @@ def run_overlay(
     config.validate()
     workload = _workload(config)
     n = config.nodes if workload is None else len(workload.servers)
-    if n <= config.view or n <= config.cyclon_view:
-        raise InputError(f"the workload has {n} servers: too few for a view of {config.view} "
+    if n <= config.neighbors or n <= config.cyclon_view:
+        raise InputError(f"the workload has {n} servers: too few for a view of {config.neighbors} "
                          f"and a Cyclon view of {config.cyclon_view}")
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)
     max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
     gradient_view = gradient_factory(config.gradient, temperature=config.softmax_temperature,
                                      shuffle_size=config.gradient_shuffle)
-    peers = [OverlayPeer(i, config.view, config.cyclon_view, config.shuffle_length,
+    peers = [OverlayPeer(i, config.neighbors, config.cyclon_view, config.shuffle_length,
                          streams.node(i).python("overlay"), utilities.values[i], max_age, gradient_view)
              for i in range(n)]
     bootstrap(peers, utilities.values, config.seed)
@@ -321,7 +336,7 @@ def run_overlay(
     recoveries = [p["recovery_rounds"] for p in perturbations if p["recovery_rounds"] is not None]
     return {
         "nodes": n,
-        "view": config.view,
+        "neighbors": config.neighbors,
         "cyclon_view": config.cyclon_view,
         "shuffle_length": config.shuffle_length,
         "shuffles_per_tick": config.shuffles_per_tick,

@@ -29,7 +29,7 @@ def _convergence(seeds: int, rounds: int, csv_rows: list[list[str]]) -> list[str
         conv: list[str] = []
         fractions: list[float] = []
         for seed in range(1, seeds + 1):
-            result = run_overlay(OverlayConfig(nodes=1000, view=view, rounds=rounds, seed=seed))
+            result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=view, rounds=rounds, seed=seed))
             conv.append("–" if result["rounds_to_converge"] is None else str(result["rounds_to_converge"]))
             if seed == 1:
                 fractions = [row["ideal_view_fraction"] for row in result["rounds"]]
@@ -71,14 +71,14 @@ def _recovery(perturbations: int) -> list[str]:
              "| case | recovered | min | median | mean | p90 | max | rounds: count |",
              "|---|---|---|---|---|---|---|---|"]
     for view in (2, 5, 10):
-        result = run_overlay(OverlayConfig(nodes=1000, view=view, rounds=30, perturbations=perturbations))
+        result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=view, rounds=30, perturbations=perturbations))
         lines.append(_recovery_row(f"random, 1,000 nodes, P={view}, drop below 1..P nodes", result))
     for view in (2, 10):
-        result = run_overlay(OverlayConfig(nodes=1000, view=view, rounds=30, perturbations=perturbations,
+        result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=view, rounds=30, perturbations=perturbations,
                                            drop_rank=100))
         lines.append(_recovery_row(f"random, 1,000 nodes, P={view}, drop below 1..100 nodes", result))
     for view in (2, 10):
-        result = run_overlay(OverlayConfig(nodes=100, view=view, rounds=30, utilities="google", users=20,
+        result = run_overlay(OverlayConfig.build(nodes=100, neighbors=view, rounds=30, utilities="google", users=20,
                                            perturbations=perturbations))
         lines.append(_recovery_row(f"Google 100×20 (eq. 4.2), P={view}, one allocation each", result))
     return lines

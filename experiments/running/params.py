@@ -50,9 +50,9 @@ from drfemu.protocols.errors import InputError
 from drfemu.protocols.params import Kind, Param
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 
-__all__ = ["CASE", "CORE", "GOOGLE", "SATURATION_RETRY_TICKS", "RunParams", "all_params", "canonical_params", "defaults", "echo", "param",
+__all__ = ["CASE", "CORE", "GOOGLE", "SATURATION_RETRY_TICKS", "RunParams", "all_params", "canonical_params", "check_gradient_period", "check_latency", "defaults", "echo", "param",
            "parameters_markdown", "protocol_defaults",
-           "readers", "run_id", "run_params", "unread_given"]
+           "readers", "run_id", "run_params", "unread_given", "validate_declared"]
 
 GOOGLE = "google"
 
@@ -242,18 +242,15 @@ def _validate(params: tuple[Param, ...], values: Mapping[str, Any]) -> RunParams
     try:
         return _model(params)(**values)
     except ValidationError as error:
-        raise InputError(_one_line(error)) from None
+        raise InputError(_one_line(error, {p.name: p for p in params})) from None
 
 
-def _one_line(error: ValidationError) -> str:
+def _one_line(error: ValidationError, declared: Mapping[str, Param]) -> str:
     first = error.errors()[0]
     name = str(first["loc"][0]) if first["loc"] else "?"
     if first["type"] == "extra_forbidden":
-        return f"unknown run parameter {name!r} (known: {', '.join(p.name for p in all_params())})"
-    try:
-        option = param(name).option
-    except KeyError:
-        option = name
+        return f"unknown run parameter {name!r} (known: {', '.join(declared)})"
+    option = declared[name].option if name in declared else name
     kind, context, got = first["type"], first.get("ctx", {}), f", got {first.get('input')!r}"
     if kind == "greater_than_equal":
         return f"{option} must be at least {context['ge']:g}{got}"
@@ -263,7 +260,7 @@ def _one_line(error: ValidationError) -> str:
     if kind == "less_than_equal":
         return f"{option} must be at most {context['le']:g}{got}"
     if kind == "literal_error":
-        return f"{option} must be one of {', '.join(param(name).choices)}{got}"
+        return f"{option} must be one of {', '.join(declared[name].choices)}{got}"
     if kind == "value_error":  # our own validators' messages name the value already
         return f"{option}: {first['msg'].removeprefix('Value error, ')}"
     expected = {"int_type": "an integer", "int_parsing": "an integer", "bool_type": "true or false",
@@ -272,18 +269,36 @@ def _one_line(error: ValidationError) -> str:
     return f"{option}: {'must be ' + expected if expected else first['msg']}{got}"
 
 
-def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
-    """Checks that involve two parameters, or a parameter and the protocol."""
+def validate_declared(params: Iterable[Param], values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` checked against the declarations `params` (defaults filled in, durations in
+    seconds); one `InputError` line naming the option otherwise. For commands other than
+    `drfemu run` whose options are run parameters (`drfemu overlay`)."""
+    return _validate(tuple(params), values).model_dump()
+
+
+def check_latency(text: str) -> None:
+    """A latency spec that `nodes.latency.parse_latency` accepts, or one line naming --latency."""
     try:
-        parse_latency(values["latency"], random.Random(0))
+        parse_latency(text, random.Random(0))
     except ValueError as error:
         raise InputError(f"--latency: {error}") from None
+
+
+def check_gradient_period(tick: float, shuffles_per_tick: float) -> None:
+    """A gradient period (tick / exchanges per tick) of at least the 1 µs time resolution."""
+    if round(tick / shuffles_per_tick * 1e6) < 1:
+        raise InputError("--shuffles-per-tick is too high for --tick (a gradient period below 1 µs)")
+
+
+def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
+    """Checks that involve two parameters, or a parameter and the protocol."""
+    check_latency(values["latency"])
     if spec.distributed:
         if values["shuffle_length"] > values["cyclon_view"]:
             raise InputError(f"--shuffle-length ({values['shuffle_length']}) must be at most --cyclon-view "
                              f"({values['cyclon_view']})")
-    if spec.gradient is not GradientUse.OFF and round(values["tick"] / values["shuffles_per_tick"] * 1e6) < 1:
-        raise InputError("--shuffles-per-tick is too high for --tick (a gradient period below 1 µs)")
+    if spec.gradient is not GradientUse.OFF:
+        check_gradient_period(values["tick"], values["shuffles_per_tick"])
     check = getattr(spec.server_rule or spec.central_rule, "check_params", None)
     if check is not None:
         check(values)
