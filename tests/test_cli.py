@@ -266,15 +266,27 @@ def test_policy_ffmra_and_mlf_drs_fill_the_pool(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "ffmra.json").read_text())["users"][0]["allocation"] == pytest.approx([2, 14])
 
 
-def test_policy_adrf_and_swm_report_welfare(tmp_path: Path) -> None:
-    for name in ("adrf", "swm"):
-        out = tmp_path / f"{name}.json"
-        assert main(["policy", name, "--capacity", "9,18", "--demand", "1,4", "--demand", "3,1", "--alpha", "1",
-                     "--json", str(out)]) == 0
-        r = json.loads(out.read_text())
-        assert r["alpha"] == 1 and r["social_welfare"] < 0 and len(r["users"]) == 2
-    swm = json.loads((tmp_path / "swm.json").read_text())
-    assert [u["dominant_share"] for u in swm["users"]] == pytest.approx([10 / 11, 6 / 11], rel=1e-5)
+@pytest.mark.parametrize("name", ["adrf", "swm"])
+def test_policy_adrf_and_swm_report_welfare(name: str, tmp_path: Path) -> None:
+    if name == "swm":
+        pytest.importorskip("cvxpy", reason="the SWM optimum needs cvxpy (the optimum extra)")
+    out = tmp_path / f"{name}.json"
+    assert main(["policy", name, "--capacity", "9,18", "--demand", "1,4", "--demand", "3,1", "--alpha", "1",
+                 "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["alpha"] == 1 and r["social_welfare"] < 0 and len(r["users"]) == 2
+    if name == "swm":
+        assert [u["dominant_share"] for u in r["users"]] == pytest.approx([10 / 11, 6 / 11], rel=1e-5)
+
+
+def test_policy_swm_without_cvxpy_names_the_extra(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        import cvxpy  # noqa: F401
+    except ImportError:
+        assert main(["policy", "swm", "--capacity", "9,18", "--demand", "1,4", "--alpha", "1"]) == 2
+        assert "pip install 'drfemu[optimum]'" in capsys.readouterr().err
+    else:
+        pytest.skip("cvxpy is installed: the message for its absence cannot be seen")
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from drfemu.protocols.policies.adrf import BETAS, AdrfModel, adrf, social_welfar
 from drfemu.protocols.policies.drf_filling import drf_divisible
 from drfemu.protocols.policies.pool import PolicyInputError
 
-pytest.importorskip("cvxpy")
+pytest.importorskip("cvxpy", reason="ADRF against the SWM optimum needs cvxpy (the optimum extra)")
 
 EXAMPLE = ((9, 18), [(1, 4), (3, 1)])  # seed 002 §III-A's example pool
 
