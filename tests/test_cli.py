@@ -308,6 +308,7 @@ def test_bad_alpha_beta_and_experiment_are_one_line(args: list[str], needle: str
 
 @pytest.mark.slow
 def test_experiment_online_replays_the_trace_on_the_emulator(tmp_path: Path) -> None:
+    pytest.importorskip("cvxpy", reason="the online experiment compares with the SWM optimum (the optimum extra)")
     out = tmp_path / "online.json"
     assert main(["experiment", "online", "--minutes", "5", "--tick", "0.1", "--plots", str(tmp_path / "plots"),
                  "--json", str(out)]) == 0

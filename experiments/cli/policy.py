@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Annotated
 
@@ -101,6 +102,9 @@ def experiment(
 
         if workers < 1:
             raise CliError("--workers must be at least 1")
+        if importlib.util.find_spec("cvxpy") is None:
+            raise CliError("experiment online sets each rule against the SWM optimum, which needs cvxpy: "
+                           "pip install 'drfemu[optimum]'")
         result = online_rules(run_point, load_fraction=load_fraction, tick=tick, workers=workers, minutes=minutes)
         table = Table(title=f"Online rules on the emulator, the trace's first {minutes:g} min: "
                             f"{result['tasks']:,} tasks of "
