@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import selectors
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["VirtualClockIdle", "VirtualClockLoop", "run_virtual"]
 
@@ -53,13 +53,14 @@ class _JumpingSelector:
         return getattr(self._selector, name)
 
 
-class VirtualClockLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-type]
+class VirtualClockLoop(asyncio.SelectorEventLoop):
     """A selector event loop on a virtual clock that starts at `start` seconds."""
 
     def __init__(self, start: float = 0.0) -> None:
         super().__init__()
         self._vnow = float(start)
-        self._selector = _JumpingSelector(self, self._selector)  # type: ignore[has-type]
+        wrapped: selectors.BaseSelector = self._selector  # type: ignore[has-type]  # asyncio's own, untyped
+        self._selector = cast(selectors.BaseSelector, _JumpingSelector(self, wrapped))
         # Callbacks due within this margin of "now" run now; instants are >= 1 µs apart.
         self._clock_resolution = 1e-9
 

@@ -57,6 +57,11 @@ def latency_bin(seconds: float) -> int:
 Address = tuple[str, int]
 
 
+def _itself(endpoint: _Endpoint) -> _Endpoint:
+    """The protocol factory of a node's endpoint, made before its socket."""
+    return endpoint
+
+
 class _Endpoint(asyncio.DatagramProtocol):
     """The socket of one local node: hands every datagram to the runtime."""
 
@@ -174,7 +179,7 @@ class LiveRuntime:
         self.wire_bytes = 0
         self.stopped = False
         self.finished: asyncio.Future[Any] = loop.create_future()
-        self._pending: list[Callable[[], None]] = []  # work set before `begin`
+        self._pending: list[Callable[[], object]] = []  # work set before `begin`
         self._floor = 0.0  # the latest protocol time handed to a handler
 
     # -- sockets and time ---------------------------------------------------------------------
@@ -183,8 +188,8 @@ class LiveRuntime:
         for actor in self.local:
             host, port = self.addresses[actor.id]
             endpoint = _Endpoint(self, actor.id)
-            await self.loop.create_datagram_endpoint(  # type: ignore[misc]
-                lambda e=endpoint: e, local_addr=(host, port), family=socket.AF_INET)
+            await self.loop.create_datagram_endpoint(partial(_itself, endpoint), local_addr=(host, port),
+                                                     family=socket.AF_INET)
             self._endpoints[actor.id] = endpoint
 
     def bound_ports(self) -> dict[int, tuple[str, int]]:

@@ -216,7 +216,7 @@ class Network:
         for cls, count in kinds.items():
             if cls not in sent:
                 sent[cls] = 0
-                wire = cls.WIRE
+                wire: tuple[Any, ...] = getattr(cls, "WIRE")
                 if len(wire) > 2:
                     variable[cls] = [(wire[k], wire[k + 1], wire[k + 2]) for k in range(2, len(wire), 3)]
                     self._payload[cls] = [0, 0]
@@ -253,7 +253,8 @@ class Network:
         """Messages and bytes per message type name, sorted by name."""
         out: dict[str, TrafficTally] = {}
         for cls, count in self._sent.items():
-            numbers, addresses = cls.WIRE[0] * count, cls.WIRE[1] * count
+            wire: tuple[Any, ...] = getattr(cls, "WIRE")
+            numbers, addresses = wire[0] * count, wire[1] * count
             payload = self._payload.get(cls)
             if payload is not None:
                 numbers += payload[0]

@@ -113,9 +113,10 @@ class ResourceNode(Actor):
         has not answered."""
         due = self.unacked.due(key)
         if due is not None:
-            if key == _STATE:
+            if isinstance(key, str):  # the state report, the only notice keyed by text
                 self._report()
             else:
+                user, task = key
                 for party in due[0]:
-                    self.send(party, TaskEnded(key[0], key[1], self.id))  # type: ignore[index]
+                    self.send(party, TaskEnded(user, task, self.id))
             self.wake_at(now + due[1], key)

@@ -170,8 +170,8 @@ class ServerNode(OverlayPeer):
         self.placement["proposals"] += 1
         self.send(user, Proposal(task, self.id))
         if self.rto:
-            key = (_PROPOSAL, user, task)
-            self.wake_after(self.notices.add(key, {user}), key)
+            notice = (_PROPOSAL, user, task)
+            self.wake_after(self.notices.add(notice, {user}), notice)
 
     def allocate(self, user: int, record: HomeUser) -> None:
         """Allocate a homed user's pending task: place it here or send it walking."""
@@ -295,11 +295,11 @@ class ServerNode(OverlayPeer):
         a proposal or an end notice is still unanswered: repeat it."""
         if len(key) == 3:
             if key[0] == _PLACING:
-                self._placement_silent(key[1], key[2], now)  # type: ignore[arg-type]
+                self._placement_silent(key[1], key[2], now)
             else:
-                self._repeat(key, now)  # type: ignore[arg-type]
+                self._repeat(key, now)
             return
-        user, task = key  # type: ignore[misc]
+        user, task = key
         if self.homes.retry_due(user, task):
             self.placement["retries"] += 1
             self.allocate(user, self.homes.records[user])
@@ -360,7 +360,7 @@ class ServerNode(OverlayPeer):
         h = drfh_heuristic(walk.demand, self.free, self.scale) if fits(walk.demand, self.free, self.capacity) else None
         dst, message = fit_walk_step(walk, self.id, h, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))
         if message.__class__ is FitPlace and dst == self.id:
-            self._take(message)  # type: ignore[arg-type]
+            self._take(message)
             return
         self.placement["walks_failed" if message.__class__ is WalkFailed else "fit_hops"] += 1
         self.send(dst, message)
@@ -386,6 +386,6 @@ def _to_rule(handler: Callable[..., None]) -> Callable[[ServerNode, Any, float],
 def server_class(rule: type[ServerRule]) -> type[ServerNode]:
     """The node class of servers run by `rule`: the rule's handlers join the dispatch table
     (a rule's handler for a message the server also handles, such as `TaskRequest`, wins)."""
-    cls = type(f"{rule.__name__}Server", (ServerNode,), {"__slots__": (), "__module__": __name__})
-    cls.DISPATCH = {**ServerNode.DISPATCH, **{t: _to_rule(h) for t, h in rule.HANDLERS.items()}}
-    return cls
+    cls: type[ServerNode] = type(f"{rule.__name__}Server", (ServerNode,), {"__slots__": (), "__module__": __name__})
+    cls.DISPATCH = {**ServerNode.DISPATCH, **{t: _to_rule(h) for t, h in rule.HANDLERS.items()}}  # after the
+    return cls  # class is made: making it collects the dispatch of its own handlers (`nodes.actor`), which it extends

@@ -271,12 +271,12 @@ class FiniteUserNode(_HandshakeUser):
         self._submit_due(now)
 
     def on_timer(self, key: str | tuple[str, int, int], now: float) -> None:
-        if key == _SUBMIT:
+        if isinstance(key, str):  # _SUBMIT, the only wake-up keyed by text
             self._submit_due(now)
         elif key[0] == _IDLE:
-            self._repeat_idle(key[1], now)  # type: ignore[arg-type]
+            self._repeat_idle(key[1], now)
         else:
-            self._retry(key[1], key[2], now)  # type: ignore[index]
+            self._retry(key[1], key[2], now)
 
     def _repeat_idle(self, attempt: int, now: float) -> None:
         notice = self.idle_notice

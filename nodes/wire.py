@@ -52,7 +52,8 @@ class _Kind:
         self.type_id = type_id
         self.cls = cls
         self.fields = tuple(f.name for f in dataclasses.fields(cls))
-        shape: Any = tuple[tuple(hints[name] for name in self.fields)] if self.fields else tuple[()]
+        field_types: Any = tuple(hints[name] for name in self.fields)
+        shape: Any = tuple[field_types] if self.fields else tuple[()]
         self.decoder = msgspec.msgpack.Decoder(shape)
 
 

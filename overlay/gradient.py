@@ -129,10 +129,27 @@ def acknowledges(view: Iterable[Descriptor], proposed: frozenset[int]) -> bool:
     return frozenset(map(NODE, view)) == proposed
 
 
-class Gradient:
+class OwnDescriptor:
+    """What both gradient views (this T-Man one and `overlay.kompics_gradient`) give of their own
+    node: its descriptor as of an instant, one object per instant and utility."""
+
+    __slots__ = ("_own",)
+    me: int
+    utility: float
+    _own: Descriptor
+
+    def descriptor(self, now: float) -> Descriptor:
+        """This node's descriptor as of `now` (one object per instant and utility)."""
+        own = self._own
+        if own[2] != now or own[0] != self.utility:
+            own = self._own = (self.utility, self.me, now)
+        return own
+
+
+class Gradient(OwnDescriptor):
     """The gradient view of node `me`: at most `size` (P) descriptors, ranked by eq. 3.9."""
 
-    __slots__ = ("me", "size", "rng", "utility", "max_age", "_clock", "_own", "_view", "_pending", "_stale")
+    __slots__ = ("me", "size", "rng", "utility", "max_age", "_clock", "_view", "_pending", "_stale")
 
     def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF,
                  max_age: float = float("inf")) -> None:
@@ -175,12 +192,6 @@ class Gradient:
             self._merge()
         return self._view
 
-    def descriptor(self, now: float) -> Descriptor:
-        """This node's descriptor as of `now` (one object per instant and utility)."""
-        own = self._own
-        if own[2] != now or own[0] != self.utility:
-            own = self._own = (self.utility, self.me, now)
-        return own
 
     def believes_centre(self, strict: bool = False) -> bool:
         """Eq. 3.11: no neighbour is above this node (as their descriptors say) in the total

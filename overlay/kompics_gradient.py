@@ -33,7 +33,7 @@ import math
 import random
 from collections.abc import Iterable
 
-from drfemu.overlay.gradient import NEG_INF, Gradient, acknowledges, validation_set
+from drfemu.overlay.gradient import NEG_INF, OwnDescriptor, acknowledges, validation_set
 from drfemu.overlay.messages import Descriptor, GradientReply, GradientShuffle
 
 __all__ = ["KompicsGradient", "preference_key", "softmax_index"]
@@ -64,11 +64,11 @@ def softmax_index(size: int, rng: random.Random, temperature: float) -> int:
     return size - 1
 
 
-class KompicsGradient:
+class KompicsGradient(OwnDescriptor):
     """The Kompics gradient view of node `me`: at most `size` (P) descriptors."""
 
     __slots__ = ("me", "size", "rng", "utility", "max_age", "temperature", "shuffle_size", "timeouts", "_clock",
-                 "_own", "_view", "_partner")
+                 "_view", "_partner")
 
     def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF,
                  max_age: float = float("inf"), *, temperature: float = 500.0, shuffle_size: int = 0) -> None:
@@ -110,8 +110,6 @@ class KompicsGradient:
         """The view, most preferred first."""
         base = self.utility
         return sorted(self._view.values(), key=lambda d: preference_key(base, d))
-
-    descriptor = Gradient.descriptor  # this node's descriptor as of `now`: the same contract and slots
 
     def believes_centre(self, strict: bool = False) -> bool:
         """No neighbour above this node: by utility alone with `strict` (Kompics' `isTop` lets

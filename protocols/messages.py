@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 __all__ = [
     "MESSAGE_TYPES",
@@ -108,6 +108,7 @@ MESSAGE_TYPES: dict[str, type] = {}
 """Every message class by name, as `message` made it (fault scenarios name types by it)."""
 
 
+@dataclass_transform(frozen_default=True)
 def message(cls: C) -> C:
     """Make `cls` a frozen, slotted dataclass whose constructor is cheap (and list it in `MESSAGE_TYPES`)."""
     _check_wire(cls)
@@ -117,7 +118,7 @@ def message(cls: C) -> C:
     for counted in klass.WIRE[2::3]:
         if counted not in names:
             raise TypeError(f"{cls.__name__}: WIRE counts items of {counted!r}, which is not a field")
-    if any(f.default_factory is not dataclasses.MISSING for f in fields):  # type: ignore[misc]
+    if any(f.default_factory is not dataclasses.MISSING for f in fields):
         raise TypeError(f"{cls.__name__}: message fields cannot use default_factory")
     namespace: dict[str, Any] = {}
     params, body = [], []

@@ -52,7 +52,7 @@ def order_key(rule: str, held: Sequence[float], capacity: Sequence[float], lates
     if rule in ("cpu", "mem"):
         return x
     b = 1.0 if beta == "d-max" else max(d / c for d, c in zip(latest, capacity))
-    return b * x ** alpha
+    return float(b * x ** alpha)
 
 
 class OnlineScheduler:

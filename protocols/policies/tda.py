@@ -85,7 +85,7 @@ def tda_bound(capacity: Sequence[float], demand_1: Sequence[float], demand_2: Se
     cap, users = check_pool(capacity, [demand_1, demand_2])
     normalised = [[d / c for d, c in zip(demand, cap)] for demand in users]
     q = [[x / max(row) for x in row] for row in normalised]
-    return 1.0 / max(a + b for a, b in zip(*q))
+    return float(1.0 / max(a + b for a, b in zip(*q)))
 
 
 def tda(capacity: Sequence[float], demands: Sequence[Sequence[float]]) -> TdaResult:
