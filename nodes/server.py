@@ -40,9 +40,10 @@ handlers added to its dispatch table (made once per rule class).
 
 from __future__ import annotations
 
-import functools
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from drfemu.nodes.overlay_peer import OverlayPeer
@@ -73,7 +74,7 @@ from drfemu.protocols.resilience import PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.resources import CapacityViolation, Vector, fits, give, take
 from drfemu.protocols.rule import ServerRule
 
-__all__ = ["PLACEMENT_COUNTERS", "ServerNode", "server_class"]
+__all__ = ["PLACEMENT_COUNTERS", "ServerConfig", "ServerNode", "server_class"]
 
 _PROPOSAL, _END = "proposal", "end"  # the kinds of notice a server repeats (resilience on)
 _PLACING = "placing"  # the wake-up that times out a homed user's placement (resilience on)
@@ -82,56 +83,90 @@ PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_fail
                       "proposals", "declined", "fit_walks", "fit_hops", "fit_misses", "placement_timeouts")
 
 
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """What every server of a distributed run is built from: the run's parameters, resolved for
+    its cluster (`experiments.running.distributed.server_config` derives it from the validated
+    run parameters). Times are seconds.
+
+    `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
+    DRFH heuristic normalised with `scale` (1 / the cluster total of each resource); `total`
+    (the cluster's capacity) and `users_active` (False: finite users, counted once a task
+    arrives) go to the server's `HomeUsers`; `rto` > 0 turns resilience on, with `rejoin_via`
+    the bootstrap service a server whose Cyclon view empties asks again. `gradient_period` is
+    None for protocols that run no gradient exchanges.
+    """
+
+    view_size: int
+    cyclon_view: int
+    shuffle_length: int
+    walk_ttl: int
+    tick: float
+    gradient_period: float | None = None
+    max_age: float = math.inf
+    mark_saturated: bool = True
+    saturation_retry: float = math.inf
+    fit_candidates: int = 0
+    scale: Vector = ()
+    gradient: Callable[..., Any] = Gradient
+    total: Vector = ()
+    users_active: bool = True
+    rto: float = 0.0
+    rejoin_via: int = -1
+    reconnect_every: int = 0
+    idle_cyclon_every: int = 1
+    idle_gradient_every: int = 1
+
+    def overlay_rounds(self) -> list[tuple[float, Callable[[OverlayPeer, float], None]]]:
+        """The overlay rounds a server of this config runs, each with its period: Cyclon's every
+        tick — reconnecting to unanswered peers with faults (`OverlayPeer.healing_cyclon_round`),
+        sparse while idle with `idle_cyclon_every` > 1 — and, where the protocol uses it, the
+        gradient's every `gradient_period` (sparse while idle with `idle_gradient_every` > 1)."""
+        if self.rto > 0 and self.reconnect_every:
+            cyclon = OverlayPeer.healing_cyclon_round
+        elif self.idle_cyclon_every > 1:
+            cyclon = OverlayPeer.sparse_cyclon_round
+        else:
+            cyclon = OverlayPeer.cyclon_round
+        rounds: list[tuple[float, Callable[[OverlayPeer, float], None]]] = [(self.tick, cyclon)]
+        if self.gradient_period is not None:
+            rounds.append((self.gradient_period, OverlayPeer.sparse_gradient_round if self.idle_gradient_every > 1
+                           else OverlayPeer.gradient_round))
+        return rounds
+
+
 class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
                  "rto", "notices", "_streams", "_reserved", "_running", "_ended", "_fixed", "_silences")
 
-    def __init__(
-        self,
-        actor_id: int,
-        capacity: Vector,
-        rule: ServerRule,
-        homed: Mapping[int, float],
-        streams: NodeStreams,
-        *,
-        view_size: int,
-        cyclon_view: int,
-        shuffle_length: int,
-        walk_ttl: int,
-        max_age: float = float("inf"),
-        mark_saturated: bool = True,
-        saturation_retry: float = float("inf"),
-        fit_candidates: int = 0,
-        scale: Vector = (),
-        gradient: Callable[..., Any] = Gradient,
-        total: Vector = (),
-        users_active: bool = True,
-        rto: float = 0.0,
-    ) -> None:
-        """`homed` maps each user homed here to its task share `s_i`; `streams` are this node's own.
-        `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
-        DRFH heuristic normalised with `scale` (1 / the cluster total of each resource).
-        `total` (the cluster's capacity) and `users_active` go to its `HomeUsers`; `rto` > 0
-        turns resilience on."""
-        super().__init__(actor_id, view_size, cyclon_view, shuffle_length, streams.python("overlay"), NEG_INF, max_age,
-                         gradient)
+    def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
+                 streams: NodeStreams, config: ServerConfig) -> None:
+        """`homed` maps each user homed here to its task share `s_i`; `streams` are this node's own;
+        everything else comes from the run's `config`, the same for every server."""
+        super().__init__(actor_id, config.view_size, config.cyclon_view, config.shuffle_length,
+                         streams.python("overlay"), NEG_INF, config.max_age, config.gradient)
+        self.rejoin_via = config.rejoin_via
+        self.reconnect_every = config.reconnect_every
+        self.idle_cyclon_every = config.idle_cyclon_every
+        self.idle_gradient_every = config.idle_gradient_every
         self.capacity = capacity
         self.free = list(capacity)
         self.rule = rule
-        self.homes = HomeUsers(homed, mark_saturated, saturation_retry, total, users_active, resilient=rto > 0)
-        self.walk_ttl = walk_ttl
+        self.homes = HomeUsers(homed, config.mark_saturated, config.saturation_retry, config.total,
+                               config.users_active, resilient=config.rto > 0)
+        self.walk_ttl = config.walk_ttl
         self.neighbors: list[int] = []  # a fixed neighbour set, for rules that use one
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
-        self.fit_candidates = fit_candidates
-        self.scale = scale
+        self.fit_candidates = config.fit_candidates
+        self.scale = config.scale
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self._running: dict[tuple[int, int], Vector] = {}
         self._ended: set[tuple[int, int]] = set()  # with resilience on: tasks that ran here and ended
-        self.rto = rto
-        self.notices = Notices(rto)  # proposals and end notices awaiting an answer (resilience on)
+        self.rto = config.rto
+        self.notices = Notices(config.rto)  # proposals and end notices awaiting an answer (resilience on)
         self._silences: dict[int, tuple[int, int]] = {}  # user -> (task, placements timed out in a row)
         self.gradient.set_utility(self.homes.utility())
 
@@ -382,10 +417,16 @@ def _to_rule(handler: Callable[..., None]) -> Callable[[ServerNode, Any, float],
     return dispatch
 
 
-@functools.cache
+_SERVER_CLASSES: dict[type[ServerRule], type[ServerNode]] = {}
+
+
 def server_class(rule: type[ServerRule]) -> type[ServerNode]:
-    """The node class of servers run by `rule`: the rule's handlers join the dispatch table
-    (a rule's handler for a message the server also handles, such as `TaskRequest`, wins)."""
+    """The node class of servers run by `rule`, made once per rule: the rule's handlers join the
+    dispatch table (a rule's handler for a message the server also handles, such as `TaskRequest`, wins)."""
+    made = _SERVER_CLASSES.get(rule)
+    if made is not None:
+        return made
     cls: type[ServerNode] = type(f"{rule.__name__}Server", (ServerNode,), {"__slots__": (), "__module__": __name__})
     cls.DISPATCH = {**ServerNode.DISPATCH, **{t: _to_rule(h) for t, h in rule.HANDLERS.items()}}  # after the
-    return cls  # class is made: making it collects the dispatch of its own handlers (`nodes.actor`), which it extends
+    _SERVER_CLASSES[rule] = cls  # class is made: making it collects the dispatch of its own handlers (`nodes.actor`)
+    return cls

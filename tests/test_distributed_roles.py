@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drfemu.nodes.actor import WakeUp
-from drfemu.nodes.server import ServerNode, server_class
+from drfemu.nodes.server import ServerConfig, ServerNode, server_class
 from drfemu.nodes.streams import NodeStreams
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.protocols.compiled import SKIP_REASON, compiled_module
@@ -38,8 +38,9 @@ def node(rule: ServerRule | None = None, sid: int = 0, capacity: tuple[float, ..
          homed: dict[int, float] | None = None, view: int = 2, ttl: int = 5, neighbors: list[int] | None = None,
          **kw: Any) -> Any:
     rule = rule if rule is not None else DdrfRule()
+    config = ServerConfig(view_size=view, cyclon_view=4, shuffle_length=2, walk_ttl=ttl, tick=0.1, **kw)
     s = server_class(type(rule))(sid, capacity, rule, homed if homed is not None else {100: 0.1}, NodeStreams(1, sid),
-                                 view_size=view, cyclon_view=4, shuffle_length=2, walk_ttl=ttl, **kw)
+                                 config)
     s.start(neighbors or [])
     return s
 

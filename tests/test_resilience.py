@@ -133,12 +133,12 @@ def test_a_server_starts_a_task_once_and_repeats_its_end_until_acknowledged() ->
 
 
 def _server(rto: float) -> Any:
-    from drfemu.nodes.server import server_class
+    from drfemu.nodes.server import ServerConfig, server_class
     from drfemu.nodes.streams import RandomStreams
     from drfemu.protocols.dgdrf import DgdrfRule
 
-    node = server_class(DgdrfRule)(0, TOTAL, DgdrfRule(), {}, RandomStreams(1).node(0), view_size=2, cyclon_view=2,
-                                   shuffle_length=1, walk_ttl=3, rto=rto)
+    config = ServerConfig(view_size=2, cyclon_view=2, shuffle_length=1, walk_ttl=3, tick=0.1, rto=rto)
+    node = server_class(DgdrfRule)(0, TOTAL, DgdrfRule(), {}, RandomStreams(1).node(0), config)
     node.take_port()
     return node
 

@@ -268,7 +268,7 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
     hub.subscribe(ServerCrashed, harness.on_crashed)
     hub.subscribe(ServerRecovered, harness.on_recovered)
     merge = EventMerge(workers)
-    clock = {"ticks": 0, "now": 0.0}  # the harness's ticks so far, and the time of what it last heard
+    clock: dict[str, Any] = {"ticks": 0, "now": 0.0}  # the harness's ticks so far, and the time it last heard of
     unheard: list[Any] = []  # released after the harness ended the run
 
     def publish(events: list[Any]) -> None:
@@ -342,8 +342,8 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
     reports = [workers[i].report for i in sorted(workers)]
     # The workers ran on until the stop: the ledger hears the rest (the users' counters include
     # it), the harness, which judged the run up to its end, does not.
-    for worker in workers:
-        merge.clock(worker, math.inf)
+    for index in workers:
+        merge.clock(index, math.inf)
     rest = _Hub()
     ledger.subscribe(rest)
     for event in unheard + merge.pop_ready():

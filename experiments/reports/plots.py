@@ -15,6 +15,7 @@ from typing import Any
 
 import matplotlib
 import matplotlib.ticker
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -123,7 +124,7 @@ def _ratio(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> bool:
 
 
 def _curve_style(curve: Mapping[str, Any], index: int) -> dict[str, Any]:
-    base = protocol_style(curve["protocol"]) if "protocol" in curve else dict(_PALETTE[index % len(_PALETTE)])
+    base: dict[str, Any] = protocol_style(curve["protocol"]) if "protocol" in curve else dict(_PALETTE[index % len(_PALETTE)])
     base["marker"] = None
     if curve.get("tolerance", 0.0):
         base["linestyle"] = ":"
@@ -178,12 +179,13 @@ def draw_figure(spec: Mapping[str, Any], points: list[PointData], path: Path) ->
         ax.set_yscale(spec.get("yscale", "linear"))
         if spec.get("xscale") == "log" and spec["kind"] in ("lines", "ratio"):
             # Label the swept values themselves, not powers of ten.
-            xs = sorted({x for line in ax.get_lines() for x in line.get_xdata() if x > 0})
+            xs: list[float] = sorted({float(x) for line in ax.get_lines()
+                                      for x in np.asarray(line.get_xdata(), dtype=float) if x > 0})
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         if spec["kind"] in ("lines", "ratio") and spec.get("x") in ("neighbors", "users", "machines") \
                 and spec.get("xscale", "linear") == "linear":
-            ax.xaxis.get_major_locator().set_params(integer=True)
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_title(f"Figure {spec['id']}. {spec.get('title', '')}", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="best")

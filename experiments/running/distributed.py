@@ -13,9 +13,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap, random_neighbors
+from drfemu.nodes.overlay_peer import bootstrap, random_neighbors
 from drfemu.nodes.runtime import Runtime
-from drfemu.nodes.server import PLACEMENT_COUNTERS, ServerNode, server_class
+from drfemu.nodes.server import PLACEMENT_COUNTERS, ServerConfig, ServerNode, server_class
 from drfemu.nodes.streams import RandomStreams
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.overlay.observe import ideal_views
@@ -24,7 +24,31 @@ from drfemu.protocols.events import NeighborsFixed
 from drfemu.protocols.registry import GradientUse, ProtocolSpec
 from drfemu.protocols.resources import Vector, dominant_share
 
-__all__ = ["DistributedSetup"]
+__all__ = ["DistributedSetup", "server_config"]
+
+
+def server_config(params: Any, spec: ProtocolSpec, servers: int, total: Vector, finite: bool, rto: float,
+                  gateway: int) -> ServerConfig:
+    """The configuration every server of a run is built from, derived from the validated run
+    parameters (`experiments.running.params.RunParams`): views no larger than the cluster allows,
+    the walk's reach (`walk_ttl` 0: every server), the gradient's period and descriptor expiry,
+    the saturation retry (depending on whether tasks end), best-fit's scale."""
+    cyclon_view = min(params.cyclon_view, servers - 1) if servers > 1 else 1
+    period = params.tick / params.shuffles_per_tick
+    retry_ticks = params.saturation_retry_ticks(finite)
+    return ServerConfig(
+        view_size=params.neighbors, cyclon_view=cyclon_view, shuffle_length=min(params.shuffle_length, cyclon_view),
+        walk_ttl=params.walk_ttl or servers, tick=params.tick,
+        gradient_period=period if spec.gradient is not GradientUse.OFF else None,
+        max_age=params.max_age_periods * period, mark_saturated=params.mark_saturated,
+        saturation_retry=retry_ticks * params.tick if retry_ticks else math.inf,
+        fit_candidates=params.fit_candidates if params.placement == "best-fit" else 0,
+        scale=tuple(1.0 / t if t > 0 else 0.0 for t in total),
+        gradient=gradient_factory(params.gradient, temperature=params.softmax_temperature,
+                                  shuffle_size=params.gradient_shuffle),
+        total=total, users_active=not finite, rto=rto, rejoin_via=gateway if rto > 0 else -1,
+        reconnect_every=params.reconnect_every if rto > 0 else 0, idle_cyclon_every=params.idle_cyclon_every,
+        idle_gradient_every=params.idle_gradient_every)
 
 
 class DistributedSetup:
@@ -47,42 +71,25 @@ class DistributedSetup:
         `rto` > 0: resilience on (`protocols.resilience`), with `gateway` the bootstrap service a
         server whose Cyclon view empties asks again, and servers reconnecting to peers that left
         a shuffle unanswered (`OverlayPeer.healing_cyclon_round`)."""
-        assert spec.server_rule is not None
+        rule = spec.server_rule
+        if rule is None:
+            raise ValueError(f"protocol {spec.name!r} is central: it has no servers to build")
         self.params = params
         self.spec = spec
         self.resilient = rto > 0
         n = len(capacities)
-        self.cyclon_view = min(params.cyclon_view, n - 1) if n > 1 else 1
-        self.shuffle_length = min(params.shuffle_length, self.cyclon_view)
-        self.walk_ttl = params.walk_ttl or n
-        period = params.tick / params.shuffles_per_tick
         homed: dict[int, dict[int, float]] = {}
         for user, server in homes.items():
             homed.setdefault(server, {})[user] = dominant_share(demands[user], total)
-        retry_ticks = params.saturation_retry_ticks(finite)
-        retry = retry_ticks * params.tick if retry_ticks else math.inf
+        self.config = server_config(params, spec, n, total, finite, rto, gateway)
         rule_params = {p.name: getattr(params, p.name) for p in spec.params}
-        scale = tuple(1.0 / t if t > 0 else 0.0 for t in total)
-        gradient = gradient_factory(params.gradient, temperature=params.softmax_temperature,
-                                    shuffle_size=params.gradient_shuffle)
-        node_class = server_class(spec.server_rule)
+        node_class = server_class(rule)
         self.streams = streams
         self.capacities = list(capacities)
 
         def build(server: int, homed_here: Mapping[int, float], life: int) -> ServerNode:
-            node = node_class(server, self.capacities[server], spec.server_rule(**rule_params), homed_here,
-                              streams.node(server, life), view_size=params.neighbors, cyclon_view=self.cyclon_view,
-                              shuffle_length=self.shuffle_length, walk_ttl=self.walk_ttl,
-                              max_age=params.max_age_periods * period, mark_saturated=params.mark_saturated,
-                              saturation_retry=retry,
-                              fit_candidates=params.fit_candidates if params.placement == "best-fit" else 0,
-                              scale=scale, gradient=gradient, total=total, users_active=not finite, rto=rto)
-            if rto > 0:
-                node.rejoin_via = gateway
-                node.reconnect_every = params.reconnect_every
-            node.idle_cyclon_every = params.idle_cyclon_every
-            node.idle_gradient_every = params.idle_gradient_every
-            return node
+            return node_class(server, self.capacities[server], rule(**rule_params), homed_here,
+                              streams.node(server, life), self.config)
 
         self._build = build
         self.servers: list[ServerNode] = [build(server, homed.get(server, {}), 0) for server in range(n)]
@@ -114,27 +121,16 @@ class DistributedSetup:
     def tickers(self, every_server: bool = False) -> list[ServerNode]:
         """The servers the allocation tick drives (`every_server`: all of them, as a run with
         crashes needs, since users are re-homed anywhere)."""
-        if every_server or self.spec.server_rule.TICKS_ALL:  # type: ignore[union-attr]
+        if every_server or (self.spec.server_rule is not None and self.spec.server_rule.TICKS_ALL):
             return list(self.servers)
         return [self.servers[h] for h in self.homes]
 
-    def start(self, runtime: Runtime) -> None:
-        """Create the overlay drivers (after the allocation tick, so a tick decides first); with
-        `--idle-cyclon-every` or `--idle-gradient-every` above 1, servers without users start
-        that layer's exchanges less often (`OverlayPeer.sparse_cyclon_round`); with faults,
-        Cyclon rounds also reconnect (`OverlayPeer.healing_cyclon_round`)."""
-        params = self.params
-        if self.resilient and params.reconnect_every:
-            cyclon_round = OverlayPeer.healing_cyclon_round
-        elif params.idle_cyclon_every > 1:
-            cyclon_round = OverlayPeer.sparse_cyclon_round
-        else:
-            cyclon_round = OverlayPeer.cyclon_round
-        runtime.every(params.tick, self.servers, cyclon_round)
-        if self.spec.gradient is not GradientUse.OFF:
-            runtime.every(params.tick / params.shuffles_per_tick, self.servers,
-                          OverlayPeer.sparse_gradient_round if params.idle_gradient_every > 1
-                          else OverlayPeer.gradient_round)
+    def start(self, runtime: Runtime | Any) -> None:
+        """Create the overlay drivers the servers' config asks for (`ServerConfig.overlay_rounds`),
+        after the allocation tick, so a tick decides first. `runtime`: a `Runtime` or the live
+        one, which offers the same `every` and `subscribe`."""
+        for period, round_ in self.config.overlay_rounds():
+            runtime.every(period, self.servers, round_)
         runtime.subscribe(NeighborsFixed, self._on_fixed)
 
     def _on_fixed(self, event: NeighborsFixed) -> None:
@@ -160,9 +156,9 @@ class DistributedSetup:
             overlay["partners_timed_out"] = sum(node.gradient.timeouts for node in self.servers)
         return {
             "homes": len(self.homes),
-            "cyclon_view": self.cyclon_view,
-            "shuffle_length": self.shuffle_length,
-            "walk_ttl": self.walk_ttl,
+            "cyclon_view": self.config.cyclon_view,
+            "shuffle_length": self.config.shuffle_length,
+            "walk_ttl": self.config.walk_ttl,
             "placement": placement,
             "overlay": overlay,
         }

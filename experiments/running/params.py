@@ -190,7 +190,7 @@ def _duration(value: Any) -> Any:
 
 
 def _annotation(p: Param) -> Any:
-    bounds = {k: v for k, v in (("ge", p.ge), ("gt", p.gt), ("le", p.le)) if v is not None}
+    bounds: dict[str, Any] = {k: v for k, v in (("ge", p.ge), ("gt", p.gt), ("le", p.le)) if v is not None}
     if p.kind is Kind.INT:
         base: Any = StrictInt
     elif p.kind is Kind.BOOL:

@@ -75,7 +75,7 @@ from drfemu.protocols.errors import InputError
 from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
 from drfemu.protocols.fairness import gini, jain, ratio_20_20, sample_std
 from drfemu.protocols.registry import Gateway as GatewayMode
-from drfemu.protocols.registry import GradientUse, get_protocol
+from drfemu.protocols.registry import GradientUse, ProtocolSpec, get_protocol
 from drfemu.protocols.resilience import retransmission_timeout
 
 __all__ = ["ActorIds", "Nodes", "RunConfig", "RunResult", "build_harness", "build_nodes", "build_run_config", "labelled_log",
@@ -90,6 +90,11 @@ class RunConfig:
     params: RunParams
     loss: float = 0.0
     cost: CostModel = field(default_factory=CostModel)
+    spec: ProtocolSpec = field(init=False, repr=False, compare=False)
+    """The run's protocol, looked up in the registry once, when the config is made."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "spec", get_protocol(self.params.protocol))  # type: ignore[attr-defined]
 
     @classmethod
     def build(cls, workload: Workload, **params: Any) -> RunConfig:
@@ -99,7 +104,7 @@ class RunConfig:
     def validate(self) -> tuple[FaultScenario, dict[Any, int]] | None:
         """Checks that need the workload as well as the parameters; returns the run's fault
         scenario, read and checked against the run, with the servers it names (None without one)."""
-        spec = get_protocol(self.params.protocol)  # type: ignore[attr-defined]
+        spec = self.spec
         servers = len(self.workload.servers)
         if spec.distributed and servers > 1 and self.params.neighbors >= servers:  # type: ignore[attr-defined]
             raise InputError(f"--neighbors ({self.params.neighbors}) must be below the number of servers "  # type: ignore[attr-defined]
@@ -193,7 +198,7 @@ def run_timeout(config: RunConfig, latency_bound: float) -> float:
     """The retransmission timeout of a run whose one-way latency is at most `latency_bound`
     seconds (`protocols.resilience`; a home's walk may take one hop per server)."""
     params: Any = config.params
-    spec = get_protocol(params.protocol)
+    spec = config.spec
     walk_hops = (params.walk_ttl or len(config.workload.servers)) if spec.gateway is GatewayMode.HOME else 0
     return retransmission_timeout(latency_bound, params.tick, walk_hops)
 
@@ -203,7 +208,7 @@ def build_nodes(config: RunConfig, streams: RandomStreams, rto: float, every_ser
     draws in every process that builds them from the same config: the live workers rely on it).
     `rto` > 0 turns resilience on; `every_server` ticks every server (runs with crashes)."""
     params: Any = config.params
-    spec = get_protocol(params.protocol)
+    spec = config.spec
     workload = config.workload
     finite = workload.finite
     ids = ActorIds.of(workload)
@@ -248,7 +253,7 @@ def run_emulation(
     (`nodes.trace`; the determinism checker)."""
     faults = config.validate()
     params: Any = config.params
-    spec = get_protocol(params.protocol)
+    spec = config.spec
     workload = config.workload
     streams = RandomStreams(params.seed)
     n_servers = len(workload.servers)
@@ -328,7 +333,7 @@ def result_document(config: RunConfig, outcome: RunOutcome, harness: Harness | F
     labels = [u.id for u in workload.users]
     error_ratios = harness.error_ratios()
     expected = (sum(t.submit <= now for u in workload.users for t in u.tasks or ()) if finite else None)
-    spec = get_protocol(params.protocol)
+    spec = config.spec
     values: dict[str, Any] = {
         "protocol": params.protocol,
         "machines": len(workload.servers),

@@ -73,7 +73,7 @@ def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", 
             r = names.index(name)
             without = _fraction_without(pick, servers, holders)
             held = np.setdiff1d(np.arange(servers), without)
-            others = [c for c in range(m) if names[c] not in scarce]
+            others = np.array([c for c in range(m) if names[c] not in scarce], dtype=np.intp)
             capacities[np.ix_(held, others)] = np.maximum(capacities[np.ix_(held, others)], LARGE_MACHINE)
             capacities[without, r] = 0.0
             lacking = _fraction_without(pick, users, demanders)
