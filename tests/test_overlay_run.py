@@ -150,7 +150,7 @@ def test_every_overlay_parameter_is_declared_once() -> None:
     """The config's fields are the declarations' names; the shared ones are the run parameters."""
     from dataclasses import fields
 
-    from drfemu.experiments.running.overlay_run import SHARED, overlay_params
+    from drfemu.experiments.running.overlay_config import SHARED, overlay_params
     from drfemu.experiments.running.params import param
 
     declared = overlay_params()

@@ -19,7 +19,6 @@ from drfemu.experiments.cli.common import (
     read_json,
     write_json,
 )
-from drfemu.experiments.running.bench import run_bench
 
 
 @app.command()
@@ -59,6 +58,8 @@ def bench(
         return
     actors = 1000 if actors is None else actors
     in_flight = 10 if in_flight is None else in_flight
+    from drfemu.experiments.running.bench import run_bench
+
     result = run_bench(actors=actors, in_flight=in_flight, repeats=repeats)
     table = Table(title=f"engine benchmark: {actors} actors, {in_flight} messages in flight each, 1 ms latency")
     table.add_column("design")

@@ -22,10 +22,6 @@ from drfemu.experiments.cli.common import (
     write_json,
 )
 from drfemu.experiments.cli.run import resolve_run_options, run_signature, summary_table, warn_unplaceable
-from drfemu.experiments.running.runner import (
-    build_run_config,
-    labelled_log,
-)
 
 
 def live_signature() -> inspect.Signature:
@@ -51,6 +47,7 @@ def live_signature() -> inspect.Signature:
 def live(**options: Any) -> None:
     """Run one emulation live: the same nodes on the real clock, over UDP, across processes."""
     from drfemu.experiments.live.coordinator import LiveOptions, run_live
+    from drfemu.experiments.running.runner import build_run_config, labelled_log
 
     json_path: Path | None = options.pop("json_path")
     log: Path | None = options.pop("log")

@@ -20,7 +20,7 @@ from drfemu.experiments.cli.common import (
     progress_reporter,
     write_json,
 )
-from drfemu.experiments.running.overlay_run import OverlayConfig, overlay_params, run_overlay
+from drfemu.experiments.running.overlay_config import OverlayConfig, overlay_params
 
 
 def _overlay_rounds_table(result: dict[str, Any]) -> Table:
@@ -48,6 +48,8 @@ def overlay(**options: Any) -> None:
     if options.get("utilities") not in (None, "random", "google") and options.get("nodes") is not None:
         raise CliError("--nodes cannot be combined with a workload file (its servers are the nodes)")
     config = OverlayConfig.build(**options)
+    from drfemu.experiments.running.overlay_run import run_overlay
+
     with progress_reporter("overlay: starting") as report:
 
         def progress(round_number: int, _: object) -> None:

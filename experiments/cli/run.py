@@ -7,12 +7,11 @@ import inspect
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from drfemu.experiments import api
 from drfemu.experiments.cli.common import (
     allocation_log_file,
     app,
@@ -31,9 +30,11 @@ from drfemu.experiments.running.params import (
     readers,
     unread_given,
 )
-from drfemu.experiments.running.results import RunResult, result_schema
 from drfemu.experiments.workloads.model import Workload
 from drfemu.protocols.registry import PROTOCOLS
+
+if TYPE_CHECKING:
+    from drfemu.experiments.running.results import RunResult
 
 
 def summary_table(result: RunResult) -> Table:
@@ -138,6 +139,8 @@ def warn_unplaceable(result: RunResult, case: Workload) -> None:
 
 def run(**options: Any) -> None:
     """Run one emulation and print its summary."""
+    from drfemu.experiments import api
+
     json_path: Path | None = options.pop("json_path")
     log: Path | None = options.pop("log")
     params = resolve_run_options(options, json_path, log)
@@ -198,4 +201,6 @@ def params(
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of the result document (`drfemu run --json`), with its version."""
+    from drfemu.experiments.running.results import result_schema
+
     print(json.dumps(result_schema(), indent=2))

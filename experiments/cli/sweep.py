@@ -27,9 +27,6 @@ from drfemu.experiments.cli.common import (
     out,
     write_json,
 )
-from drfemu.experiments.running.runner import (
-    run_point,
-)
 from drfemu.protocols.registry import get_protocol
 
 
@@ -54,6 +51,8 @@ def sweep(
     except OSError as error:
         raise CliError(f"cannot create {out_dir}: {error.strerror}") from None
     n_workers = workers or os.cpu_count() or 1
+    from drfemu.experiments.running.runner import run_point
+
     executor = dask_cluster(dask, run_point) if dask is not None else process_pool(n_workers, run_point)
     points = sum(len(e.points) for e in plan.experiments)
     out.print(f"sweep {config}: {len(plan.experiments)} experiment(s), {points} points, {len(plan.runs)} distinct runs "
