@@ -195,3 +195,21 @@ def test_the_parameter_table_in_the_docs_is_the_one_the_schema_derives() -> None
     from drfemu.experiments.running.params import parameters_markdown
 
     assert parameters_markdown() in (ROOT / "docs" / "parameters.md").read_text(encoding="utf-8")
+
+
+def test_the_typed_run_parameters_are_the_declared_ones() -> None:
+    """`RunParams` types the core run parameters for the type checker; each annotation is its
+    declaration's kind (None allowed where the default is None), and every core parameter that
+    a run's model holds is annotated."""
+    import typing
+
+    from drfemu.experiments.running.params import CASE, CORE, RunParams
+    from drfemu.protocols.params import Kind
+
+    python = {Kind.INT: int, Kind.FLOAT: float, Kind.BOOL: bool, Kind.TEXT: str, Kind.DURATION: float}
+    hints = typing.get_type_hints(RunParams)
+    declared = {p.name: p for p in CORE if p.name not in CASE}
+    assert set(hints) - {"model_config"} == set(declared)
+    for name, p in declared.items():
+        expected: Any = python[p.kind] | None if p.default is None else python[p.kind]
+        assert hints[name] == expected, f"{name}: annotated {hints[name]}, declared {p.kind.value}"

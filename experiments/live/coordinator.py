@@ -145,7 +145,7 @@ class _Worker:
 def _check(config: RunConfig, options: LiveOptions) -> None:
     if config.workload.finite:
         raise InputError("drfemu live runs endless workloads; tasks that end are not run live yet")
-    if config.params.faults is not None:  # type: ignore[attr-defined]
+    if config.params.faults is not None:
         raise InputError("drfemu live does not play fault scenarios (--faults); run them virtually")
     if options.processes < 0 or options.remote < 0 or options.processes + options.remote < 1:
         raise InputError("a live run needs at least one worker (--processes, --remote-workers)")
@@ -167,7 +167,7 @@ def _check_bindable(host: str) -> None:
 async def _coordinate(params: Mapping[str, Any], config: RunConfig, options: LiveOptions,
                       loop_name: str, log: Callable[..., Any] | None,
                       progress: Callable[[float, int], None] | None) -> RunResult:
-    size = len(build_nodes(config, RandomStreams(config.params.seed), 0.0).actors)  # type: ignore[attr-defined]
+    size = len(build_nodes(config, RandomStreams(config.params.seed), 0.0).actors)
     count = options.processes + options.remote
     codec = Codec()
     arrivals: asyncio.Queue[_Worker] = asyncio.Queue()
@@ -251,7 +251,7 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
                    log: Callable[..., Any] | None, progress: Callable[[float, int], None] | None) -> RunResult:
     """Feed the workers' events, merged into node-time order, to the harness and the ledger, with
     the harness's ticks between them, until the harness ends the run; then collect the reports."""
-    params: Any = config.params
+    params = config.params
     loop = asyncio.get_running_loop()
     finished: asyncio.Future[RunOutcome] = loop.create_future()
 
@@ -396,7 +396,7 @@ def _document(config: RunConfig, outcome: RunOutcome, harness: Harness, ledger: 
 
 def _assumed_latency(config: RunConfig) -> Any:
     """The run's latency model: not how live messages travel, but the bound its timeouts assume."""
-    params: Any = config.params
+    params = config.params
     return parse_latency(params.latency, RandomStreams(params.seed).python("network/latency"))
 
 

@@ -74,7 +74,7 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None) ->
             raise LiveError(f"expected the setup frame, got {chr(kind)!r}")
         setup = json.loads(body)
         config = build_run_config(setup["params"])
-        params: Any = config.params
+        params = config.params
         streams = RandomStreams(params.seed)
         latency = parse_latency(params.latency, streams.python("network/latency"))
         nodes = build_nodes(config, streams, run_timeout(config, latency.bound_us() / US_PER_S))

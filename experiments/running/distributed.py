@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from drfemu.experiments.running.params import RunParams
 from drfemu.nodes.overlay_peer import bootstrap, random_neighbors
 from drfemu.nodes.runtime import Runtime
 from drfemu.nodes.server import PLACEMENT_COUNTERS, ServerConfig, ServerNode, server_class
@@ -27,7 +28,7 @@ from drfemu.protocols.resources import Vector, dominant_share
 __all__ = ["DistributedSetup", "server_config"]
 
 
-def server_config(params: Any, spec: ProtocolSpec, servers: int, total: Vector, finite: bool, rto: float,
+def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Vector, finite: bool, rto: float,
                   gateway: int) -> ServerConfig:
     """The configuration every server of a run is built from, derived from the validated run
     parameters (`experiments.running.params.RunParams`): views no larger than the cluster allows,
@@ -56,7 +57,7 @@ class DistributedSetup:
 
     def __init__(
         self,
-        params: Any,
+        params: RunParams,
         spec: ProtocolSpec,
         capacities: Sequence[Vector],
         total: Vector,

@@ -215,32 +215,67 @@ def _no_bool(value: Any) -> Any:
     return value
 
 
-class RunParams(BaseModel):
-    """Base of the generated model: frozen, no unknown fields. Attribute access by name; times in seconds."""
+class Checked(BaseModel):
+    """Base of every model generated from declarations: frozen, no unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+
+class RunParams(Checked):
+    """Base of the generated model of a run's parameters; times in seconds.
+
+    The core run parameters are typed attributes here, for the type checker: their defaults,
+    bounds and help are their `CORE` declarations, which the generated model applies (a test
+    holds these types to the declared kinds). A protocol's own parameters are attributes of the
+    generated model, read by name (`getattr(params, p.name)` over the protocol's `PARAMS`).
+    """
+
+    protocol: str
+    seed: int
+    tick: float
+    latency: str
+    stall_ticks: int
+    max_time: float
+    neighbors: int
+    shuffles_per_tick: float
+    walk_ttl: int
+    cyclon_view: int
+    shuffle_length: int
+    idle_cyclon_every: int
+    reconnect_every: int
+    mark_saturated: bool
+    saturation_retry: int | None
+    gradient: str
+    idle_gradient_every: int
+    softmax_temperature: float
+    gradient_shuffle: int
+    placement: str
+    fit_candidates: int
+    max_age: int
+    sample_every: float
+    faults: str | None
+    swm_every: float
+
     def saturation_retry_ticks(self, finite: bool) -> int:
         """The saturation retry in ticks; unset, it depends on the workload (`SATURATION_RETRY_TICKS`)."""
-        given: int | None = self.saturation_retry  # type: ignore[attr-defined]
-        return SATURATION_RETRY_TICKS[finite] if given is None else given
+        return SATURATION_RETRY_TICKS[finite] if self.saturation_retry is None else self.saturation_retry
 
     @property
     def max_age_periods(self) -> int:
         """Gradient descriptor expiry in gradient periods; 0 asks for the default, max(20, 5·P)."""
-        return self.max_age or default_max_age_periods(self.neighbors)  # type: ignore[attr-defined]
+        return self.max_age or default_max_age_periods(self.neighbors)
 
 
 @cache
-def _model(params: tuple[Param, ...]) -> type[RunParams]:
-    """The pydantic model of `params` (made once per set of declarations)."""
+def _model(params: tuple[Param, ...], base: type[Checked]) -> type[Checked]:
+    """The pydantic model of `params` on `base` (made once per set of declarations)."""
     fields = {p.name: (_annotation(p), p.default) for p in params}
-    return create_model("RunParamsModel", __base__=RunParams, **fields)  # type: ignore[call-overload, no-any-return]
+    return create_model(f"{base.__name__}Model", __base__=base, **fields)  # type: ignore[call-overload, no-any-return]
 
 
-def _validate(params: tuple[Param, ...], values: Mapping[str, Any]) -> RunParams:
+def _validate(params: tuple[Param, ...], values: Mapping[str, Any], base: type[Checked] = Checked) -> Checked:
     try:
-        return _model(params)(**values)
+        return _model(params, base)(**values)
     except ValidationError as error:
         raise InputError(_one_line(error, {p.name: p for p in params})) from None
 
@@ -316,7 +351,9 @@ def run_params(**values: Any) -> RunParams:
     Raises `ValueError` with one line naming the option."""
     given = {name: value for name, value in values.items() if value is not None}
     spec = get_protocol(given.get("protocol", param("protocol").default))
-    params = _validate(tuple(p for p in all_params() if p.name not in CASE), {**protocol_defaults(spec), **given})
+    params = _validate(tuple(p for p in all_params() if p.name not in CASE), {**protocol_defaults(spec), **given},
+                       RunParams)
+    assert isinstance(params, RunParams)
     _cross_checks(params.model_dump(), spec)
     return params
 

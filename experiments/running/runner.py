@@ -94,7 +94,7 @@ class RunConfig:
     """The run's protocol, looked up in the registry once, when the config is made."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "spec", get_protocol(self.params.protocol))  # type: ignore[attr-defined]
+        object.__setattr__(self, "spec", get_protocol(self.params.protocol))
 
     @classmethod
     def build(cls, workload: Workload, **params: Any) -> RunConfig:
@@ -106,16 +106,16 @@ class RunConfig:
         scenario, read and checked against the run, with the servers it names (None without one)."""
         spec = self.spec
         servers = len(self.workload.servers)
-        if spec.distributed and servers > 1 and self.params.neighbors >= servers:  # type: ignore[attr-defined]
-            raise InputError(f"--neighbors ({self.params.neighbors}) must be below the number of servers "  # type: ignore[attr-defined]
+        if spec.distributed and servers > 1 and self.params.neighbors >= servers:
+            raise InputError(f"--neighbors ({self.params.neighbors}) must be below the number of servers "
                              f"({servers})")
-        path = self.params.faults  # type: ignore[attr-defined]
+        path = self.params.faults
         if path is None:
             return None
         scenario = load_scenario(Path(path))
         positions = scenario.bind([s.id for s in self.workload.servers], central=spec.central_rule is not None,
                                   gradient=spec.gradient is not GradientUse.OFF,
-                                  max_time=self.params.max_time)  # type: ignore[attr-defined]
+                                  max_time=self.params.max_time)
         return scenario, positions
 
 
@@ -170,7 +170,7 @@ class ActorIds:
 def build_harness(config: RunConfig, on_finish: Callable[[RunOutcome], None], log: Callable[..., Any] | None = None,
                   progress: Callable[[float, int], None] | None = None) -> Harness | FiniteHarness:
     """The observer that judges a run (virtual or live): the finite harness for tasks that end."""
-    params: Any = config.params
+    params = config.params
     workload = config.workload
     capacities = [s.capacity for s in workload.servers]
     users = ActorIds.of(workload).users
@@ -197,7 +197,7 @@ class Nodes:
 def run_timeout(config: RunConfig, latency_bound: float) -> float:
     """The retransmission timeout of a run whose one-way latency is at most `latency_bound`
     seconds (`protocols.resilience`; a home's walk may take one hop per server)."""
-    params: Any = config.params
+    params = config.params
     spec = config.spec
     walk_hops = (params.walk_ttl or len(config.workload.servers)) if spec.gateway is GatewayMode.HOME else 0
     return retransmission_timeout(latency_bound, params.tick, walk_hops)
@@ -207,7 +207,7 @@ def build_nodes(config: RunConfig, streams: RandomStreams, rto: float, every_ser
     """The run's nodes, each with its own streams from `streams` (the same objects, state and
     draws in every process that builds them from the same config: the live workers rely on it).
     `rto` > 0 turns resilience on; `every_server` ticks every server (runs with crashes)."""
-    params: Any = config.params
+    params = config.params
     spec = config.spec
     workload = config.workload
     finite = workload.finite
@@ -252,7 +252,7 @@ def run_emulation(
     task has finished, a stall or the time cap (finite users). `trace` receives every event
     (`nodes.trace`; the determinism checker)."""
     faults = config.validate()
-    params: Any = config.params
+    params = config.params
     spec = config.spec
     workload = config.workload
     streams = RandomStreams(params.seed)
@@ -327,7 +327,7 @@ def result_document(config: RunConfig, outcome: RunOutcome, harness: Harness | F
                     now: float, events: int, wall: float, ticks: int, latency: str) -> dict[str, Any]:
     """The result document of a run (virtual or live) from what its observers saw: everything
     but the fault and distributed parts, which their set-ups add."""
-    params: Any = config.params
+    params = config.params
     workload = config.workload
     finite = workload.finite
     labels = [u.id for u in workload.users]
@@ -384,8 +384,8 @@ def result_document(config: RunConfig, outcome: RunOutcome, harness: Harness | F
 
 
 def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, network: Network,
-              streams: RandomStreams, params: Any, rto: float, harness: Harness | FiniteHarness, gateway: Gateway,
-              distributed: DistributedSetup | None, capacities: list[Any], resources: int, spec: Any,
+              streams: RandomStreams, params: RunParams, rto: float, harness: Harness | FiniteHarness, gateway: Gateway,
+              distributed: DistributedSetup | None, capacities: list[Any], resources: int, spec: ProtocolSpec,
               scheduler_id: int, n_servers: int) -> FaultInjector:
     """The run's fault injector, with what it needs to bring crashed actors back: a server
     rejoins empty (a distributed one with a fresh bootstrap view), the scheduler restarts and
@@ -418,10 +418,12 @@ def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, ne
                          max_time=params.max_time)
 
 
-def _central_scheduler(spec: Any, params: Any, actor_id: int, servers: list[int], capacities: list[Any],
+def _central_scheduler(spec: ProtocolSpec, params: RunParams, actor_id: int, servers: list[int], capacities: list[Any],
                        resources: int, ack_ends: bool, restarted: bool = False,
                        down: list[int] | None = None) -> CentralScheduler:
     """The central scheduler with its rule built from the rule's own run parameters."""
+    if spec.central_rule is None:
+        raise ValueError(f"protocol {spec.name!r} is distributed: it has no central scheduler")
     rule_params = {p.name: getattr(params, p.name) for p in spec.params}
     per_tick = rule_params.pop(PER_TICK.name, PER_TICK.default)  # a rule that does not declare it: the thesis's 1
     rule = spec.central_rule(**rule_params)
