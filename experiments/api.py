@@ -75,26 +75,30 @@ def run(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, *, allo
     return run_config(configure(protocol, workload, **params), allocation_log=allocation_log, progress=progress)
 
 
-def sweep(config: str | Path | Mapping[str, Any], out: str | Path, *, workers: int | None = None,
-          dask: str | None = None, on_record: Callable[[Record, int, int], None] | None = None) -> SweepSummary:
+def sweep(config: str | Path | Mapping[str, Any] | Sweep, out: str | Path, *, workers: int | None = None,
+          dask: str | None = None, on_start: Callable[[int, int], None] | None = None,
+          on_record: Callable[[Record, int, int], None] | None = None) -> SweepSummary:
     """Run every run of a sweep config into `out` (resumable: finished runs are skipped).
 
-    `config`: a TOML file (`docs/experiments.md`) or a dict of the same structure, whose
-    relative workload and fault paths are taken from the current folder. Runs go to a pool of
+    `config`: a TOML file (`docs/experiments.md`), a dict of the same structure, whose
+    relative workload and fault paths are taken from the current folder, or a loaded `Sweep`. Runs go to a pool of
     `workers` processes (default: the machine's cores; 1: this process) or to the
     dask.distributed scheduler at `dask`. A protocol registered in this process with
     `register_protocol` reaches pool workers only where they fork (Linux's default); for any
-    other pool, install it as an entry point. `on_record(record, done, todo)` hears each run.
+    other pool, install it as an entry point. `on_start(todo, skipped)` hears the plan once,
+    `on_record(record, done, todo)` each finished run.
     """
     if workers is not None and dask is not None:
         raise InputError("give workers or dask, not both (a Dask cluster has its own workers)")
     if workers is not None and workers < 1:
         raise InputError("workers must be at least 1")
-    plan: Sweep = load_sweep(Path(config)) if isinstance(config, (str, Path)) else sweep_from_document(config)
-    out_dir = Path(out)
+    if isinstance(config, Sweep):
+        plan = config
+    else:
+        plan = load_sweep(Path(config)) if isinstance(config, (str, Path)) else sweep_from_document(config)
     executor = dask_cluster(dask, run_point) if dask is not None else process_pool(workers or os.cpu_count() or 1,
                                                                                      run_point)
-    return run_sweep(plan, out_dir, executor, on_record=on_record)
+    return run_sweep(plan, Path(out), executor, on_record=on_record, on_start=on_start)
 
 
 def register_protocol(spec: ProtocolSpec) -> ProtocolSpec:

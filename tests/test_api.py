@@ -99,6 +99,11 @@ def test_the_api_page_examples_run_as_doctests(tmp_path: Path, monkeypatch: pyte
     pytest.importorskip("pandas", reason="docs/api.md shows tidy tables, which need pandas (the tables extra)")
     monkeypatch.chdir(tmp_path)  # the examples write their files here
     os.environ.setdefault("COLUMNS", "120")
-    failed, attempted = doctest.testfile(str(ROOT / "docs" / "api.md"), module_relative=False,
-                                         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    registered = set(drfemu.available_protocols())
+    try:
+        failed, attempted = doctest.testfile(str(ROOT / "docs" / "api.md"), module_relative=False,
+                                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    finally:
+        for name in set(drfemu.available_protocols()) - registered:  # the page registers one of its own
+            unregister(name)
     assert attempted > 10 and failed == 0

@@ -38,8 +38,8 @@ def sweep(
     dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
 ) -> None:
     """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""
+    from drfemu.experiments import api
     from drfemu.experiments.sweeps.config import load_sweep
-    from drfemu.experiments.sweeps.execute import dask_cluster, process_pool, run_sweep
 
     if dask is not None and workers is not None:
         raise CliError("give --workers or --dask, not both (a Dask cluster has its own workers)")
@@ -51,9 +51,6 @@ def sweep(
     except OSError as error:
         raise CliError(f"cannot create {out_dir}: {error.strerror}") from None
     n_workers = workers or os.cpu_count() or 1
-    from drfemu.experiments.running.runner import run_point
-
-    executor = dask_cluster(dask, run_point) if dask is not None else process_pool(n_workers, run_point)
     points = sum(len(e.points) for e in plan.experiments)
     out.print(f"sweep {config}: {len(plan.experiments)} experiment(s), {points} points, {len(plan.runs)} distinct runs "
               f"on {'Dask at ' + dask if dask else f'{n_workers} worker process(es)'}")
@@ -88,7 +85,8 @@ def sweep(
 
         previous = signal.signal(signal.SIGINT, on_interrupt)
         try:
-            summary = run_sweep(plan, out_dir, executor, on_record=on_record, on_start=on_start)
+            summary = api.sweep(plan, out_dir, workers=None if dask else n_workers, dask=dask, on_start=on_start,
+                                on_record=on_record)
         except KeyboardInterrupt:
             print(f"drfemu: interrupted after {done[0]} run(s) of this sweep; run the same command to resume",
                   file=sys.stderr)
