@@ -54,7 +54,8 @@ def _run(command: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_cli_module_and_library_work_from_a_folder_with_modules_of_the_same_names(crowded_folder: Path) -> None:
     small = ["--machines", "10", "--users", "3"]
-    script = shutil.which("drfemu")
+    beside = Path(sys.executable).with_name("drfemu")  # this interpreter's own script (a venv's)
+    script = str(beside) if beside.exists() else shutil.which("drfemu")
     assert script is not None, "the console script is not installed"
     for command in ([script, "run", *small], [sys.executable, "-m", "drfemu", "run", *small]):
         done = _run(command, crowded_folder)

@@ -99,9 +99,11 @@ def experiment(
     elif name == "online":
         from drfemu.experiments.running.runner import run_point
         from drfemu.experiments.sweeps.online import online_rules
+        from drfemu.experiments.workloads.online import check_online_options
 
         if workers < 1:
             raise CliError("--workers must be at least 1")
+        check_online_options(minutes, load_fraction)  # the options first, then what the machine lacks
         if importlib.util.find_spec("cvxpy") is None:
             raise CliError("experiment online sets each rule against the SWM optimum, which needs cvxpy: "
                            "pip install 'drfemu[optimum]'")

@@ -33,7 +33,7 @@ from drfemu.experiments.workloads.model import Server, Task, User, Workload, Wor
 from drfemu.nodes.streams import RandomStreams
 from drfemu.protocols.resources import fits
 
-__all__ = ["TraceTask", "load_first_hour", "offered_load", "online_case"]
+__all__ = ["TraceTask", "check_online_options", "load_first_hour", "offered_load", "online_case"]
 
 HOUR = 3600.0
 
@@ -73,14 +73,19 @@ def offered_load(tasks: Sequence[TraceTask], horizon: float = HOUR) -> tuple[flo
     return area[0] / horizon, area[1] / horizon
 
 
-def online_case(minutes: float = 60.0, load_fraction: float = 0.8, machines: int | None = None,
-                seed: int = 1, pool: bool = False) -> Workload:
-    """The first `minutes` of the trace on a cluster sized to `load_fraction` of its offered load
-    (or of `machines` machines; or one pool server of exactly that size)."""
+def check_online_options(minutes: float, load_fraction: float) -> None:
+    """The span and cluster size of a trace replay, or one `WorkloadError` line naming the option."""
     if not 0 < minutes <= 60:
         raise WorkloadError("--minutes must be in (0, 60]: the extract holds the trace's first hour")
     if not 0 < load_fraction <= 100:
         raise WorkloadError("--load-fraction must be in (0, 100]")
+
+
+def online_case(minutes: float = 60.0, load_fraction: float = 0.8, machines: int | None = None,
+                seed: int = 1, pool: bool = False) -> Workload:
+    """The first `minutes` of the trace on a cluster sized to `load_fraction` of its offered load
+    (or of `machines` machines; or one pool server of exactly that size)."""
+    check_online_options(minutes, load_fraction)
     everything, names = load_first_hour()
     horizon = minutes * 60.0
     tasks = [t for t in everything if t.submit < horizon]
