@@ -26,7 +26,8 @@ from drfemu.experiments.workloads.model import Workload
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.registry import PROTOCOLS, ProtocolSpec, register
 
-__all__ = ["AllocationLog", "Progress", "available_protocols", "configure", "register_protocol", "run", "run_config", "sweep"]
+__all__ = ["AllocationLog", "Progress", "available_protocols", "configure", "register_protocol", "run", "run_config",
+           "sweep"]
 
 Progress = Callable[[float, int], None]
 """Called now and then during a run with the virtual time (s) and the allocations so far."""
@@ -54,9 +55,13 @@ def configure(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, *
 def run_config(config: RunConfig, *, allocation_log: AllocationLog = False,
                progress: Progress | None = None) -> RunResult:
     """Run the emulation `config` describes (see `run`)."""
-    records: list[dict[str, Any]] | None = [] if allocation_log is True else None
-    sink = records.append if records is not None else allocation_log or None
-    log = labelled_log(config.workload, sink) if callable(sink) else None
+    records: list[dict[str, Any]] | None = None
+    log = None
+    if allocation_log is True:
+        records = []
+        log = labelled_log(config.workload, records.append)
+    elif callable(allocation_log):
+        log = labelled_log(config.workload, allocation_log)
     result = run_emulation(config, log=log, progress=progress)
     result.allocation_log = records
     return result

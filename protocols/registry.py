@@ -171,7 +171,7 @@ def _load_plugin(entry: EntryPoint) -> None:
             raise ValueError(f"its entry point is named {entry.name!r} but its protocol {spec.name!r}")
         register(spec)
     except Exception as error:  # noqa: BLE001 - a broken plug-in must not take the built-in protocols down
-        message = f"{where} left out: {type(error).__name__}: {error}"
+        message = f"{where} left out: {type(error).__name__}: {' '.join(str(error).split())}"  # one line
         PLUGIN_ERRORS.append(message)
         warnings.warn(message, PluginWarning, stacklevel=2)
 

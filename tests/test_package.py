@@ -40,7 +40,8 @@ def crowded_folder(tmp_path: Path) -> Path:
     (tmp_path / "protocols.py").write_text("raise SystemExit('the folder own protocols.py was imported')\n")
     (tmp_path / "nodes.py").write_text("raise SystemExit('the folder own nodes.py was imported')\n")
     (tmp_path / "experiments").mkdir()
-    (tmp_path / "experiments" / "__init__.py").write_text("raise SystemExit('the folder own experiments/ was imported')\n")
+    (tmp_path / "experiments" / "__init__.py").write_text("raise SystemExit('the folder own experiments/ was "
+                                                          "imported')\n")
     (tmp_path / "overlay").mkdir()
     (tmp_path / "overlay" / "__init__.py").write_text("raise SystemExit('the folder own overlay/ was imported')\n")
     return tmp_path

@@ -113,7 +113,8 @@ def _finite_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
 def run_signature() -> inspect.Signature:
     """`drfemu run`'s options: one per declared run parameter (core and every registered
     protocol's own), all defaulting to None so that what the user gave can be told apart."""
-    return inspect.Signature([*declared_options(all_params()), output_option("json_path", "--json", "Write the result as JSON."),
+    return inspect.Signature([*declared_options(all_params()),
+                              output_option("json_path", "--json", "Write the result as JSON."),
                               output_option("log", "--log", "Write one JSON line per allocation.")])
 
 

@@ -1,4 +1,5 @@
-"""`drfemu sweep`, `report`, `grid`, `check`, `fault-report` and `trace-replay`: many runs, and the pages made of them."""
+"""`drfemu sweep`, `report`, `grid`, `check`, `fault-report` and `trace-replay`: many runs, and
+the pages made of them."""
 
 from __future__ import annotations
 

@@ -50,9 +50,9 @@ from drfemu.protocols.errors import InputError
 from drfemu.protocols.params import Kind, Param
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 
-__all__ = ["CASE", "CORE", "GOOGLE", "SATURATION_RETRY_TICKS", "RunParams", "all_params", "canonical_params", "check_gradient_period", "check_latency", "defaults", "echo", "param",
-           "parameters_markdown", "protocol_defaults",
-           "readers", "run_id", "run_params", "unread_given", "validate_declared"]
+__all__ = ["CASE", "CORE", "GOOGLE", "SATURATION_RETRY_TICKS", "Checked", "RunParams", "all_params", "canonical_params",
+           "check_gradient_period", "check_latency", "defaults", "echo", "param", "parameters_markdown",
+           "protocol_defaults", "readers", "run_id", "run_params", "unread_given", "validate_declared"]
 
 GOOGLE = "google"
 
