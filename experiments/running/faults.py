@@ -5,8 +5,10 @@ It is part of the run's environment, like the task lifetimes: it changes the net
 timers on the runtime, and keeps a log of what it did (`log`, the result's `faults`). Counts
 ("crash 10 servers") are drawn from the run's own `faults` stream, among the servers the
 action can apply to, in id order, so the same seed names the same servers. An event with a
-`duration` is undone that long after it started: a loss or latency goes back to what was in
-force when the event began, an island rejoins, a crashed node recovers.
+`duration` is undone that long after it started: an island rejoins, a crashed node recovers,
+and a loss or latency window closes. Windows on one setting compose by one rule
+(`experiments.running.windows`): the latest-started window still open is in force, else the
+setting's base.
 
 Crashes (issue 16). A crash takes an actor down (`Runtime.crash`: its volatile state, its
 running tasks, everything on its way to it are gone) and is published (`ServerCrashed`) for
@@ -38,6 +40,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from drfemu.experiments.running.windows import Windows
 from drfemu.experiments.workloads.faults import Action, FaultEvent, FaultScenario, Selection, Target
 from drfemu.experiments.workloads.processes import duration_distribution
 from drfemu.nodes.actor import Actor
@@ -80,6 +83,7 @@ class FaultInjector:
         self.undetected: set[int] = set()  # crashed, the failure detector has not told yet
         self.planned = 0  # crashes and recoveries scheduled, not yet due
         self.last_change = 0.0  # the latest crash or recovery
+        self._windows: dict[tuple[Any, ...], Windows[Any]] = {}  # the loss and latency windows, by setting
         network.set_loss(scenario.loss)
         for name, p in scenario.loss_by_type.items():
             network.set_loss(p, message_type=MESSAGE_TYPES[name])
@@ -126,9 +130,11 @@ class FaultInjector:
         if action is Action.LOSS:
             self._loss(event, now)
         elif action is Action.LATENCY:
-            before = self.network.set_latency(parse_latency(event.latency or "", self.rng))
+            windows = self._setting(("latency",), None)  # base None: the run's own latency model
+            self.network.set_latency(windows.open(event.number, parse_latency(event.latency or "", self.rng)))
             self._record(now, event, latency=self.network.latency.describe())
-            self._later(event, now, lambda t: self._undo(event, t, lambda: self.network.set_latency(before)))
+            self._later(event, now, lambda t: self._undo(event, t, lambda: self.network.set_latency(
+                windows.close(event.number))))
         elif action is Action.PARTITION:
             assert event.servers is not None
             isolated = self.network.isolated()
@@ -243,10 +249,24 @@ class FaultInjector:
             detail = {"messages": list(event.messages)}
         else:
             names, detail = [{}], {}
-        before = [network.set_loss(event.loss, **name) for name in names]
+        opened = []
+        for name in names:
+            key = ("loss", name.get("message_type"), name.get("link"))
+            windows = self._windows.get(key)
+            base = network.set_loss(event.loss, **name)
+            if windows is None:  # the first window on this setting: what it replaced is the base
+                windows = self._setting(key, base)
+            windows.open(event.number, event.loss)
+            opened.append((name, windows))
         self._record(now, event, loss=event.loss, **detail)
         self._later(event, now, lambda t: self._undo(event, t, lambda: [
-            network.set_loss(b, **name) for name, b in zip(names, before)]))
+            network.set_loss(windows.close(event.number), **name) for name, windows in opened]))
+
+    def _setting(self, key: tuple[Any, ...], base: Any) -> Windows[Any]:
+        """The windows of one setting (made with `base` the first time)."""
+        if key not in self._windows:
+            self._windows[key] = Windows(base)
+        return self._windows[key]
 
     def _undo(self, event: FaultEvent, now: float, undo: Any) -> None:
         undo()
