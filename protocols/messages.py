@@ -56,11 +56,19 @@ __all__ = [
     "WalkTask",
     "collect_handlers",
     "handles",
+    "never_on_the_wire",
     "message",
 ]
 
 C = TypeVar("C", bound=type)
 F = TypeVar("F", bound=Callable[..., None])
+
+
+def never_on_the_wire() -> frozenset[str]:
+    """The registered message types that are inputs from a node's own machine or from the
+    environment (a task's exit, the failure detector's notices): delivered into a mailbox,
+    never sent over the network, so no network fault can touch them (`LOCAL = True`)."""
+    return frozenset(name for name, cls in MESSAGE_TYPES.items() if getattr(cls, "LOCAL", False))
 
 
 def handles(*message_types: type) -> Callable[[F], F]:
@@ -248,6 +256,7 @@ class TaskExit:
     user: int
     task: int
     WIRE: ClassVar[tuple[int, int]] = (1, 1)
+    LOCAL: ClassVar[bool] = True  # delivered into the mailbox, never sent over the network
 
 
 @message
@@ -301,6 +310,7 @@ class PeerDown:
 
     peer: int
     WIRE: ClassVar[tuple[int, int]] = (0, 1)
+    LOCAL: ClassVar[bool] = True  # delivered into the mailbox, never sent over the network
 
 
 @message
@@ -309,6 +319,7 @@ class PeerUp:
 
     peer: int
     WIRE: ClassVar[tuple[int, int]] = (0, 1)
+    LOCAL: ClassVar[bool] = True  # delivered into the mailbox, never sent over the network
 
 
 @message

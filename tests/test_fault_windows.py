@@ -114,3 +114,25 @@ def test_a_window_on_one_message_type_leaves_the_others_and_the_base_alone() -> 
     seen = _probe(document, lambda network: (network.loss, network._by_type.get(WalkTask)))
     assert seen[:9] == [(0.01, 0.1), (0.01, 0.3), (0.01, 0.3), (0.01, 0.5), (0.01, 0.5), (0.01, 0.5),
                         (0.01, 0.5), (0.01, 0.1), (0.01, 0.1)]
+
+
+def test_a_partition_never_moves_a_server_from_another_island() -> None:
+    """A counted partition draws its servers at run time, so a later partition that names one of
+    them leaves it on its island and says so in the fault log."""
+    document = {"event": [{"at": "1s", "action": "partition", "servers": 2, "duration": "10s"},
+                          {"at": "2s", "action": "partition", "servers": ["a", "b", "c"]}]}
+    scenario = parse_scenario(document)
+    positions = scenario.bind(["a", "b", "c", "d"], central=True, gradient=False, max_time=50.0)
+    loop = VirtualClockLoop()
+    try:
+        network = Network(ConstantLatency(0.001))
+        runtime = Runtime(loop, network, [])
+        injector = FaultInjector(scenario, positions, runtime, network, [0, 1, 2, 3], RandomStreams(1))
+        runtime.call_at(3.0, lambda now: runtime.stop(None))
+        loop.run_until_complete(runtime.finished)
+    finally:
+        loop.close()
+    first, second = injector.log
+    assert len(first["servers"]) == 2
+    assert sorted(second["servers"] + second["already_on_an_island"]) == [0, 1, 2]
+    assert set(second["already_on_an_island"]) == set(first["servers"]) & {0, 1, 2}

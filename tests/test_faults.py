@@ -59,6 +59,8 @@ def test_the_issues_example_parses(tmp_path: Path) -> None:
     ("[[event]]\nat = '1s'\naction = 'loss'\n", "action 'loss' needs 'loss'"),
     ("[[event]]\nat = '1s'\naction = 'heal'\nservers = 3\n", "action 'heal' takes no servers"),
     ("[[event]]\nat = '1s'\naction = 'latency'\nlatency = 'warp:1'\n", "latency: bad latency"),
+    ("[[event]]\nat = '1s'\naction = 'recover'\ntarget = 'centre'\n", "a recovery cannot target 'centre'"),
+    ("[[event]]\nat = '1s'\naction = 'loss'\nloss = 0.2\nlinks = [['s2', 's2']]\n", "links a server to itself"),
     ("[churn]\nservers = 0\nup = 'exp:10'\ndown = 'exp:5'\n", "churn: servers must be"),
     ("[churn]\nservers = 2\nup = 'gauss:10'\ndown = 'exp:5'\n", "unknown duration distribution"),
     ("flood = true\n", "unknown key(s) flood"),
@@ -77,6 +79,14 @@ def test_bad_files_get_one_line_naming_the_problem(tmp_path: Path, text: str, ex
     ("[[event]]\nat = '99s'\naction = 'heal'\n", "is not before the run's time cap (50 s)"),
     ("[loss_by_type]\nGossip = 0.1\n", "unknown message type(s) Gossip"),
     ("[[event]]\nat = '1s'\naction = 'crash'\ntarget = 'centre'\n", "target 'centre' needs a gradient protocol"),
+    # issue 37: what would have done nothing, or something other than it says
+    ("[loss_by_type]\nTaskExit = 0.1\n", "loss_by_type: loss on TaskExit would do nothing"),
+    ("[[event]]\nat = '1s'\naction = 'loss'\nloss = 0.2\nmessages = ['PeerDown', 'PeerUp', 'WalkTask']\n",
+     "event 1: loss on PeerDown, PeerUp would do nothing: they are delivered into a mailbox"),
+    ("[[event]]\nat = '1s'\naction = 'loss'\nloss = 0.2\nlinks = [[1, 'b']]\n", "names one server twice"),
+    ("[[event]]\nat = '1s'\naction = 'partition'\nservers = ['a', 'b']\nduration = '10s'\n"
+     "[[event]]\nat = '5s'\naction = 'partition'\nservers = ['c', 'b']\n",
+     "event 2: server 'b' is still on the island of event 1"),
 ])
 def test_what_needs_the_run_is_checked_against_it(text: str, expected: str) -> None:
     scenario = parse_scenario(__import__("tomllib").loads(text), "s.toml")
@@ -182,3 +192,12 @@ def test_a_run_with_faults_is_the_same_run_event_by_event(tmp_path: Path) -> Non
                                "faults": str(faults), "max_time": 20.0})
     (verdict,) = check_runs([(run_id(params), params)], workers=1)
     assert verdict.ok and verdict.events > 1000
+
+
+def test_partitions_that_heal_or_come_one_after_another_are_accepted() -> None:
+    text = ("[[event]]\nat = '1s'\naction = 'partition'\nservers = ['a', 'b']\nduration = '4s'\n"
+            "[[event]]\nat = '5s'\naction = 'partition'\nservers = ['b']\n"  # its island healed at 5 s
+            "[[event]]\nat = '6s'\naction = 'heal'\n"
+            "[[event]]\nat = '7s'\naction = 'partition'\nservers = ['b', 'c']\n")
+    scenario = parse_scenario(__import__("tomllib").loads(text), "s.toml")
+    assert scenario.bind(["a", "b", "c"], central=True, gradient=False, max_time=50.0) == {"a": 0, "b": 1, "c": 2}

@@ -138,10 +138,12 @@ class FaultInjector:
         elif action is Action.PARTITION:
             assert event.servers is not None
             isolated = self.network.isolated()
-            chosen = self._select(event.servers, [s for s in self.servers if s not in isolated])
+            named = self._select(event.servers, [s for s in self.servers if s not in isolated])
+            chosen = [s for s in named if s not in isolated]  # a partition never moves a server between islands
             self.islands += 1
             self.network.isolate(chosen, self.islands)
-            self._record(now, event, servers=chosen)
+            kept = [s for s in named if s in isolated]
+            self._record(now, event, servers=chosen, **({"already_on_an_island": kept} if kept else {}))
             self._later(event, now, lambda t: self._undo(event, t, lambda: self.network.heal(chosen)))
         elif action is Action.HEAL:
             self.network.heal()

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import random
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -52,7 +52,7 @@ from typing import Any
 from drfemu.experiments.workloads.processes import duration_distribution
 from drfemu.nodes.latency import parse_duration, parse_latency
 from drfemu.protocols.errors import InputError
-from drfemu.protocols.messages import MESSAGE_TYPES
+from drfemu.protocols.messages import MESSAGE_TYPES, never_on_the_wire
 
 __all__ = ["Action", "Churn", "FaultEvent", "FaultScenario", "ScenarioError", "Selection", "Target", "load_scenario",
            "parse_scenario"]
@@ -149,6 +149,7 @@ class FaultScenario:
         if unknown:
             raise self.fail(f"loss_by_type: unknown message type(s) {', '.join(unknown)} "
                             f"(known: {', '.join(sorted(MESSAGE_TYPES))})")
+        _refuse_local(sorted(set(self.loss_by_type) & never_on_the_wire()), "loss_by_type", self.fail)
         for event in self.events:
             if event.at >= max_time:
                 raise self.fail(f"event {event.number}: at {event.at:g} s is not before the run's time cap "
@@ -156,6 +157,7 @@ class FaultScenario:
             unknown = sorted(set(event.messages) - set(MESSAGE_TYPES))
             if unknown:
                 raise self.fail(f"event {event.number}: unknown message type(s) {', '.join(unknown)}")
+            _refuse_local(sorted(set(event.messages) & never_on_the_wire()), f"event {event.number}", self.fail)
             selection = event.servers
             if selection is not None:
                 if selection.count is not None and selection.count > len(server_ids):
@@ -166,15 +168,45 @@ class FaultScenario:
             for a, b in event.links:
                 server(event, a)
                 server(event, b)
+                if named[a] == named[b]:
+                    raise self.fail(f"event {event.number}: links: [{a!r}, {b!r}] names one server twice, a link "
+                                    "to itself, which sends nothing over the network")
             if event.target is Target.SCHEDULER and not central:
                 raise self.fail(f"event {event.number}: target 'scheduler' needs a central protocol")
             if event.target is Target.CENTRE and not gradient:
                 raise self.fail(f"event {event.number}: target 'centre' needs a gradient protocol")
+        self._refuse_moving_islands(named)
         if self.churn is not None and self.churn.servers >= 1 and self.churn.servers > len(server_ids):
             raise self.fail(f"churn: {self.churn.servers:g} servers named, the run has {len(server_ids)}")
         if self.churn is not None and self.churn.start >= max_time:
             raise self.fail(f"churn: start {self.churn.start:g} s is not before the run's time cap ({max_time:g} s)")
         return named
+
+
+    def _refuse_moving_islands(self, named: Mapping[str | int, int]) -> None:
+        """A partition that names a server already on an island (made by an earlier partition
+        naming it, whose island has not healed) would move it, which a partition never does:
+        refused, naming both events. Islands of counted partitions are drawn in the run, among
+        the servers on no island, so they cannot clash this way."""
+        islands: dict[int, tuple[int, float]] = {}  # server -> (event, when its island heals)
+        for event in self.events:
+            if event.action is Action.HEAL:
+                islands = {s: (n, min(end, event.at)) for s, (n, end) in islands.items()}
+            if event.action is not Action.PARTITION or event.servers is None or not event.servers.ids:
+                continue
+            end = event.at + event.duration if event.duration is not None else float("inf")
+            for sid in event.servers.ids:
+                server = named[sid]
+                if server in islands and islands[server][1] > event.at:
+                    raise self.fail(f"event {event.number}: server {sid!r} is still on the island of event "
+                                    f"{islands[server][0]}, and a partition never moves a server between islands")
+                islands[server] = (event.number, end)
+
+
+def _refuse_local(names: Sequence[str], where: str, fail: Callable[[str], ScenarioError]) -> None:
+    if names:
+        raise fail(f"{where}: loss on {', '.join(names)} would do nothing: "
+                   f"{'they are' if len(names) > 1 else 'it is'} delivered into a mailbox, never sent over the network")
 
 
 _TOP = {"loss", "loss_by_type", "churn", "event"}
@@ -259,6 +291,9 @@ def _event(number: int, raw: Any) -> FaultEvent:
                              f"{', '.join(t.value for t in Target)}, or name servers)") from None
         if "servers" in raw:
             raise InputError(f"{where}: give servers or target, not both")
+        if action is Action.RECOVER and target is Target.CENTRE:
+            raise InputError(f"{where}: a recovery cannot target 'centre' (the centre now is a server that is up); "
+                             "name the servers, or 'crashed'")
     servers = _selection(raw["servers"], f"{where}: servers") if "servers" in raw else None
     if action in (Action.CRASH, Action.RECOVER, Action.PARTITION) and servers is None and target is None:
         raise InputError(f"{where}: action {action.value!r} needs servers" + (" or a target" if action is not
@@ -274,6 +309,10 @@ def _event(number: int, raw: Any) -> FaultEvent:
     if messages and links_raw:
         raise InputError(f"{where}: give messages or links, not both")
     links = tuple((_server_id(a, f"{where}: links"), _server_id(b, f"{where}: links")) for a, b in links_raw)
+    for a, b in links:
+        if a == b:
+            raise InputError(f"{where}: links: [{a!r}, {b!r}] links a server to itself, which sends nothing over "
+                             "the network")
     latency = raw.get("latency")
     if latency is not None:
         if not isinstance(latency, str):
