@@ -51,6 +51,10 @@ class LatencyModel(Protocol):
         """The largest latency the model gives (timeouts derive from it)."""
         ...
 
+    def floor_us(self) -> int:
+        """The smallest latency the model gives."""
+        ...
+
     def describe(self) -> str: ...
 
 
@@ -68,6 +72,9 @@ class ConstantLatency:
         return self.us
 
     def bound_us(self) -> int:
+        return self.us
+
+    def floor_us(self) -> int:
         return self.us
 
     def describe(self) -> str:
@@ -91,6 +98,9 @@ class UniformLatency:
 
     def bound_us(self) -> int:
         return self.low_us + self.span - 1
+
+    def floor_us(self) -> int:
+        return self.low_us
 
     def describe(self) -> str:
         return f"uniform {self.low_us / 1000:g}..{(self.low_us + self.span - 1) / 1000:g}ms"
@@ -131,6 +141,9 @@ class PairLatency:
 
     def bound_us(self) -> int:
         return self.low_us + self.span - 1 + max(self.jitter_span - 1, 0)
+
+    def floor_us(self) -> int:
+        return self.low_us
 
     def describe(self) -> str:
         text = f"per-pair {self.low_us / 1000:g}..{(self.low_us + self.span - 1) / 1000:g}ms"

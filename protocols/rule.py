@@ -14,6 +14,8 @@ A rule declares
 - `DEFAULTS`: its own defaults for parameters it shares with other protocols (e.g. PDGDRF's
   `centre_ties = "strict"`, where DGDRF keeps the declared `"id"`);
 - `TICKS_ALL`: whether every server ticks, or only those with homed users;
+- `ROUND_TRIP_WITHIN_TICK`: whether the rule needs an answer within the tick it asked in (a
+  fault scenario whose latency can make a round trip longer is refused for it);
 - `STRANDS`: whether a task can wait for ever on servers where it does not fit while another
   has room (so a run with endless tasks may end as stalled whatever the faults or the seed);
 - handlers: methods `(self, server, msg, now)` marked with `protocols.messages.handles`;
@@ -92,6 +94,7 @@ class ServerRule:
     PARAMS: ClassVar[tuple[Param, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     TICKS_ALL: ClassVar[bool] = False
+    ROUND_TRIP_WITHIN_TICK: ClassVar[bool] = False
     STRANDS: ClassVar[bool] = False
     HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {}
 

@@ -201,3 +201,25 @@ def test_partitions_that_heal_or_come_one_after_another_are_accepted() -> None:
             "[[event]]\nat = '7s'\naction = 'partition'\nservers = ['b', 'c']\n")
     scenario = parse_scenario(__import__("tomllib").loads(text), "s.toml")
     assert scenario.bind(["a", "b", "c"], central=True, gradient=False, max_time=50.0) == {"a": 0, "b": 1, "c": 2}
+
+
+def test_a_latency_that_outlasts_dgdrfs_centre_check_is_refused_for_it(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """DGDRF's check must be answered within the tick it was sent in (a later acknowledgement
+    never counts): a round trip of 110 ms at the 100 ms tick stalled the run for good."""
+    def bind(latency: str, within: float | None) -> None:
+        text = f"[[event]]\nat = '1s'\naction = 'latency'\nlatency = '{latency}'\n"
+        parse_scenario(__import__("tomllib").loads(text), "s.toml").bind(["a", "b"], central=False, gradient=True,
+                                                                         max_time=50.0, round_trip_within=within)
+
+    bind("50ms", 0.1)  # a 100 ms round trip is answered before the next tick
+    bind("uniform:30ms:90ms", 0.1)  # some round trips are short enough: DGDRF slows down (docs/live.md)
+    bind("uniform:1ms:200ms", None)  # protocols without the check take any latency
+    for latency in ("55ms", "uniform:51ms:90ms", "pair:60ms:80ms"):
+        with pytest.raises(ScenarioError, match="longer than the 100 ms tick"):
+            bind(latency, 0.1)
+    scenario = _write(tmp_path, "[[event]]\nat = '1s'\naction = 'latency'\nlatency = '55ms'\n")
+    assert main(["run", "--protocol", "dgdrf", "--machines", "12", "--users", "3", "--faults", str(scenario)]) == 2
+    assert "every round trip at least 110 ms" in capsys.readouterr().err
+    assert main(["run", "--protocol", "pdgdrf", "--machines", "12", "--users", "3", "--faults", str(scenario),
+                 "--max-time", "60s"]) == 0

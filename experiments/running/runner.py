@@ -113,9 +113,10 @@ class RunConfig:
         if path is None:
             return None
         scenario = load_scenario(Path(path))
+        within = self.params.tick if spec.server_rule is not None and spec.server_rule.ROUND_TRIP_WITHIN_TICK else None
         positions = scenario.bind([s.id for s in self.workload.servers], central=spec.central_rule is not None,
-                                  gradient=spec.gradient is not GradientUse.OFF,
-                                  max_time=self.params.max_time)
+                                  gradient=spec.gradient is not GradientUse.OFF, max_time=self.params.max_time,
+                                  round_trip_within=within)
         return scenario, positions
 
 

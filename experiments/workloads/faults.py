@@ -130,8 +130,11 @@ class FaultScenario:
     def fail(self, message: str) -> ScenarioError:
         return ScenarioError(f"{self.source}: {message}")
 
-    def bind(self, server_ids: Sequence[str], central: bool, gradient: bool, max_time: float) -> dict[str | int, int]:
-        """Check the scenario against a run; returns every server id it names → its position."""
+    def bind(self, server_ids: Sequence[str], central: bool, gradient: bool, max_time: float,
+             round_trip_within: float | None = None) -> dict[str | int, int]:
+        """Check the scenario against a run; returns every server id it names → its position.
+        `round_trip_within`: the run's protocol needs its round trips within this many seconds
+        (DGDRF: one tick), so a latency event whose every round trip is longer is refused."""
         positions: dict[str | int, int] = {sid: k for k, sid in enumerate(server_ids)}
         named: dict[str | int, int] = {}
 
@@ -171,6 +174,13 @@ class FaultScenario:
                 if named[a] == named[b]:
                     raise self.fail(f"event {event.number}: links: [{a!r}, {b!r}] names one server twice, a link "
                                     "to itself, which sends nothing over the network")
+            if event.latency is not None and round_trip_within is not None:
+                shortest = 2 * parse_latency(event.latency, random.Random(0)).floor_us() / 1e6
+                if shortest > round_trip_within:
+                    raise self.fail(f"event {event.number}: latency {event.latency!r} makes every round trip at "
+                                    f"least {shortest * 1e3:g} ms, longer than the {round_trip_within * 1e3:g} ms "
+                                    "tick within which this protocol's centre check must be answered (it would "
+                                    "never allocate again; docs/faults.md)")
             if event.target is Target.SCHEDULER and not central:
                 raise self.fail(f"event {event.number}: target 'scheduler' needs a central protocol")
             if event.target is Target.CENTRE and not gradient:
