@@ -239,3 +239,23 @@ def test_the_sides_of_a_healed_partition_find_each_other_again(tmp_path: Path, r
     assert r["reconnect_every"] == reconnect_every
     if status == "saturated":
         assert r["ledger"]["running"] == _run(w, "bdgdrf", None, seed=1, max_time=600.0)["ledger"]["running"]
+
+
+@pytest.mark.parametrize(("protocol", "target", "status", "cause"), [
+    ("dgdrf", "servers = 1", "saturated", "down for good since event 1"),
+    ("drf", "servers = 1", "saturated", "down for good since event 1"),
+    ("pdgdrf", "target = 'gateway'", "stalled", "gateway down for good since event 1"),
+    ("drf", "target = 'scheduler'", "stalled", "scheduler down for good since event 1"),
+])
+def test_a_run_with_a_fault_that_never_heals_ends_for_a_reason_that_names_it(
+        protocol: str, target: str, status: str, cause: str, tmp_path: Path) -> None:
+    """Issue 37: a node down for good no longer holds the end of the run off until the time cap;
+    saturation is judged over the servers that are up, a stall counts, and the reason says why."""
+    scenario = tmp_path / "never.toml"
+    scenario.write_text(f"[[event]]\nat = '5s'\naction = 'crash'\n{target}\n")
+    import drfemu
+
+    r = drfemu.run(protocol=protocol, machines=12, users=3, neighbors=2, faults=str(scenario), max_time="5000s",
+                   stall_ticks=200)
+    assert r.status == status and cause in r.end_reason, r.end_reason
+    assert r.virtual_time_s < 1000 and r.ledger["lost"] == 0

@@ -29,9 +29,12 @@ Churn: `churn.count(servers)` servers, drawn once from the `faults` stream, each
 and down on its own stream (`faults/churn/<position>`): up for a draw of `up`, down for a
 draw of `down`, from `start`; no crash begins after `end`.
 
-`settled()` says whether a crash or recovery may still change the cluster (some actor is
-down, or one is still planned): the harness holds saturation until it is, and never counts
-a wait for a crashed node as a stall.
+`settled()` says whether a crash or recovery may still change the cluster (one is still
+planned): the harness holds saturation until it is, and counts no wait as a stall while it is
+not. An actor that is down with nothing planned is down for good (issue 37): saturation is
+then judged over the servers that are up, a stall counts, and `standing()` names what is down
+for good and the event that took it down, for the end reason. `pending()` says what is still
+planned, for a run that reaches its time cap with faults to come (churn without an end).
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class FaultInjector:
         self.islands = 0
         self.log: list[dict[str, Any]] = []
         self.lives: dict[int, int] = {}  # actor -> restarts so far
+        self.cause: dict[int, str] = {}  # actor -> what took it down last ("event 2", "churn")
         self.undetected: set[int] = set()  # crashed, the failure detector has not told yet
         self.planned = 0  # crashes and recoveries scheduled, not yet due
         self.last_change = 0.0  # the latest crash or recovery
@@ -94,8 +98,26 @@ class FaultInjector:
 
     # -- the state observers read ---------------------------------------------------------
     def settled(self) -> bool:
-        """No actor is down and no crash or recovery is planned."""
-        return not self.runtime.down and not self.planned
+        """No crash or recovery is planned: what is down now is down for good."""
+        return not self.planned
+
+    def standing(self) -> str:
+        """What is down for good, with the events that took it down ("" when nothing is)."""
+        if self.planned or not self.runtime.down:
+            return ""
+        names = {actor: role.value for role, actor in self.targets.items()}
+        by_cause: dict[str, list[str]] = {}
+        for actor in sorted(self.runtime.down):
+            by_cause.setdefault(self.cause.get(actor, "a fault"), []).append(names.get(actor, f"server {actor}"))
+        return "; ".join(f"{', '.join(down)} down for good since {cause}" for cause, down in by_cause.items())
+
+    def pending(self) -> str:
+        """The crashes and recoveries still planned, described ("" when none is)."""
+        if not self.planned:
+            return ""
+        churn = self.scenario.churn
+        endless = " ([churn] has no end)" if churn is not None and churn.end is None else ""
+        return f"{self.planned} crash(es) or recoveries still planned{endless}"
 
     def _plan(self, at: float, action: Callable[[float], None], changes_membership: bool) -> None:
         if changes_membership:
@@ -150,7 +172,7 @@ class FaultInjector:
             self._record(now, event)
         elif action is Action.CRASH:
             chosen = self._actors(event, now)
-            crashed = [a for a in chosen if self.crash(a, now)]
+            crashed = [a for a in chosen if self.crash(a, now, f"event {event.number}")]
             self._record(now, event, actors=crashed)
             self._later(event, now, lambda t: self._undo(event, t, lambda: [self.recover(a, t) for a in crashed]),
                         changes_membership=True)
@@ -171,12 +193,14 @@ class FaultInjector:
         return self._select(event.servers, self.servers)
 
     # -- crashes and recoveries -----------------------------------------------------------
-    def crash(self, actor: int, now: float) -> bool:
-        """Take `actor` down now; False if it already is."""
+    def crash(self, actor: int, now: float, cause: str) -> bool:
+        """Take `actor` down now (`cause`: the event that does, for the end reason); False if it
+        already is."""
         runtime = self.runtime
         if actor in runtime.down:
             return False
         runtime.crash(actor)
+        self.cause[actor] = cause
         self.last_change = now
         runtime.publish(ServerCrashed(now, actor))
         self.undetected.add(actor)
@@ -227,7 +251,7 @@ class FaultInjector:
     def _churn_crash(self, server: int, rng: Any, up: Any, down: Any, end: float, now: float) -> None:
         if now > end:
             return
-        if self.crash(server, now):
+        if self.crash(server, now, "churn"):
             self.log.append({"at": now, "event": "churn", "action": "crash", "actors": [server]})
         self._plan(now + float(down(rng, 1)[0]), partial(self._churn_recover, server, rng, up, down, end), True)
 

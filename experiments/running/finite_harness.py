@@ -271,7 +271,8 @@ class FiniteHarness(RunObserver):
         quiet = self.quiet_since()
         if (self.waiting and not self.running_total and quiet is not None
                 and now - max(quiet, self.last_finish) >= self.stall_ticks * self.tick - REL_TOL):
-            self.finish(STALLED, f"{self.waiting} task(s) waited {self.stall_ticks} ticks on an idle cluster", now)
+            self.finish(STALLED, self.because(f"{self.waiting} task(s) waited {self.stall_ticks} ticks on an idle "
+                                              "cluster"), now)
         else:
             self.report_progress(now, tick)
 

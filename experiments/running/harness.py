@@ -77,15 +77,24 @@ class RunObserver:
         self.down: set[int] = set()  # crashed servers
 
     def quiet_since(self) -> float | None:
-        """When the cluster last changed by a fault (None while an actor is down: no stall)."""
+        """When the cluster last changed by a fault (None while a crash or recovery is still
+        planned: no stall until the cluster has its final shape)."""
         if self.faults is None:
             return self.last_allocation
-        if self.faults.runtime.down:
+        if not self.faults.settled():
             return None
         return max(self.last_allocation, self.faults.last_change)
 
     def settled(self) -> bool:
         return self.faults is None or self.faults.settled()
+
+    def because(self, reason: str) -> str:
+        """`reason`, with the faults that decided it: what is down for good, or (at the time cap)
+        what was still planned."""
+        if self.faults is None:
+            return reason
+        why = self.faults.standing() or self.faults.pending()
+        return f"{reason} ({why})" if why else reason
 
     def flag_errors(self, share: float, lowest: float | None) -> tuple[bool, ...]:
         """Judge an allocation to a user at `share` while the lowest competing share is `lowest`
@@ -104,7 +113,7 @@ class RunObserver:
     def time_capped(self, now: float) -> bool:
         """End the run at the time cap if it is reached; True if so."""
         if now >= self.max_time - REL_TOL:
-            self.finish(TIME_CAP, f"virtual time reached the cap of {self.max_time:g}s", now)
+            self.finish(TIME_CAP, self.because(f"virtual time reached the cap of {self.max_time:g}s"), now)
             return True
         return False
 
@@ -199,7 +208,9 @@ class Harness(RunObserver):
                 error=error_flags[0],
             )
         if not self.fit_count.any() and self.settled():
-            self.finish(SATURATED, "no user's next task fits on any server", self.last_allocation)
+            self.finish(SATURATED, self.because("no user's next task fits on any server that is up"
+                                                if self.down else "no user's next task fits on any server"),
+                        self.last_allocation)
 
     def on_crashed(self, event: ServerCrashed) -> None:
         """A server crashed: its tasks are gone, its room unusable until it recovers."""
@@ -242,14 +253,17 @@ class Harness(RunObserver):
             return
         if not self.fit_count.any():
             if self.settled():  # saturated while a fault could still free room: now it cannot
-                self.finish(SATURATED, "no user's next task fits on any server", self.last_allocation)
+                self.finish(SATURATED, self.because("no user's next task fits on any server that is up"
+                                                    if self.down else "no user's next task fits on any server"),
+                            self.last_allocation)
             return
         quiet = self.quiet_since()
         if quiet is not None and now - quiet >= self.stall_ticks * self.tick - REL_TOL:
             waiting = int((self.fit_count > 0).sum())
             self.finish(
                 STALLED,
-                f"no allocation for {self.stall_ticks} ticks while {waiting} user(s) could still place a task",
+                self.because(f"no allocation for {self.stall_ticks} ticks while {waiting} user(s) could still "
+                             "place a task"),
                 now,
             )
         else:
