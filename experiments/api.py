@@ -52,9 +52,11 @@ def configure(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, *
     return build_run_config(canonical_params({"protocol": protocol, "workload": str(workload), **given}))
 
 
-def run_config(config: RunConfig, *, allocation_log: AllocationLog = False,
-               progress: Progress | None = None) -> RunResult:
-    """Run the emulation `config` describes (see `run`)."""
+def run_config(config: RunConfig, *, allocation_log: AllocationLog = False, progress: Progress | None = None,
+               run_log: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+    """Run the emulation `config` describes (see `run`). `run_log` hears every fact of the
+    replayable run log (`experiments.running.run_log`: the cluster, submissions, starts, ends,
+    resubmissions, crashes, recoveries and fault windows), as it happens."""
     records: list[dict[str, Any]] | None = None
     log = None
     if allocation_log is True:
@@ -62,7 +64,7 @@ def run_config(config: RunConfig, *, allocation_log: AllocationLog = False,
         log = labelled_log(config.workload, records.append)
     elif callable(allocation_log):
         log = labelled_log(config.workload, allocation_log)
-    result = run_emulation(config, log=log, progress=progress)
+    result = run_emulation(config, log=log, progress=progress, record=run_log)
     result.allocation_log = records
     return result
 

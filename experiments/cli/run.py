@@ -152,7 +152,7 @@ def run(**options: Any) -> None:
         def progress(now: float, allocations: int) -> None:
             report(f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
 
-        result = api.run_config(config, allocation_log=writer or False, progress=progress)
+        result = api.run_config(config, allocation_log=writer or False, progress=progress, run_log=writer)
     warn_unplaceable(result, config.workload)
     out.print(summary_table(result))
     if json_path is not None:
@@ -205,3 +205,19 @@ def schema() -> None:
     from drfemu.experiments.running.results import result_schema
 
     print(json.dumps(result_schema(), indent=2))
+
+
+@app.command("check-log")
+def check_log_command(
+    log: Annotated[Path, typer.Argument(help="A run log written by drfemu run --log.")],
+) -> None:
+    """Re-check a run from its log alone: capacity at every instant, no task running twice, every
+    end matching a start; prints the ledger the log shows. Exit 1 at the first violation."""
+    from drfemu.experiments.running.log_check import check_log_file
+
+    result = check_log_file(log)
+    ledger = ", ".join(f"{name} {count:,}" for name, count in result.ledger.items())
+    if not result.ok:
+        print(f"drfemu: {log}: {result.violation}", file=sys.stderr)
+        raise typer.Exit(1)
+    out.print(f"{log}: {result.records:,} records, capacity and tasks consistent; {ledger}")

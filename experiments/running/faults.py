@@ -66,9 +66,11 @@ class FaultInjector:
     def __init__(self, scenario: FaultScenario, positions: Mapping[Any, int], runtime: Runtime, network: Network,
                  servers: list[int], streams: RandomStreams, *, restart: Callable[[int, int], Actor] | None = None,
                  detection: float = 0.0, targets: Mapping[Target, int] | None = None,
-                 centre: Callable[[], int] | None = None, max_time: float = float("inf")) -> None:
+                 centre: Callable[[], int] | None = None, max_time: float = float("inf"),
+                 listener: Callable[[dict[str, Any]], None] | None = None) -> None:
         """`restart(actor, life)` builds actor `actor`'s `life`-th life after a crash; `targets`
-        names the scheduler's and the gateway's actors; `centre()` the gradient's centre now."""
+        names the scheduler's and the gateway's actors; `centre()` the gradient's centre now;
+        `listener` hears each entry of the fault log as it is made (the run log)."""
         self.scenario = scenario
         self.runtime = runtime
         self.network = network
@@ -82,6 +84,7 @@ class FaultInjector:
         self.centre = centre
         self.islands = 0
         self.log: list[dict[str, Any]] = []
+        self.listener = listener
         self.lives: dict[int, int] = {}  # actor -> restarts so far
         self.cause: dict[int, str] = {}  # actor -> what took it down last ("event 2", "churn")
         self.undetected: set[int] = set()  # crashed, the failure detector has not told yet
@@ -145,7 +148,12 @@ class FaultInjector:
             self._plan(now + event.duration, undo, changes_membership)
 
     def _record(self, now: float, event: FaultEvent, **detail: Any) -> None:
-        self.log.append({"at": now, "event": event.number, "action": event.action.value, **detail})
+        self._note({"at": now, "event": event.number, "action": event.action.value, **detail})
+
+    def _note(self, entry: dict[str, Any]) -> None:
+        self.log.append(entry)
+        if self.listener is not None:
+            self.listener(entry)
 
     def _apply(self, event: FaultEvent, now: float) -> None:
         action = event.action
@@ -252,12 +260,12 @@ class FaultInjector:
         if now > end:
             return
         if self.crash(server, now, "churn"):
-            self.log.append({"at": now, "event": "churn", "action": "crash", "actors": [server]})
+            self._note({"at": now, "event": "churn", "action": "crash", "actors": [server]})
         self._plan(now + float(down(rng, 1)[0]), partial(self._churn_recover, server, rng, up, down, end), True)
 
     def _churn_recover(self, server: int, rng: Any, up: Any, down: Any, end: float, now: float) -> None:
         if self.recover(server, now):
-            self.log.append({"at": now, "event": "churn", "action": "recover", "actors": [server]})
+            self._note({"at": now, "event": "churn", "action": "recover", "actors": [server]})
         later = now + float(up(rng, 1)[0])
         if later <= end:
             self._plan(later, partial(self._churn_crash, server, rng, up, down, end), True)
@@ -296,4 +304,4 @@ class FaultInjector:
 
     def _undo(self, event: FaultEvent, now: float, undo: Any) -> None:
         undo()
-        self.log.append({"at": now, "event": event.number, "action": f"end of {event.action.value}"})
+        self._note({"at": now, "event": event.number, "action": f"end of {event.action.value}"})

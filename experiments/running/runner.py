@@ -54,6 +54,7 @@ from drfemu.experiments.running.ledger import TaskLedger
 from drfemu.experiments.running.lifetimes import TaskLifetimes
 from drfemu.experiments.running.params import GOOGLE, RunParams, echo, run_params
 from drfemu.experiments.running.results import RunResult
+from drfemu.experiments.running.run_log import RunLog
 from drfemu.experiments.running.swm import swm_comparison
 from drfemu.experiments.workloads.faults import FaultScenario, Target, load_scenario
 from drfemu.experiments.workloads.google import google_case
@@ -248,10 +249,12 @@ def run_emulation(
     log: Callable[..., Any] | None = None,
     progress: Callable[[float, int], None] | None = None,
     trace: EventTrace | None = None,
+    record: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
     """Run one emulation: to saturation, stall or the time cap (endless users), or until every
     task has finished, a stall or the time cap (finite users). `trace` receives every event
-    (`nodes.trace`; the determinism checker)."""
+    (`nodes.trace`; the determinism checker); `record` every fact of the replayable run log
+    (`experiments.running.run_log`)."""
     faults = config.validate()
     params = config.params
     spec = config.spec
@@ -280,10 +283,15 @@ def run_emulation(
             cost=config.cost,
         )
         runtime = Runtime(loop, network, actors, trace)
+        run_log = None
+        if record is not None:
+            run_log = RunLog(workload, record, ids.users, {ids.gateway: "gateway", ids.scheduler: "scheduler"})
+            run_log.subscribe(runtime)
         injector = None
         if faults is not None:
             injector = _injector(faults, runtime, network, streams, params, rto, harness, gateway, distributed,
-                                 capacities, len(workload.resources), spec, ids.scheduler, n_servers)
+                                 capacities, len(workload.resources), spec, ids.scheduler, n_servers,
+                                 run_log.on_fault if run_log is not None else None)
             harness.faults = injector
         ledger = TaskLedger()
         ledger.subscribe(runtime)
@@ -387,7 +395,8 @@ def result_document(config: RunConfig, outcome: RunOutcome, harness: Harness | F
 def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, network: Network,
               streams: RandomStreams, params: RunParams, rto: float, harness: Harness | FiniteHarness, gateway: Gateway,
               distributed: DistributedSetup | None, capacities: list[Any], resources: int, spec: ProtocolSpec,
-              scheduler_id: int, n_servers: int) -> FaultInjector:
+              scheduler_id: int, n_servers: int,
+              listener: Callable[[dict[str, Any]], None] | None = None) -> FaultInjector:
     """The run's fault injector, with what it needs to bring crashed actors back: a server
     rejoins empty (a distributed one with a fresh bootstrap view), the scheduler restarts and
     rebuilds from the servers' reports, the gateway keeps its home table (`nodes.gateway`)."""
@@ -416,7 +425,7 @@ def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, ne
         targets[Target.SCHEDULER] = scheduler_id
     return FaultInjector(*faults, runtime, network, servers, streams, restart=restart,
                          detection=DETECTION_TIMEOUTS * rto, targets=targets, centre=centre,
-                         max_time=params.max_time)
+                         max_time=params.max_time, listener=listener)
 
 
 def _central_scheduler(spec: ProtocolSpec, params: RunParams, actor_id: int, servers: list[int], capacities: list[Any],
