@@ -34,10 +34,11 @@ def test_default_run_writes_json_and_log(tmp_path: Path, capsys: pytest.CaptureF
     assert set(r["error_ratio_by_tolerance"]) == {"0", "0.01", "0.05", "0.1", "0.15"}
     assert set(r["utilization"]) == {"cpu", "mem"} and len(r["dominant_shares"]) == 20
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert len(lines) == r["allocations"]
-    first = lines[0]
+    allocations = [line for line in lines if line["event"] == "allocation"]
+    assert len(allocations) == r["allocations"] == sum(line["event"] == "start" for line in lines)
+    first = allocations[0]
     assert {"event", "time", "user", "server", "share_before", "share_after", "error"} <= set(first)
-    assert first["event"] == "allocation" and first["user"] in r["dominant_shares"]
+    assert first["user"] in r["dominant_shares"] and lines[0]["event"] == "run"
 
 
 def test_same_command_twice_writes_the_same_json(tmp_path: Path) -> None:
