@@ -107,3 +107,13 @@ def test_the_api_page_examples_run_as_doctests(tmp_path: Path, monkeypatch: pyte
         for name in set(drfemu.available_protocols()) - registered:  # the page registers one of its own
             unregister(name)
     assert attempted > 10 and failed == 0
+
+
+def test_every_public_name_resolves_from_where_the_package_says() -> None:
+    """`drfemu/__init__.py` lists each name for lazy loading and for the type checker (which mypy
+    reads); the lazy table and `__all__` agree, and every name loads."""
+    import drfemu as package
+
+    assert set(package.__all__) - {"__version__"} == set(package._WHERE)
+    for name in package.__all__:
+        assert getattr(package, name) is not None

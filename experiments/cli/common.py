@@ -122,8 +122,9 @@ def read_json(path: Path, prefix: str = "") -> Any:
 
 
 @contextmanager
-def allocation_log_file(path: Path | None) -> Iterator[Callable[[dict[str, Any]], None] | None]:
-    """A structlog JSON-lines writer of allocation records (`drfemu run --log`), or None."""
+def run_log_file(path: Path | None) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """A structlog JSON-lines writer of the run log's records (`drfemu run --log`;
+    `experiments.running.run_log`), or None."""
     if path is None:
         yield None
         return

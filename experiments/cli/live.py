@@ -13,12 +13,12 @@ from rich.table import Table
 
 from drfemu.experiments.cli.common import (
     CliError,
-    allocation_log_file,
     app,
     check_writable,
     out,
     progress_reporter,
     read_json,
+    run_log_file,
     write_json,
 )
 from drfemu.experiments.cli.run import resolve_run_options, run_signature, summary_table, warn_unplaceable
@@ -60,7 +60,7 @@ def live(**options: Any) -> None:
     params = resolve_run_options(options, json_path, log)
     case = build_run_config(params).workload
     protocol = params["protocol"]
-    with allocation_log_file(log) as writer, progress_reporter(f"{protocol} live: starting") as report:
+    with run_log_file(log) as writer, progress_reporter(f"{protocol} live: starting") as report:
 
         def progress(now: float, allocations: int) -> None:
             report(f"{protocol} live: {now:,.0f} s protocol time, {allocations:,} allocations")

@@ -13,13 +13,13 @@ import typer
 from rich.table import Table
 
 from drfemu.experiments.cli.common import (
-    allocation_log_file,
     app,
     check_writable,
     declared_options,
     out,
     output_option,
     progress_reporter,
+    run_log_file,
     write_json,
 )
 from drfemu.experiments.running.params import (
@@ -147,7 +147,7 @@ def run(**options: Any) -> None:
     params = resolve_run_options(options, json_path, log)
     config = api.configure(**params)
     protocol = params["protocol"]
-    with allocation_log_file(log) as writer, progress_reporter(f"{protocol}: starting") as report:
+    with run_log_file(log) as writer, progress_reporter(f"{protocol}: starting") as report:
 
         def progress(now: float, allocations: int) -> None:
             report(f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")

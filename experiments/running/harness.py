@@ -208,9 +208,11 @@ class Harness(RunObserver):
                 error=error_flags[0],
             )
         if not self.fit_count.any() and self.settled():
-            self.finish(SATURATED, self.because("no user's next task fits on any server that is up"
-                                                if self.down else "no user's next task fits on any server"),
-                        self.last_allocation)
+            self._saturate()
+
+    def _saturate(self) -> None:
+        where = "any server that is up" if self.down else "any server"
+        self.finish(SATURATED, self.because(f"no user's next task fits on {where}"), self.last_allocation)
 
     def on_crashed(self, event: ServerCrashed) -> None:
         """A server crashed: its tasks are gone, its room unusable until it recovers."""
@@ -253,9 +255,7 @@ class Harness(RunObserver):
             return
         if not self.fit_count.any():
             if self.settled():  # saturated while a fault could still free room: now it cannot
-                self.finish(SATURATED, self.because("no user's next task fits on any server that is up"
-                                                    if self.down else "no user's next task fits on any server"),
-                            self.last_allocation)
+                self._saturate()
             return
         quiet = self.quiet_since()
         if quiet is not None and now - quiet >= self.stall_ticks * self.tick - REL_TOL:
