@@ -40,7 +40,10 @@ _STATE = "state"  # the wake-up key of the repeated `ServerState`
 class ResourceNode(Actor):
     __slots__ = ("capacity", "free", "scheduler", "running", "rto", "ended", "unacked")
 
-    def __init__(self, actor_id: int, capacity: Vector, scheduler: int = -1, rto: float = 0.0) -> None:
+    def __init__(self, actor_id: int, capacity: Vector, scheduler: int = -1, rto: float = 0.0,
+                 prompt: float = 0.0) -> None:
+        """`rto` > 0 turns resilience on; end notices are repeated after `prompt` (0: `rto`), since
+        users and the scheduler acknowledge them on receipt."""
         super().__init__(actor_id)
         self.capacity = capacity
         self.free = list(capacity)
@@ -48,7 +51,7 @@ class ResourceNode(Actor):
         self.running: dict[tuple[int, int], Vector] = {}
         self.rto = rto
         self.ended: set[tuple[int, int]] = set()  # with resilience on: tasks that ran here and ended
-        self.unacked = Notices(rto)  # end notices not yet acknowledged
+        self.unacked = Notices(prompt or rto)  # end notices not yet acknowledged
 
     def start_task(self, user: int, task: int, demand: Vector, now: float) -> None:
         """Run `task` of `user` here; report it and tell the user."""

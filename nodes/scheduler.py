@@ -44,6 +44,7 @@ from drfemu.protocols.messages import (
     PeerDown,
     PeerUp,
     Proposal,
+    RequestAck,
     ServerState,
     ShareAck,
     StateAck,
@@ -87,6 +88,8 @@ class CentralScheduler(Actor):
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
         key = (msg.user, msg.task)
+        if self.ack_ends:
+            self.send(msg.user, RequestAck(msg.task, self.id))
         if key in self.proposed:
             self.send(msg.user, Proposal(msg.task, self.id))  # the proposal (or the answer) was lost
             return

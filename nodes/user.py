@@ -52,6 +52,7 @@ from drfemu.protocols.messages import (
     PeerDown,
     PeerUp,
     Proposal,
+    RequestAck,
     ServerReply,
     ServerRequest,
     ShareAck,
@@ -75,15 +76,19 @@ class _HandshakeUser(Actor):
     """The user's side of the handshake shared by both roles: take the first proposal for the
     current task, decline every other; with resilience on, ask again when nothing is heard."""
 
-    __slots__ = ("gateway", "accepted", "allocator", "proposer", "backoff", "attempt", "durable_allocator", "where")
+    __slots__ = ("gateway", "accepted", "allocator", "acknowledged", "proposer", "backoff", "prompt", "attempt",
+                 "durable_allocator", "where")
 
-    def __init__(self, actor_id: int, gateway: int, rto: float, durable_allocator: bool = False) -> None:
+    def __init__(self, actor_id: int, gateway: int, rto: float, durable_allocator: bool = False,
+                 prompt: float = 0.0) -> None:
         super().__init__(actor_id)
         self.gateway = gateway
         self.accepted = False
         self.allocator = -1  # where the current task was sent, once the gateway answered
+        self.acknowledged = False  # the allocator acknowledged the current task (resilience on)
         self.proposer = -1  # whose proposal for the current task was accepted
-        self.backoff = Backoff(rto) if rto > 0 else None
+        self.backoff = Backoff(rto) if rto > 0 else None  # waits for a proposal (given at an allocator's tick)
+        self.prompt = Backoff(prompt or rto) if rto > 0 else None  # for the gateway's answer, the start notice
         self.attempt = 0  # numbers the retry chains, so a stale wake-up is ignored
         self.durable_allocator = durable_allocator  # the allocator restarts with what it knew
         self.where: dict[int, int] = {}  # with resilience on: running task -> its server
@@ -98,15 +103,20 @@ class _HandshakeUser(Actor):
     def _ask_gateway(self, now: float) -> None:
         self.accepted = False
         self.allocator = -1
+        self.acknowledged = False
         self.proposer = -1
         self.send(self.gateway, ServerRequest(self.id))
         self._arm(now, fresh=True)
 
     def _arm(self, now: float, fresh: bool) -> None:
-        """(Re)start the retry chain of the current task (resilience on)."""
-        if self.backoff is not None:
+        """(Re)start the retry chain of the current task (resilience on). Decision: the wait is
+        the prompt one while the answer awaited is given on receipt — the gateway's, the
+        allocator's `RequestAck`, the start notice after an `Accept` — and the full timeout
+        once the allocator holds the task and a proposal is awaited, which it makes at a tick."""
+        if self.backoff is not None and self.prompt is not None:
             self.attempt += 1
-            wait = self.backoff.reset() if fresh else self.backoff.next()
+            backoff = self.backoff if self.acknowledged and not self.accepted else self.prompt
+            wait = backoff.reset() if fresh else backoff.next()
             self.wake_at(now + wait, (_RETRY, self.current_task(), self.attempt))
 
     def _retry(self, task: int, attempt: int, now: float) -> None:
@@ -122,12 +132,17 @@ class _HandshakeUser(Actor):
 
     @handles(ServerReply)
     def on_server_reply(self, msg: ServerReply, now: float) -> None:
-        if self.backoff is not None:
-            if self.allocator >= 0 or self.current_task() < 0:
-                return  # an answer to a repeated question
-            self._arm(now, fresh=True)
+        if self.backoff is not None and (self.allocator >= 0 or self.current_task() < 0):
+            return  # an answer to a repeated question
         self.allocator = msg.server
         self.send(msg.server, self.task_request())
+        self._arm(now, fresh=True)
+
+    @handles(RequestAck)
+    def on_request_ack(self, msg: RequestAck, now: float) -> None:
+        if msg.task == self.current_task() and msg.sender == self.allocator and not self.acknowledged and not self.accepted:
+            self.acknowledged = True
+            self._arm(now, fresh=True)
 
     @handles(Proposal)
     def on_proposal(self, msg: Proposal, now: float) -> None:
@@ -183,8 +198,8 @@ class UserNode(_HandshakeUser):
     __slots__ = ("demand", "task_share", "tasks", "share", "task", "begun")
 
     def __init__(self, actor_id: int, gateway: int, demand: Vector, total: Vector, rto: float = 0.0,
-                 durable_allocator: bool = False) -> None:
-        super().__init__(actor_id, gateway, rto, durable_allocator)
+                 durable_allocator: bool = False, prompt: float = 0.0) -> None:
+        super().__init__(actor_id, gateway, rto, durable_allocator, prompt)
         self.demand = demand
         self.task_share = dominant_share(demand, total)
         self.tasks = 0
@@ -250,8 +265,8 @@ class FiniteUserNode(_HandshakeUser):
                  "started", "ended", "idle_notice", "copies")
 
     def __init__(self, actor_id: int, gateway: int, tasks: Sequence[tuple[float, Vector]], total: Vector,
-                 rto: float = 0.0, durable_allocator: bool = False) -> None:
-        super().__init__(actor_id, gateway, rto, durable_allocator)
+                 rto: float = 0.0, durable_allocator: bool = False, prompt: float = 0.0) -> None:
+        super().__init__(actor_id, gateway, rto, durable_allocator, prompt)
         self.total = total
         self.submits = [t for t, _ in tasks]
         self.demands = [d for _, d in tasks]
@@ -330,10 +345,10 @@ class FiniteUserNode(_HandshakeUser):
             self._dispatch(now)
         else:
             self.send(allocator, UserShare(self.id, self.share, False))
-            if self.backoff is not None:
+            if self.prompt is not None:  # the allocator acknowledges it on receipt
                 self.attempt += 1
-                self.idle_notice = (allocator, self.attempt, Backoff(self.backoff.timeout))
-                self.wake_at(now + self.backoff.timeout, (_IDLE, self.attempt, 0))
+                self.idle_notice = (allocator, self.attempt, Backoff(self.prompt.timeout))
+                self.wake_at(now + self.prompt.timeout, (_IDLE, self.attempt, 0))
 
     @handles(TaskEnded)
     def on_task_ended(self, msg: TaskEnded, now: float) -> None:

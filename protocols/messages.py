@@ -45,6 +45,7 @@ __all__ = [
     "Launch",
     "Proposal",
     "ServerReply",
+    "RequestAck",
     "ServerRequest",
     "ShareAck",
     "TaskRequest",
@@ -52,6 +53,7 @@ __all__ = [
     "TaskExit",
     "TaskStarted",
     "UserShare",
+    "WalkAck",
     "WalkFailed",
     "WalkTask",
     "collect_handlers",
@@ -249,6 +251,18 @@ class WalkFailed:
 
 
 @message
+class WalkAck:
+    """Server `sender` received hop `hops` of the walk of task `task` of `user` (resilience on:
+    the server that sent the hop stops sending it again)."""
+
+    user: int
+    task: int
+    hops: int
+    sender: int
+    WIRE: ClassVar[tuple[int, int]] = (2, 2)
+
+
+@message
 class TaskExit:
     """Task `task` of `user` has run its course on the receiving server (an environment input,
     not a network message: delivered by the run's task lifetimes at start + duration)."""
@@ -278,6 +292,17 @@ class UserShare:
     share: float
     waiting: bool
     WIRE: ClassVar[tuple[int, int]] = (2, 1)
+
+
+@message
+class RequestAck:
+    """The allocator `sender` holds task `task` of the receiving user (with resilience on, an
+    allocator acknowledges every `TaskRequest` on receipt, so a lost request is sent again after
+    a prompt wait, while one that arrived waits for its proposal without being repeated often)."""
+
+    task: int
+    sender: int
+    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 @message

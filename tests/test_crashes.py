@@ -26,6 +26,7 @@ from drfemu.protocols.messages import (
     PeerDown,
     PeerUp,
     Proposal,
+    RequestAck,
     ServerReply,
     ServerRequest,
     ServerState,
@@ -110,8 +111,9 @@ def test_a_restarted_scheduler_rebuilds_from_the_reports_before_allocating() -> 
     scheduler = CentralScheduler(20, DrfFirstFit(), servers=[0, 1], capacities=[TOTAL, TOTAL], ack_ends=True,
                                  restarted=True, down=[1])
     scheduler.receive(TaskRequest(5, 0, (3.0, 1.0), 0.0), 0.0)
+    assert scheduler.take_outbox() == [(5, RequestAck(0, 20))]  # it holds the request ...
     scheduler.on_tick(0.1)
-    assert scheduler.take_outbox() == []  # server 0 has not reported
+    assert scheduler.take_outbox() == []  # ... but server 0 has not reported
     scheduler.receive(Accept(6, 4), 0.15)
     assert scheduler.take_outbox() == []  # it may run on 0: no answer yet
     scheduler.receive(ServerState(0, ((5, 0, (3.0, 1.0)), (6, 4, (3.0, 1.0)))), 0.2)

@@ -25,6 +25,7 @@ from drfemu.nodes.network import Network
 from drfemu.nodes.streams import RandomStreams
 from drfemu.nodes.wire import Codec
 from drfemu.protocols.messages import Accept, Proposal, TaskRequest
+from drfemu.protocols.resilience import Timeouts
 
 CODEC = Codec()
 
@@ -49,7 +50,7 @@ def test_ten_thousand_bad_datagrams_are_counted_and_crash_no_node() -> None:
     """Random, truncated and foreign datagrams at every node of a small run: each is rejected and
     counted by reason, none reaches a handler, no node fails."""
     config = build_run_config(canonical_params({"machines": 4, "users": 2}))
-    nodes = build_nodes(config, RandomStreams(1), 0.01)
+    nodes = build_nodes(config, RandomStreams(1), Timeouts(0.01, 0.001))
 
     async def scenario() -> LiveRuntime:
         loop = asyncio.get_running_loop()

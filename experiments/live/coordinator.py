@@ -167,7 +167,7 @@ def _check_bindable(host: str) -> None:
 async def _coordinate(params: Mapping[str, Any], config: RunConfig, options: LiveOptions,
                       loop_name: str, log: Callable[..., Any] | None,
                       progress: Callable[[float, int], None] | None) -> RunResult:
-    size = len(build_nodes(config, RandomStreams(config.params.seed), 0.0).actors)
+    size = len(build_nodes(config, RandomStreams(config.params.seed)).actors)
     count = options.processes + options.remote
     codec = Codec()
     arrivals: asyncio.Queue[_Worker] = asyncio.Queue()

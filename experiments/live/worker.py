@@ -39,7 +39,7 @@ from drfemu.experiments.live.channel import (
     write_frame,
     write_json,
 )
-from drfemu.experiments.running.runner import build_nodes, build_run_config, run_timeout
+from drfemu.experiments.running.runner import build_nodes, build_run_config, run_timeouts
 from drfemu.nodes.latency import US_PER_S, parse_latency
 from drfemu.nodes.live import LATENCY_BINS, LiveRuntime, latency_bin
 from drfemu.nodes.network import Network
@@ -77,7 +77,7 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None) ->
         params = config.params
         streams = RandomStreams(params.seed)
         latency = parse_latency(params.latency, streams.python("network/latency"))
-        nodes = build_nodes(config, streams, run_timeout(config, latency.bound_us() / US_PER_S))
+        nodes = build_nodes(config, streams, run_timeouts(config, latency.bound_us() / US_PER_S))
         mine = set(setup["actors"])
         local = [a for a in nodes.actors if a.id in mine]
         host = bind or setup["bind"]

@@ -23,17 +23,19 @@ from drfemu.overlay.observe import ideal_views
 from drfemu.overlay.variants import gradient_factory
 from drfemu.protocols.events import NeighborsFixed
 from drfemu.protocols.registry import GradientUse, ProtocolSpec
+from drfemu.protocols.resilience import Timeouts
 from drfemu.protocols.resources import Vector, dominant_share
 
 __all__ = ["DistributedSetup", "server_config"]
 
 
-def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Vector, finite: bool, rto: float,
-                  gateway: int) -> ServerConfig:
+def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Vector, finite: bool,
+                  timeouts: Timeouts, gateway: int) -> ServerConfig:
     """The configuration every server of a run is built from, derived from the validated run
     parameters (`experiments.running.params.RunParams`): views no larger than the cluster allows,
     the walk's reach (`walk_ttl` 0: every server), the gradient's period and descriptor expiry,
-    the saturation retry (depending on whether tasks end), best-fit's scale."""
+    the saturation retry (depending on whether tasks end), best-fit's scale, the run's timeouts."""
+    rto = timeouts.answer
     cyclon_view = min(params.cyclon_view, servers - 1) if servers > 1 else 1
     period = params.tick / params.shuffles_per_tick
     retry_ticks = params.saturation_retry_ticks(finite)
@@ -47,7 +49,7 @@ def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Ve
         scale=tuple(1.0 / t if t > 0 else 0.0 for t in total),
         gradient=gradient_factory(params.gradient, temperature=params.softmax_temperature,
                                   shuffle_size=params.gradient_shuffle),
-        total=total, users_active=not finite, rto=rto, rejoin_via=gateway if rto > 0 else -1,
+        total=total, users_active=not finite, rto=rto, prompt_rto=timeouts.prompt, rejoin_via=gateway if rto > 0 else -1,
         reconnect_every=params.reconnect_every if rto > 0 else 0, idle_cyclon_every=params.idle_cyclon_every,
         idle_gradient_every=params.idle_gradient_every)
 
@@ -65,11 +67,11 @@ class DistributedSetup:
         homes: Mapping[int, int],
         streams: RandomStreams,
         finite: bool = False,
-        rto: float = 0.0,
+        timeouts: Timeouts = Timeouts(),
         gateway: int = -1,
     ) -> None:
         """`finite`: the users submit finite task lists (their homes count them once a task arrives);
-        `rto` > 0: resilience on (`protocols.resilience`), with `gateway` the bootstrap service a
+        `timeouts.answer` > 0: resilience on (`protocols.resilience`), with `gateway` the bootstrap service a
         server whose Cyclon view empties asks again, and servers reconnecting to peers that left
         a shuffle unanswered (`OverlayPeer.healing_cyclon_round`)."""
         rule = spec.server_rule
@@ -77,12 +79,12 @@ class DistributedSetup:
             raise ValueError(f"protocol {spec.name!r} is central: it has no servers to build")
         self.params = params
         self.spec = spec
-        self.resilient = rto > 0
+        self.resilient = timeouts.answer > 0
         n = len(capacities)
         homed: dict[int, dict[int, float]] = {}
         for user, server in homes.items():
             homed.setdefault(server, {})[user] = dominant_share(demands[user], total)
-        self.config = server_config(params, spec, n, total, finite, rto, gateway)
+        self.config = server_config(params, spec, n, total, finite, timeouts, gateway)
         rule_params = {p.name: getattr(params, p.name) for p in spec.params}
         node_class = server_class(rule)
         self.streams = streams

@@ -77,10 +77,10 @@ from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocate
 from drfemu.protocols.fairness import gini, jain, ratio_20_20, sample_std
 from drfemu.protocols.registry import Gateway as GatewayMode
 from drfemu.protocols.registry import GradientUse, ProtocolSpec, get_protocol
-from drfemu.protocols.resilience import retransmission_timeout
+from drfemu.protocols.resilience import Timeouts, prompt_timeout, retransmission_timeout
 
 __all__ = ["ActorIds", "Nodes", "RunConfig", "RunResult", "build_harness", "build_nodes", "build_run_config", "labelled_log",
-           "result_document", "run_emulation", "run_point", "run_timeout"]
+           "result_document", "run_emulation", "run_point", "run_timeouts"]
 
 
 @dataclass(frozen=True)
@@ -196,19 +196,21 @@ class Nodes:
     distributed: DistributedSetup | None
 
 
-def run_timeout(config: RunConfig, latency_bound: float) -> float:
-    """The retransmission timeout of a run whose one-way latency is at most `latency_bound`
-    seconds (`protocols.resilience`; a home's walk may take one hop per server)."""
+def run_timeouts(config: RunConfig, latency_bound: float) -> Timeouts:
+    """The timeouts of a run whose one-way latency is at most `latency_bound` seconds
+    (`protocols.resilience`; a home's walk may take one hop per server)."""
     params = config.params
     spec = config.spec
     walk_hops = (params.walk_ttl or len(config.workload.servers)) if spec.gateway is GatewayMode.HOME else 0
-    return retransmission_timeout(latency_bound, params.tick, walk_hops)
+    return Timeouts(retransmission_timeout(latency_bound, params.tick, walk_hops), prompt_timeout(latency_bound))
 
 
-def build_nodes(config: RunConfig, streams: RandomStreams, rto: float, every_server: bool = False) -> Nodes:
+def build_nodes(config: RunConfig, streams: RandomStreams, timeouts: Timeouts = Timeouts(),
+                every_server: bool = False) -> Nodes:
     """The run's nodes, each with its own streams from `streams` (the same objects, state and
     draws in every process that builds them from the same config: the live workers rely on it).
-    `rto` > 0 turns resilience on; `every_server` ticks every server (runs with crashes)."""
+    `timeouts.answer` > 0 turns resilience on; `every_server` ticks every server (runs with crashes)."""
+    rto = timeouts.answer
     params = config.params
     spec = config.spec
     workload = config.workload
@@ -223,16 +225,17 @@ def build_nodes(config: RunConfig, streams: RandomStreams, rto: float, every_ser
     tickers: list[Actor] = []
     if spec.distributed:
         demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
-        distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite, rto,
-                                       gateway_id)
+        distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite,
+                                       timeouts, gateway_id)
         actors = list(distributed.servers)
         tickers.extend(distributed.tickers(every_server=every_server))
     else:
-        actors = [ResourceNode(i, c, scheduler_id, rto) for i, c in zip(server_ids, capacities)]
+        actors = [ResourceNode(i, c, scheduler_id, rto, timeouts.prompt) for i, c in zip(server_ids, capacities)]
     durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
     users: list[UserNode | FiniteUserNode] = [
-        FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable)
-        if finite else UserNode(a, gateway_id, u.demand, total, rto, durable)
+        FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable,
+                       timeouts.prompt)
+        if finite else UserNode(a, gateway_id, u.demand, total, rto, durable, timeouts.prompt)
         for a, u in zip(user_ids, workload.users)]
     actors.extend(users)
     actors.append(gateway)
@@ -272,8 +275,8 @@ def run_emulation(
         harness = build_harness(config, on_finish, log, progress)
         latency = parse_latency(params.latency, streams.python("network/latency"))
         # Resilience (timeouts, retries, acknowledged ends) is on in runs with faults (docs/faults.md).
-        rto = run_timeout(config, latency.bound_us() / US_PER_S) if faults is not None else 0.0
-        nodes = build_nodes(config, streams, rto, every_server=faults is not None and faults[0].crashes)
+        timeouts = run_timeouts(config, latency.bound_us() / US_PER_S) if faults is not None else Timeouts()
+        nodes = build_nodes(config, streams, timeouts, every_server=faults is not None and faults[0].crashes)
         gateway, distributed, users, actors, tickers = (nodes.gateway, nodes.distributed, nodes.users, nodes.actors,
                                                          nodes.tickers)
         network = Network(
@@ -289,7 +292,7 @@ def run_emulation(
             run_log.subscribe(runtime)
         injector = None
         if faults is not None:
-            injector = _injector(faults, runtime, network, streams, params, rto, harness, gateway, distributed,
+            injector = _injector(faults, runtime, network, streams, params, timeouts, harness, gateway, distributed,
                                  capacities, len(workload.resources), spec, ids.scheduler, n_servers,
                                  run_log.on_fault if run_log is not None else None)
             harness.faults = injector
@@ -393,7 +396,8 @@ def result_document(config: RunConfig, outcome: RunOutcome, harness: Harness | F
 
 
 def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, network: Network,
-              streams: RandomStreams, params: RunParams, rto: float, harness: Harness | FiniteHarness, gateway: Gateway,
+              streams: RandomStreams, params: RunParams, timeouts: Timeouts, harness: Harness | FiniteHarness,
+              gateway: Gateway,
               distributed: DistributedSetup | None, capacities: list[Any], resources: int, spec: ProtocolSpec,
               scheduler_id: int, n_servers: int,
               listener: Callable[[dict[str, Any]], None] | None = None) -> FaultInjector:
@@ -412,7 +416,7 @@ def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, ne
                                       restarted=True, down=[s for s in down if s < n_servers])
         if distributed is not None:
             return distributed.rejoin(actor, life, [s for s in servers if s not in runtime.down], runtime.now)
-        return ResourceNode(actor, capacities[actor], scheduler_id, rto)
+        return ResourceNode(actor, capacities[actor], scheduler_id, *timeouts)
 
     def centre() -> int:
         """The gradient's centre now: the home of the user with the lowest share among those
@@ -424,7 +428,7 @@ def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, ne
     if spec.central_rule is not None:
         targets[Target.SCHEDULER] = scheduler_id
     return FaultInjector(*faults, runtime, network, servers, streams, restart=restart,
-                         detection=DETECTION_TIMEOUTS * rto, targets=targets, centre=centre,
+                         detection=DETECTION_TIMEOUTS * timeouts.answer, targets=targets, centre=centre,
                          max_time=params.max_time, listener=listener)
 
 
