@@ -172,6 +172,10 @@ class Network:
         """The actors on an island."""
         return set(self._islands)
 
+    def island_of(self, actor: int) -> int:
+        """The island `actor` is on (0: the mainland)."""
+        return self._islands.get(actor, 0)
+
     def set_down(self, actor: int, down: bool) -> None:
         """Mark `actor` crashed (nothing reaches it or leaves it) or up again."""
         if down:

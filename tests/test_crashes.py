@@ -225,22 +225,23 @@ def test_endless_runs_end_as_they_would_without_faults(tmp_path_factory: Any, da
     assert r["ledger"]["lost"] == 0
 
 
-@pytest.mark.parametrize("reconnect_every, status", [(0, "stalled"), (10, "saturated")])
-def test_the_sides_of_a_healed_partition_find_each_other_again(tmp_path: Path, reconnect_every: int,
-                                                                 status: str) -> None:
+@pytest.mark.parametrize("reconnect_every", [0, 10])
+def test_the_sides_of_a_healed_partition_find_each_other_again(tmp_path: Path, reconnect_every: int) -> None:
     """Found by the property test above: three servers, among them both users' home, cut off
-    for 2 s. By the heal their Cyclon views name only each other, and the mainland's only the
-    mainland, so without reconnecting the home's walks see two servers for ever and the run
-    stalls where the fault-free one saturates (`OverlayPeer.healing_cyclon_round`)."""
+    for 2 s. By the heal their Cyclon views named only each other, and the mainland's only the
+    mainland, so without reconnecting (`OverlayPeer.healing_cyclon_round`) the home's walks saw
+    two servers for ever and the run stalled where the fault-free one saturates. Since issue 37
+    an island cut off for longer than the failure detector's delay is fenced — its servers go
+    down, as a membership service would declare them — and rejoins fresh from the bootstrap
+    service when it heals, so the run saturates with or without reconnection."""
     faults = tmp_path / "faults.toml"
     faults.write_text('[[event]]\nat = 1.0\naction = "crash"\nservers = 1\nduration = 0.5\n'
                       '[[event]]\nat = 1.0\naction = "partition"\nservers = 3\nduration = 2.0\n')
     w = google_case(10, 2, 1)
     r = _run(w, "bdgdrf", faults, seed=1, max_time=600.0, reconnect_every=reconnect_every)
-    assert r["status"] == status and r["ledger"]["lost"] == 0
+    assert r["status"] == "saturated" and r["ledger"]["lost"] == 0
     assert r["reconnect_every"] == reconnect_every
-    if status == "saturated":
-        assert r["ledger"]["running"] == _run(w, "bdgdrf", None, seed=1, max_time=600.0)["ledger"]["running"]
+    assert [f["action"] for f in r["faults"]] == ["crash", "partition", "fence", "end of crash", "end of partition"]
 
 
 @pytest.mark.parametrize(("protocol", "target", "status", "cause"), [

@@ -127,7 +127,7 @@ def test_a_partition_never_moves_a_server_from_another_island() -> None:
     try:
         network = Network(ConstantLatency(0.001))
         runtime = Runtime(loop, network, [])
-        injector = FaultInjector(scenario, positions, runtime, network, [0, 1, 2, 3], RandomStreams(1))
+        injector = FaultInjector(scenario, positions, runtime, network, [0, 1, 2, 3], RandomStreams(1), detection=60.0)
         runtime.call_at(3.0, lambda now: runtime.stop(None))
         loop.run_until_complete(runtime.finished)
     finally:

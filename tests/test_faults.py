@@ -146,10 +146,13 @@ duration = "2s"
             "--faults", str(faults), "--max-time", "30s", "--json", str(out)]
     assert main(args) == 0
     result = json.loads(out.read_text())
-    assert [f["action"] for f in result["faults"]] == ["partition", "end of partition", "latency", "end of latency"]
+    actions = [f["action"] for f in result["faults"]]
+    assert actions == ["partition", "fence", "end of partition", "latency", "end of latency"]
     assert len(result["faults"][0]["servers"]) == 4
+    fence = result["faults"][1]  # cut off past the failure detector's delay: fenced until the heal
+    assert fence["servers"] == result["faults"][0]["servers"] and fence["at"] < 2.5
     causes = result["messages_dropped_by_cause"]
-    assert causes["loss"] > 0 and causes["partition"] > 0 and causes["down"] == 0
+    assert causes["loss"] > 0 and causes["partition"] > 0 and causes["down"] > 0
     assert result["messages_dropped"]["CyclonReply"] >= causes["loss"]
     again = tmp_path / "again.json"
     assert main(args[:-1] + [str(again)]) == 0

@@ -247,3 +247,27 @@ def test_no_protocol_stalls_at_up_to_twenty_percent_loss_on_clusters_up_to_fifty
         clean = run_emulation(RunConfig.build(w, **params)).to_dict()
         rule = PROTOCOLS[protocol].server_rule
         assert r["status"] == clean["status"] or (rule is not None and rule.STRANDS), (r["end_reason"], text)
+
+
+# -- item 6: a task stuck on an unreachable server ------------------------------------------------
+
+def test_central_drf_re_places_a_task_launched_onto_a_server_partitioned_away_for_good(tmp_path: Path) -> None:
+    """Before issue 37 the scheduler's launch onto a partitioned server was repeated for ever and
+    its user waited while other servers sat idle: the run stalled. Now the island is fenced after
+    the failure detector's delay, the scheduler answers the user's repeated `Accept` with
+    `Forgotten`, the user sends the task again under a new id, and it starts elsewhere; the run
+    ends saturated over the servers that are up, and names why."""
+    from drfemu.experiments.api import configure, run_config
+
+    scenario = tmp_path / "partition.toml"
+    scenario.write_text('[[event]]\nat = "5s"\naction = "partition"\nservers = 3\n')
+    log: list[dict[str, Any]] = []
+    r = run_config(configure(protocol="drf", machines=20, users=5, seed=2, faults=str(scenario)), run_log=log.append)
+    assert r.status == "saturated" and "down for good since event 1 (cut off by a partition)" in r.end_reason
+    fenced = set(next(x for x in log if x.get("action") == "fence")["servers"])
+    starts = {(x["user"], x["task"]): x["server"] for x in log if x["event"] == "start"}
+    stuck = [x for x in log if x["event"] == "resubmit" and x["again"] >= 0 and (x["user"], x["task"]) not in starts]
+    assert stuck, "no task was launched onto the island in this case"
+    for x in stuck:
+        assert starts[(x["user"], x["again"])] not in fenced  # re-placed, on a server that is up
+    assert r.ledger["lost"] == 0 and r.messages["Forgotten"] > 0

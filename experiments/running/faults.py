@@ -25,6 +25,17 @@ Targets: `scheduler` and `gateway` are those actors; `centre` is the server the 
 `centre()` names when the event fires (the gradient's centre: the home of the user with the
 lowest share that still has a task to place).
 
+Partitions (issue 37): servers still cut off on their island when the failure detector's delay
+has passed are *fenced* — taken down as a crash would take them, their running tasks with them,
+and reported down to every live actor at once — and recover, empty, when their island heals
+(an explicit `heal`, or the event's `duration`). Decision: a partition seen through a
+membership service with leases, as Mesos, Kubernetes or a ZooKeeper session sees one — the
+mainland declares the unreachable servers gone and places their work again, and a server
+that lost its lease stops its tasks — so a task launched onto a server that became unreachable
+is placed again and nothing runs twice. Before, a central scheduler repeated its launch onto
+the island for ever while that task's user waited. A partition shorter than the delay only
+drops messages, which the handshake repeats.
+
 Churn: `churn.count(servers)` servers, drawn once from the `faults` stream, each alternate up
 and down on its own stream (`faults/churn/<position>`): up for a draw of `up`, down for a
 draw of `down`, from `start`; no crash begins after `end`.
@@ -57,6 +68,7 @@ from drfemu.protocols.messages import MESSAGE_TYPES, PeerDown, PeerUp
 __all__ = ["DETECTION_TIMEOUTS", "FaultInjector"]
 
 DETECTION_TIMEOUTS = 3  # the failure detector's delay, in retransmission timeouts
+MEMBERSHIP = (Action.CRASH, Action.RECOVER, Action.PARTITION, Action.HEAL)  # may take servers down or bring them back
 
 
 class FaultInjector:
@@ -94,8 +106,10 @@ class FaultInjector:
         network.set_loss(scenario.loss)
         for name, p in scenario.loss_by_type.items():
             network.set_loss(p, message_type=MESSAGE_TYPES[name])
+        self.fenced: set[int] = set()  # servers their island fenced (down until it heals)
+        self.island_event: dict[int, int] = {}  # island -> the number of the partition event that made it
         for event in scenario.events:
-            self._plan(event.at, partial(self._apply, event), event.action in (Action.CRASH, Action.RECOVER))
+            self._plan(event.at, partial(self._apply, event), event.action in MEMBERSHIP)
         if scenario.churn is not None:
             self._start_churn(max_time)
 
@@ -174,10 +188,12 @@ class FaultInjector:
             self.network.isolate(chosen, self.islands)
             kept = [s for s in named if s in isolated]
             self._record(now, event, servers=chosen, **({"already_on_an_island": kept} if kept else {}))
-            self._later(event, now, lambda t: self._undo(event, t, lambda: self.network.heal(chosen)))
+            self.island_event[self.islands] = event.number
+            self._fence_later(chosen, self.islands, now)
+            self._later(event, now, lambda t: self._undo(event, t, lambda: self._heal(chosen, t)), changes_membership=True)
         elif action is Action.HEAL:
-            self.network.heal()
-            self._record(now, event)
+            back = self._heal(sorted(self.network.isolated()), now)
+            self._record(now, event, **({"recovered": back} if back else {}))
         elif action is Action.CRASH:
             chosen = self._actors(event, now)
             crashed = [a for a in chosen if self.crash(a, now, f"event {event.number}")]
@@ -200,10 +216,33 @@ class FaultInjector:
             return self._select(event.servers, [s for s in self.servers if s not in self.runtime.down])
         return self._select(event.servers, self.servers)
 
+    # -- partitions: fencing --------------------------------------------------------------
+    def _fence_later(self, servers: list[int], island: int, now: float) -> None:
+        """Fence `servers` after the failure detector's delay if they are still on `island`."""
+        if servers:
+            self._plan(now + self.detection, partial(self._fence, servers, island), True)
+
+    def _fence(self, servers: list[int], island: int, now: float) -> None:
+        event = self.island_event[island]
+        fenced = [s for s in servers
+                  if self.network.island_of(s) == island
+                  and self.crash(s, now, f"event {event} (cut off by a partition)", detected=True)]
+        self.fenced.update(fenced)
+        if fenced:
+            self._note({"at": now, "event": event, "action": "fence", "servers": fenced})
+
+    def _heal(self, servers: list[int], now: float) -> list[int]:
+        """`servers` rejoin the mainland; those their island fenced recover. Returns those."""
+        self.network.heal(servers)
+        back = [s for s in servers if s in self.fenced and self.recover(s, now)]
+        self.fenced.difference_update(servers)
+        return back
+
     # -- crashes and recoveries -----------------------------------------------------------
-    def crash(self, actor: int, now: float, cause: str) -> bool:
+    def crash(self, actor: int, now: float, cause: str, detected: bool = False) -> bool:
         """Take `actor` down now (`cause`: the event that does, for the end reason); False if it
-        already is."""
+        already is. `detected`: the failure detector tells the others now (a fenced server),
+        not after its delay."""
         runtime = self.runtime
         if actor in runtime.down:
             return False
@@ -211,6 +250,9 @@ class FaultInjector:
         self.cause[actor] = cause
         self.last_change = now
         runtime.publish(ServerCrashed(now, actor))
+        if detected:
+            self._tell(PeerDown(actor))
+            return True
         self.undetected.add(actor)
         life = self.lives.get(actor, 0)
         runtime.call_at(now + self.detection, lambda t: self._detect(actor, life))
@@ -243,6 +285,10 @@ class FaultInjector:
         runtime.publish(ServerRecovered(now, actor))
         self._tell(PeerUp(actor))
         runtime.inject(fresh)
+        self.fenced.discard(actor)
+        island = self.network.island_of(actor)
+        if island:  # back on an island it is still cut off on: fenced again, as before
+            self._fence_later([actor], island, now)
         return True
 
     # -- churn ----------------------------------------------------------------------------
