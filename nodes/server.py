@@ -250,6 +250,11 @@ class ServerNode(OverlayPeer):
         self.neighbors = list(neighbors)
         self.gossip_gradient = False
 
+    def thaw_neighbors(self) -> None:
+        """Start gradient exchanges again (ddrf-gradient's thaw, after a failure changed what the
+        fixed neighbour set should be); the neighbour set stands until the rule fixes a new one."""
+        self.gossip_gradient = True
+
     # -- the handshake --------------------------------------------------------------------
     @handles(Accept)
     def on_accept(self, msg: Accept, now: float) -> None:

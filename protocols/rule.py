@@ -87,6 +87,8 @@ class Server(Protocol):
 
     def fix_neighbors(self, neighbors: Sequence[int], now: float) -> None: ...
 
+    def thaw_neighbors(self) -> None: ...
+
 
 class ServerRule:
     """Base class of distributed rules; see the module docstring."""

@@ -22,6 +22,7 @@ from drfemu.protocols.homes import HomeUsers
 from drfemu.protocols.messages import (
     Accept,
     Decline,
+    PeerDown,
     Proposal,
     TaskRequest,
     TaskStarted,
@@ -327,7 +328,7 @@ def test_ddrf_gradient_freezes_its_view_once_it_has_been_stable_and_only_then_al
         assert s.take_outbox() == [] and s.take_port() == [] and s.gossip_gradient
     s.on_tick(0.4)  # stable for three ticks: freeze, then allocate and poll as DDRF
     assert s.take_port() == [NeighborsFixed(0.4, 0, (3, 4))]
-    assert s.neighbors == [3, 4] and not s.gossip_gradient and s.rule.counters() == {"frozen_servers": 1}
+    assert s.neighbors == [3, 4] and not s.gossip_gradient and s.rule.counters() == {"frozen_servers": 1, "thaws": 0}
     out = s.take_outbox()
     assert out[0] == (100, Proposal(0, 0)) and [dst for dst, _ in out[1:]] == [3, 4]
 
@@ -339,6 +340,56 @@ def test_ddrf_gradient_freezes_at_the_warmup_cap_even_if_its_view_keeps_changing
     s.gradient.offer([(0.5, 4, 0.0)])
     s.on_tick(0.2)
     assert [type(e) for e in s.take_port()] == [NeighborsFixed]
+
+
+def _frozen(**kw: Any) -> Any:
+    s = node(DdrfGradientRule(freeze_after=1, warmup_cap=100), view=2, **kw)
+    s.gradient.offer([(0.0, 3, 0.0), (0.0, 4, 0.0)])
+    s.on_tick(0.1)
+    s.on_tick(0.2)
+    assert s.rule.frozen and [type(e) for e in s.take_port()] == [NeighborsFixed]
+    s.take_outbox()
+    return s
+
+
+def test_ddrf_gradient_thaws_when_a_fixed_neighbour_crashes_and_freezes_anew() -> None:
+    """Issue 37: a frozen view that keeps a hole where a crashed server was re-forms."""
+    s = _frozen(homed={100: 0.1})
+    s.receive(request(100, 0, 0.0), 0.25)
+    s.receive(PeerDown(3), 0.3)
+    assert not s.rule.frozen and s.gossip_gradient and s.neighbors == [4] and s.rule.counters()["thaws"] == 1
+    s.on_tick(0.4)  # thawed: no allocation, no poll, until it freezes again
+    assert s.take_outbox() == []
+    s.gradient.offer([(0.0, 5, 0.0)])
+    s.on_tick(0.5)
+    s.on_tick(0.6)
+    assert [type(e) for e in s.take_port()] == [NeighborsFixed] and s.rule.frozen and 5 in s.neighbors
+    assert s.take_outbox()[0] == (100, Proposal(0, 0))
+
+
+def test_ddrf_gradient_thaws_when_it_adopts_a_user_though_it_froze_without_users() -> None:
+    """Issue 37: a re-homed user's new home had frozen among servers without users, every one of
+    which reports +∞, so nothing bounded the user; the home re-forms its view first."""
+    s = _frozen(homed={}, rto=0.1)
+    s.receive(request(100, 0, 0.0), 0.3)  # the gateway re-homed user 100 here after its home crashed
+    assert not s.rule.frozen and s.gossip_gradient and s.rule.counters()["thaws"] == 1
+    homed = _frozen(homed={100: 0.1}, rto=0.1)
+    homed.receive(request(101, 0, 0.0), 0.3)  # a home that adopts one more user keeps its place
+    assert homed.rule.frozen
+
+
+def test_ddrf_forgets_the_share_of_a_server_that_stopped_polling_it() -> None:
+    """Issue 37: a server that thawed polls other neighbours; its last share, ever older, would
+    bound its former neighbours for good."""
+    s = node(DdrfRule(), homed={100: 0.1}, neighbors=[5])
+    s.receive(request(100, 0, 0.4), 0.0)
+    s.receive(MinShareRequest(7, 0.1), 0.0)
+    s.take_outbox()
+    for k in range(1, 2 * DdrfRule.STALE_ROUNDS):
+        s.on_tick(k * 0.1)
+        assert all(not isinstance(m, Proposal) for _, m in s.take_outbox())
+    s.on_tick(2 * DdrfRule.STALE_ROUNDS * 0.1)
+    assert s.take_outbox()[0] == (100, Proposal(0, 0)) and 7 not in s.rule.reported
 
 
 def test_a_rule_handler_wins_over_the_servers_and_every_rule_message_is_dispatched() -> None:

@@ -137,7 +137,8 @@ class DistributedSetup:
         runtime.subscribe(NeighborsFixed, self._on_fixed)
 
     def _on_fixed(self, event: NeighborsFixed) -> None:
-        self.frozen[event.server] = (event.time, frozenset(event.members) == self._ideal[event.server])
+        if event.server not in self.frozen:  # a server that thaws and freezes again keeps its first freeze
+            self.frozen[event.server] = (event.time, frozenset(event.members) == self._ideal[event.server])
 
     def report(self) -> dict[str, Any]:
         """The distributed part of the result document."""
