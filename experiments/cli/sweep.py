@@ -1,5 +1,5 @@
-"""`drfemu sweep`, `report`, `grid`, `check`, `fault-report` and `trace-replay`: many runs, and
-the pages made of them."""
+"""`drfemu sweep`, `report`, `grid`, `check`, `fault-report`, `faults-campaign` and `trace-replay`:
+many runs, and the pages made of them."""
 
 from __future__ import annotations
 
@@ -199,8 +199,90 @@ def fault_report_command(
     check_writable(out_path)
     figure = figure if figure is not None else out_path.parent / "figures" / "faults-crash.png"
     link = os.path.relpath(figure, out_path.parent)
-    out_path.write_text(fault_report(load_records(sweep_dir), figure, link), encoding="utf-8")
+    before = out_path.read_text(encoding="utf-8") if out_path.is_file() else ""
+    out_path.write_text(_keep_campaign(before, fault_report(load_records(sweep_dir), figure, link)), encoding="utf-8")
     out.print(f"wrote {out_path} and {figure}")
+
+
+def _keep_campaign(before: str, page: str) -> str:
+    """`page` with the campaign section `before` had (the fault study and the campaign share a page)."""
+    from drfemu.experiments.reports.fault_campaign import BEGIN, END, with_campaign
+
+    start, stop = before.find(BEGIN), before.find(END)
+    return with_campaign(page, before[start + len(BEGIN):stop] if 0 <= start < stop else None)
+
+
+@app.command("faults-campaign")
+def faults_campaign(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for the scenarios, twins and one line per case.")],
+    schedules: Annotated[int, typer.Option(help="Random fault schedules (cases) to run.")] = 500,
+    seed: Annotated[int, typer.Option(help="Seed of the draw: the same seed names the same cases.")] = 1,
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    sizes: Annotated[str, typer.Option(help="Cluster sizes drawn from, SERVERSxUSERS, comma-separated.")] = (
+        "6x2,10x3,20x5,30x6,50x10,100x20"),
+    protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols, or 'all'.")] = "all",
+    max_loss: Annotated[float, typer.Option(help="Largest loss a schedule draws (overall, per type, a window).")] = 0.2,
+    report: Annotated[Path | None, typer.Option(help="Write the table into this Markdown page (its campaign "
+                                                     "section), e.g. docs/faults-results.md.")] = None,
+) -> None:
+    """Random fault schedules × every protocol × endless and finite users, each checked for lost and
+    duplicated tasks, capacity, its log, its end and determinism (docs/faults.md). Exit 1 if any failed."""
+    from drfemu.experiments.reports.fault_campaign import campaign_markdown, campaign_rows, failed, with_campaign
+    from drfemu.experiments.running.runner import run_workload
+    from drfemu.experiments.sweeps.campaign import campaign_cases, parse_sizes, run_campaign
+    from drfemu.experiments.workloads.fault_schedules import ScheduleBounds
+    from drfemu.protocols.registry import PROTOCOLS
+
+    if schedules < 1:
+        raise CliError("--schedules must be at least 1")
+    if workers < 1:
+        raise CliError("--workers must be at least 1")
+    if not 0 <= max_loss <= 0.2:
+        raise CliError("--max-loss must be in [0, 0.2]: the protocols promise to end at up to 20 % loss")
+    names = sorted(PROTOCOLS) if protocols_.strip() == "all" else [p.strip() for p in protocols_.split(",") if p.strip()]
+    for name in names:
+        get_protocol(name)
+    if report is not None:
+        check_writable(report)
+    drawn = campaign_cases(schedules, seed, names, parse_sizes(sizes), ScheduleBounds(max_loss=max_loss))
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CliError(f"cannot create {out_dir}: {error.strerror}") from None
+    out.print(f"fault campaign: {schedules} cases over {len(names)} protocol(s), sizes {sizes}, seed {seed}, "
+              f"{workers} worker(s)")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=err) as progress:
+        task = progress.add_task("cases", total=schedules)
+
+        def on_record(record: dict[str, Any], done: int, total: int) -> None:
+            progress.update(task, completed=done)
+            for failure in failed(record):
+                progress.console.print(f"case {record['index']} ({record['protocol']}, {record['scenario']}): {failure}")
+
+        records = run_campaign(drawn, out_dir, run_workload, workers, on_record)
+    from rich.table import Table
+
+    shown = ("protocol", "endless", "finite", "stalled by design", "min share / fault-free (median / worst)",
+             "finite run length / fault-free (median / worst)")
+    table = Table(title=f"fault campaign: {len(records)} cases")
+    for column in ("protocol", "cases", "failed", *shown[3:]):
+        table.add_column(column)
+    for row in campaign_rows(records):
+        cases = [r for r in records if r["protocol"] == row["protocol"]]
+        table.add_row(row["protocol"], str(len(cases)), str(sum(bool(failed(r)) for r in cases)),
+                      *(str(row[c]) for c in shown[3:]))
+    out.print(table)
+    bad = sum(bool(failed(r)) for r in records)
+    if report is not None:
+        command = (f"drfemu faults-campaign --schedules {schedules} --seed {seed} --sizes {sizes} "
+                   f"--max-loss {max_loss:g} --out {out_dir} --report {report}")
+        before = report.read_text(encoding="utf-8") if report.is_file() else ""
+        report.write_text(with_campaign(before, campaign_markdown(records, command)), encoding="utf-8")
+        out.print(f"wrote {report}")
+    out.print(f"{len(records) - bad} of {len(records)} cases passed; records in {out_dir / 'campaign.jsonl'}")
+    if bad:
+        raise typer.Exit(1)
 
 
 ONLINE_PROTOCOLS = "drf,c-adrf,naive-adrf,wmmf,fifo,probe,ddrf-random,ddrf-gradient,dgdrf,pdgdrf,bdgdrf"

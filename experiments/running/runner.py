@@ -80,7 +80,8 @@ from drfemu.protocols.registry import GradientUse, ProtocolSpec, get_protocol
 from drfemu.protocols.resilience import Timeouts, prompt_timeout, retransmission_timeout
 
 __all__ = ["ActorIds", "Nodes", "RunConfig", "RunResult", "build_harness", "build_nodes", "build_run_config", "labelled_log",
-           "result_document", "run_emulation", "run_point", "run_timeouts"]
+           "result_document", "run_emulation", "run_point", "run_timeouts",
+           "run_workload"]
 
 
 @dataclass(frozen=True)
@@ -489,6 +490,13 @@ def _finite_metrics(harness: FiniteHarness, resources: tuple[str, ...], total: t
         "tasks": {labels[k]: n for k, n in enumerate(harness.started)},
         "unplaceable_users": [],
     }
+
+
+def run_workload(workload: Workload, params: Mapping[str, Any],
+                 record: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The result document of a run of `workload` with `params` by name (validated; defaults fill
+    the rest); `record` hears the run log (a fault campaign's unit of work)."""
+    return run_emulation(RunConfig.build(workload, **params), record=record).to_dict()
 
 
 def run_point(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -124,8 +124,9 @@ class FaultScenario:
 
     @property
     def crashes(self) -> bool:
-        """Does anything crash in this scenario (an event, or churn)?"""
-        return self.churn is not None or any(e.action is Action.CRASH for e in self.events)
+        """Can a server go down in this scenario: a crash event, churn, or a partition (a server cut
+        off past the failure detector's delay is fenced, `experiments.running.faults`)?"""
+        return self.churn is not None or any(e.action in (Action.CRASH, Action.PARTITION) for e in self.events)
 
     def fail(self, message: str) -> ScenarioError:
         return ScenarioError(f"{self.source}: {message}")

@@ -1,0 +1,218 @@
+"""A fault campaign (issue 37, `drfemu faults-campaign`): random fault schedules × every protocol ×
+endless and finite users, each run checked from inside and from its log alone.
+
+`campaign_cases` draws the cases from one seed: case `k` takes the `k`-th protocol in turn, a
+cluster size from `sizes` (Google 2011 cases for endless users, synthetic finite ones with
+tasks that end, every other case), and a schedule (`experiments.workloads.fault_schedules`).
+`run_case` runs it and judges it:
+- **lost / duplicated / capacity**: the run's own ledger and harness raise on a task started
+  twice or a server over its capacity; the ledger counts lost tasks and reruns;
+- **log**: the run log (`experiments.running.run_log`) must pass the checker that reads only the
+  log (`experiments.running.log_check`);
+- **determinism**: the same case run again gives the same result document, event for event;
+- **end**: an endless run ends saturated, or stalled only where its fault-free twin stalls too
+  or the protocol may stall by design (`stalls_by_design`); a finite run finishes. A run that
+  reaches the time cap failed to end.
+Fault-free twins (same workload, protocol and seed, no scenario) are run once per distinct
+case and give the ratios of the table: the minimum share at saturation (endless) and the
+run's length (finite).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from drfemu.experiments.running.log_check import check_log
+from drfemu.experiments.workloads.fault_schedules import ScheduleBounds, random_schedule
+from drfemu.experiments.workloads.google import google_case
+from drfemu.experiments.workloads.model import Workload, WorkloadError
+from drfemu.experiments.workloads.synthetic import synthetic_case
+from drfemu.protocols.errors import InputError
+from drfemu.protocols.registry import PROTOCOLS, GradientUse
+
+__all__ = ["DEFAULT_SIZES", "CampaignCase", "RunWorkload", "campaign_cases", "parse_sizes", "run_campaign", "run_case",
+           "stalls_by_design"]
+
+RunWorkload = Callable[[Workload, Mapping[str, Any], Callable[[dict[str, Any]], None] | None], dict[str, Any]]
+"""(workload, parameters by name, run-log listener) → the result document
+(`experiments.running.runner.run_workload`): given, not imported, so this stage loads no actor;
+a module-level function, pickled by reference for the worker processes."""
+
+DEFAULT_SIZES = ((6, 2), (10, 3), (20, 5), (30, 6), (50, 10), (100, 20))
+FINITE_TASKS = 20  # tasks per user of a finite case
+UNSTABLE = ("wall_time_s", "events_per_s", "run_time_s", "fault_scenario")
+
+
+@dataclass(frozen=True)
+class CampaignCase:
+    """One drawn case: `scenario` is the schedule's TOML text."""
+
+    index: int
+    protocol: str
+    machines: int
+    users: int
+    finite: bool
+    case_seed: int
+    seed: int
+    scenario: str
+
+    def twin_key(self) -> tuple[str, int, int, bool, int, int]:
+        return (self.protocol, self.machines, self.users, self.finite, self.case_seed, self.seed)
+
+
+def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
+    """`"6x2,10x3"` → `((6, 2), (10, 3))`; one line naming a bad entry otherwise."""
+    sizes = []
+    for part in text.split(","):
+        machines, _, users = part.strip().partition("x")
+        if not (machines.isdigit() and users.isdigit() and int(machines) >= 2 and int(users) >= 1):
+            raise InputError(f"--sizes: {part.strip()!r} is not SERVERSxUSERS (at least 2 servers, 1 user)")
+        sizes.append((int(machines), int(users)))
+    return tuple(sizes)
+
+
+def campaign_cases(schedules: int, seed: int, protocols: Sequence[str], sizes: Sequence[tuple[int, int]],
+                   bounds: ScheduleBounds = ScheduleBounds()) -> list[CampaignCase]:
+    """The campaign's `schedules` cases, drawn from `seed` alone (see the module)."""
+    rng = random.Random(f"drfemu-campaign-{seed}")
+    cases = []
+    for k in range(schedules):
+        protocol = protocols[k % len(protocols)]
+        machines, users = sizes[rng.randrange(len(sizes))]
+        spec = PROTOCOLS[protocol]
+        scenario = random_schedule(rng, machines, central=spec.central_rule is not None,
+                                   gradient=spec.gradient is not GradientUse.OFF, bounds=bounds)
+        finite = (k // len(protocols)) % 2 == 1  # each protocol in turn, endless and finite rounds alternating
+        cases.append(CampaignCase(k, protocol, machines, users, finite, case_seed=rng.randint(1, 5),
+                                  seed=rng.randint(1, 1000), scenario=scenario))
+    return cases
+
+
+def _workload(case: CampaignCase) -> Workload:
+    if not case.finite:
+        return google_case(case.machines, case.users, case.case_seed)
+    for draw in range(case.case_seed, case.case_seed + 50):  # a draw whose every user fits somewhere
+        try:
+            return synthetic_case(case.machines, case.users, seed=draw, tasks=FINITE_TASKS)
+        except WorkloadError:
+            continue
+    raise WorkloadError(f"no synthetic {case.machines} × {case.users} case in 50 seeds has room for every user")
+
+
+def stalls_by_design(case: CampaignCase) -> bool:
+    """Whether the protocol may stall on endless users where its twin does not: a probe's copies
+    wait for ever on full servers, and a blocking rule (C-ADRF) stops once its lowest user fits
+    nowhere — which servers are full, and which user is lowest, depend on an order faults change."""
+    spec = PROTOCOLS[case.protocol]
+    return ((spec.server_rule is not None and spec.server_rule.STRANDS)
+            or bool(getattr(spec.central_rule, "BLOCKING", False)))
+
+
+def _params(case: CampaignCase) -> dict[str, Any]:
+    """The run parameters of a case: the defaults, with views no larger than the cluster allows."""
+    return {"protocol": case.protocol, "seed": case.seed, "neighbors": min(10, case.machines - 1)}
+
+
+def _digest(document: dict[str, Any]) -> str:
+    stable = {k: v for k, v in document.items() if k not in UNSTABLE}
+    return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def run_twin(case: CampaignCase, run: RunWorkload) -> dict[str, Any]:
+    """The fault-free twin of `case`: its status, minimum share and length."""
+    r = run(_workload(case), _params(case), None)
+    return {"status": r["status"], "min_share": r["min_dominant_share"], "virtual_time_s": r["virtual_time_s"]}
+
+
+def run_case(case: CampaignCase, scenario_path: Path, twin: dict[str, Any], run: RunWorkload) -> dict[str, Any]:
+    """Run `case` twice with its schedule (written at `scenario_path`) and judge it (see the module)."""
+    started = time.perf_counter()
+    record: dict[str, Any] = {**{k: v for k, v in asdict(case).items() if k != "scenario"},
+                              "scenario": str(scenario_path), "twin_status": twin["status"],
+                              "twin_min_share": twin["min_share"], "twin_virtual_time_s": twin["virtual_time_s"]}
+    workload = _workload(case)
+    log: list[dict[str, Any]] = []
+    try:
+        params = {**_params(case), "faults": str(scenario_path)}
+        first = run(workload, params, log.append)
+        again = run(workload, params, None)
+    except Exception as error:  # a capacity violation or a task started twice raises inside the run
+        record.update(error=f"{type(error).__name__}: {error}", wall_s=round(time.perf_counter() - started, 3))
+        return record
+    checked = check_log(log)
+    status = first["status"]
+    ended = (status == "finished" if case.finite else
+             status == "saturated" or (status == "stalled" and (twin["status"] == "stalled" or stalls_by_design(case))))
+    record.update(
+        status=status, end_reason=first["end_reason"], ended=ended, by_design=stalls_by_design(case), min_share=first["min_dominant_share"],
+        virtual_time_s=first["virtual_time_s"], lost=first["ledger"]["lost"], reruns=first["ledger"]["rerun"],
+        resubmitted=first["ledger"]["resubmitted"], deterministic=_digest(first) == _digest(again),
+        log_ok=checked.ok, log_violation=checked.violation, log_records=checked.records,
+        wall_s=round(time.perf_counter() - started, 3))
+    return record
+
+
+def _twin_job(job: tuple[CampaignCase, RunWorkload]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    case, run = job
+    return case.twin_key(), run_twin(case, run)
+
+
+def _case_job(job: tuple[CampaignCase, str, dict[str, Any], RunWorkload]) -> dict[str, Any]:
+    case, path, twin, run = job
+    return run_case(case, Path(path), twin, run)
+
+
+def run_campaign(cases: Sequence[CampaignCase], out: Path, run: RunWorkload, workers: int = 1,
+                 on_record: Callable[[dict[str, Any], int, int], None] | None = None) -> list[dict[str, Any]]:
+    """Run every case on `workers` processes; writes `out/scenarios/NNNN.toml`, the fault-free
+    twins (`out/twins.json`) and one line per case (`out/campaign.jsonl`, in case order)."""
+    scenarios = out / "scenarios"
+    scenarios.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for case in cases:
+        path = scenarios / f"{case.index:04d}.toml"
+        path.write_text(case.scenario)
+        paths.append(path)
+    distinct = list({case.twin_key(): case for case in cases}.values())
+    twins: dict[tuple[Any, ...], dict[str, Any]] = {}
+    done = 0
+    records: list[dict[str, Any]] = []
+    with _pool(workers) as pool:
+        for key, twin in pool.map(_twin_job, [(case, run) for case in distinct]):
+            twins[key] = twin
+        (out / "twins.json").write_text(json.dumps([{"case": list(k), **v} for k, v in twins.items()], indent=1))
+        jobs = [(case, str(path), twins[case.twin_key()], run) for case, path in zip(cases, paths)]
+        for record in pool.map(_case_job, jobs):
+            records.append(record)
+            done += 1
+            if on_record is not None:
+                on_record(record, done, len(cases))
+    with (out / "campaign.jsonl").open("w") as lines:
+        for record in records:
+            lines.write(json.dumps(record) + "\n")
+    return records
+
+
+class _Serial:
+    """A stand-in for a pool of one process: runs in this one."""
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterable[Any]:
+        return map(fn, items)
+
+
+def _pool(workers: int) -> Any:
+    return ProcessPoolExecutor(workers) if workers > 1 else _Serial()
