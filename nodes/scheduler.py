@@ -88,8 +88,6 @@ class CentralScheduler(Actor):
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
         key = (msg.user, msg.task)
-        if self.ack_ends:
-            self.send(msg.user, RequestAck(msg.task, self.id))
         if key in self.proposed:
             self.send(msg.user, Proposal(msg.task, self.id))  # the proposal (or the answer) was lost
             return
@@ -105,6 +103,8 @@ class CentralScheduler(Actor):
             self.pending[msg.user] = dataclasses.replace(waiting, share=msg.share)
             return
         self._arrivals += 1
+        if self.ack_ends:  # resilience on: the first arrival is acknowledged (`nodes.server`'s decision)
+            self.send(msg.user, RequestAck(msg.task, self.id))
         self.pending[msg.user] = PendingTask(msg.user, msg.task, msg.demand, msg.share, self._arrivals,
                                              self.held.get(msg.user, ()))
 

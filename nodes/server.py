@@ -148,7 +148,7 @@ class ServerNode(OverlayPeer):
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
                  "rto", "prompt_rto", "notices", "_streams", "_reserved", "_running", "_ended", "_fixed", "_silences",
-                 "_hops", "_heard", "_heard_order")
+                 "_hops", "_heard", "_heard_order", "acknowledged")
 
     def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
                  streams: NodeStreams, config: ServerConfig) -> None:
@@ -180,6 +180,7 @@ class ServerNode(OverlayPeer):
         self.prompt_rto = config.prompt_rto or config.rto
         self._hops: dict[tuple[str, int, int, int, int], tuple[WalkTask | FitWalk, int]] = {}  # sent, unacknowledged
         self._heard: set[tuple[Any, ...]] = set()  # the walk copies heard lately (resilience on) ...
+        self.acknowledged: dict[int, int] = {}  # user -> the task whose request it acknowledged last
         self._heard_order: deque[tuple[float, tuple[Any, ...]]] = deque()  # ... with when to forget each
         self.gradient.set_utility(self.homes.utility())
 
@@ -498,9 +499,12 @@ def _to_rule(handler: Callable[..., None]) -> Callable[[ServerNode, Any, float],
 
 def _acknowledging(handler: Callable[[ServerNode, Any, float], None]) -> Callable[[ServerNode, Any, float], None]:
     """`handler` of `TaskRequest`, preceded (resilience on) by the `RequestAck` every allocator
-    sends on receipt, whichever rule handles the request."""
+    sends when a task's request first arrives, whichever rule handles it (a repeat is not
+    acknowledged again: a user repeats a held request now and then, and acknowledging each
+    repeat doubled the central protocols' messages under faults)."""
     def dispatch(node: ServerNode, msg: TaskRequest, now: float) -> None:
-        if node.rto:
+        if node.rto and node.acknowledged.get(msg.user) != msg.task:
+            node.acknowledged[msg.user] = msg.task
             node.send(msg.user, RequestAck(msg.task, node.id))
         handler(node, msg, now)
 

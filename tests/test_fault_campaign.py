@@ -105,3 +105,21 @@ def test_bad_campaign_options_are_one_line(tmp_path: Path, args: list[str], mess
     assert main(["faults-campaign", "--out", str(tmp_path / "c"), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_a_campaign_resumes_where_it_stopped(tmp_path: Path) -> None:
+    from drfemu.experiments.running.runner import run_workload
+    from drfemu.experiments.sweeps.campaign import run_campaign
+
+    cases = campaign_cases(4, 2, ["drf", "dgdrf"], parse_sizes("6x2"))
+    calls: list[int] = []
+
+    def counting(workload: Any, params: Any, record: Any) -> dict[str, Any]:
+        calls.append(1)
+        return run_workload(workload, params, record)
+
+    first = run_campaign(cases[:2], tmp_path, counting)
+    ran = len(calls)
+    assert ran == 2 + 2 * 2  # two twins, each case twice
+    again = run_campaign(cases, tmp_path, counting)
+    assert len(calls) - ran == 2 + 2 * 2 and again[:2] == first  # only the two new cases and their twins

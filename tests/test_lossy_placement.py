@@ -155,10 +155,12 @@ def test_without_faults_the_best_fit_choice_is_a_fit_place() -> None:
 
 
 @pytest.mark.parametrize("rule", [DdrfRule(), ProbeRule()], ids=["home", "probe"])
-def test_every_allocator_acknowledges_a_task_request_on_receipt(rule: ServerRule) -> None:
+def test_every_allocator_acknowledges_a_task_request_when_it_first_arrives(rule: ServerRule) -> None:
     s = server(rule)
     s.receive(TaskRequest(100, 3, (1.0, 1.0), 0.0), 0.0)
     assert s.take_outbox()[0] == (100, RequestAck(3, 0))
+    s.receive(TaskRequest(100, 3, (1.0, 1.0), 0.0), 0.5)  # a repeat of a held request: not again
+    assert all(not isinstance(m, RequestAck) for _, m in s.take_outbox())
     quiet = server(type(rule)(), rto=0.0)
     quiet.receive(TaskRequest(100, 3, (1.0, 1.0), 0.0), 0.0)
     assert all(not isinstance(m, RequestAck) for _, m in quiet.take_outbox())

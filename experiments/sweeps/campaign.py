@@ -173,7 +173,10 @@ def _case_job(job: tuple[CampaignCase, str, dict[str, Any], RunWorkload]) -> dic
 def run_campaign(cases: Sequence[CampaignCase], out: Path, run: RunWorkload, workers: int = 1,
                  on_record: Callable[[dict[str, Any], int, int], None] | None = None) -> list[dict[str, Any]]:
     """Run every case on `workers` processes; writes `out/scenarios/NNNN.toml`, the fault-free
-    twins (`out/twins.json`) and one line per case (`out/campaign.jsonl`, in case order)."""
+    twins (`out/twins.json`) and one line per case as it finishes (`out/campaign.jsonl`); returns
+    the records in case order. Resuming: twins already in `twins.json` and cases already in
+    `campaign.jsonl` are not run again — remove the directory to judge changed code afresh (a
+    change that leaves fault-free runs alone may keep `twins.json`)."""
     scenarios = out / "scenarios"
     scenarios.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -181,24 +184,33 @@ def run_campaign(cases: Sequence[CampaignCase], out: Path, run: RunWorkload, wor
         path = scenarios / f"{case.index:04d}.toml"
         path.write_text(case.scenario)
         paths.append(path)
-    distinct = list({case.twin_key(): case for case in cases}.values())
+    twins_path, records_path = out / "twins.json", out / "campaign.jsonl"
     twins: dict[tuple[Any, ...], dict[str, Any]] = {}
-    done = 0
-    records: list[dict[str, Any]] = []
+    if twins_path.is_file():
+        twins = {tuple(t.pop("case")): t for t in json.loads(twins_path.read_text())}
+    finished: dict[int, dict[str, Any]] = {}
+    if records_path.is_file():
+        for line in records_path.read_text().splitlines():
+            record = json.loads(line)
+            if record["index"] < len(cases) and cases[record["index"]].scenario == Path(record["scenario"]).read_text():
+                finished[record["index"]] = record
+    missing = [c for c in {case.twin_key(): case for case in cases}.values() if c.twin_key() not in twins]
+    done = len(finished)
     with _pool(workers) as pool:
-        for key, twin in pool.map(_twin_job, [(case, run) for case in distinct]):
+        for key, twin in pool.map(_twin_job, [(case, run) for case in missing]):
             twins[key] = twin
-        (out / "twins.json").write_text(json.dumps([{"case": list(k), **v} for k, v in twins.items()], indent=1))
-        jobs = [(case, str(path), twins[case.twin_key()], run) for case, path in zip(cases, paths)]
-        for record in pool.map(_case_job, jobs):
-            records.append(record)
-            done += 1
-            if on_record is not None:
-                on_record(record, done, len(cases))
-    with (out / "campaign.jsonl").open("w") as lines:
-        for record in records:
-            lines.write(json.dumps(record) + "\n")
-    return records
+        twins_path.write_text(json.dumps([{"case": list(k), **v} for k, v in twins.items()], indent=1))
+        jobs = [(case, str(path), twins[case.twin_key()], run) for case, path in zip(cases, paths)
+                if case.index not in finished]
+        with records_path.open("a") as lines:
+            for record in pool.map(_case_job, jobs):
+                finished[record["index"]] = record
+                lines.write(json.dumps(record) + "\n")
+                lines.flush()
+                done += 1
+                if on_record is not None:
+                    on_record(record, done, len(cases))
+    return [finished[case.index] for case in cases]
 
 
 class _Serial:
