@@ -19,9 +19,10 @@ mailbox and its wake-ups; everything it does leaves as messages, events and coun
 With resilience on (`rto` > 0, a run with faults; `protocols.resilience`) it repeats a
 proposal until the user answers, answers a repeated `Accept` with the start notice (never
 starting a task twice), offers a task it already offered, runs or ran only once, repeats a
-task's end until the user acknowledges it, and sends each hop of a walk again until the next
-server acknowledges it (`WalkAck`; that server acts on the first copy only). A home that sent a task out to be placed and heard
-nothing of it within the timeout (its walk, the proposal or the answer was lost: the timeout
+task's end until the user acknowledges it, acknowledges a task's request when it first
+arrives (`RequestAck`), and sends each hop of a walk again until the next server acknowledges
+it (`WalkAck`; that server acts on the first copy only). A home that sent a task out to be
+placed and heard nothing of it within the timeout (its walk, the proposal or the answer was lost: the timeout
 covers the longest walk) makes it idle again, so its rule places it again, waiting twice as
 long after each further silence up to `PLACEMENT_BACKOFF` timeouts (`placement_timeouts`); a
 silent retry of a user marked saturated is retried after the same wait (silence is not a
@@ -85,7 +86,8 @@ _PLACING = "placing"  # the wake-up that times out a homed user's placement (res
 _HOP = "hop"  # the wake-up that sends an unacknowledged walk hop again (resilience on)
 
 PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_failed", "saturation_marks", "retries",
-                      "proposals", "declined", "fit_walks", "fit_hops", "fit_misses", "placement_timeouts", "hop_resends")
+                      "proposals", "declined", "fit_walks", "fit_hops", "fit_misses", "placement_timeouts",
+                      "hop_resends")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +182,8 @@ class ServerNode(OverlayPeer):
         self.prompt_rto = config.prompt_rto or config.rto
         self._hops: dict[tuple[str, int, int, int, int], tuple[WalkTask | FitWalk, int]] = {}  # sent, unacknowledged
         self._heard: set[tuple[Any, ...]] = set()  # the walk copies heard lately (resilience on) ...
-        self.acknowledged: dict[int, int] = {}  # user -> the task whose request it acknowledged last
         self._heard_order: deque[tuple[float, tuple[Any, ...]]] = deque()  # ... with when to forget each
+        self.acknowledged: dict[int, int] = {}  # user -> the task whose request it acknowledged last
         self.gradient.set_utility(self.homes.utility())
 
     def start(self, neighbors: Sequence[int] = ()) -> None:

@@ -140,7 +140,8 @@ class _HandshakeUser(Actor):
 
     @handles(RequestAck)
     def on_request_ack(self, msg: RequestAck, now: float) -> None:
-        if msg.task == self.current_task() and msg.sender == self.allocator and not self.acknowledged and not self.accepted:
+        held = msg.task == self.current_task() and msg.sender == self.allocator
+        if held and not self.acknowledged and not self.accepted:
             self.acknowledged = True
             self._arm(now, fresh=True)
 

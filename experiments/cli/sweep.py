@@ -239,7 +239,8 @@ def faults_campaign(
         raise CliError("--workers must be at least 1")
     if not 0 <= max_loss <= 0.2:
         raise CliError("--max-loss must be in [0, 0.2]: the protocols promise to end at up to 20 % loss")
-    names = sorted(PROTOCOLS) if protocols_.strip() == "all" else [p.strip() for p in protocols_.split(",") if p.strip()]
+    names = (sorted(PROTOCOLS) if protocols_.strip() == "all"
+             else [p.strip() for p in protocols_.split(",") if p.strip()])
     for name in names:
         get_protocol(name)
     if report is not None:
@@ -258,7 +259,8 @@ def faults_campaign(
         def on_record(record: dict[str, Any], done: int, total: int) -> None:
             progress.update(task, completed=done)
             for failure in failed(record):
-                progress.console.print(f"case {record['index']} ({record['protocol']}, {record['scenario']}): {failure}")
+                progress.console.print(f"case {record['index']} ({record['protocol']}, {record['scenario']}): "
+                                       f"{failure}")
 
         records = run_campaign(drawn, out_dir, run_workload, workers, on_record)
     from rich.table import Table

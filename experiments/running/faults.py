@@ -190,7 +190,8 @@ class FaultInjector:
             self._record(now, event, servers=chosen, **({"already_on_an_island": kept} if kept else {}))
             self.island_event[self.islands] = event.number
             self._fence_later(chosen, self.islands, now)
-            self._later(event, now, lambda t: self._undo(event, t, lambda: self._heal(chosen, t)), changes_membership=True)
+            self._later(event, now, lambda t: self._undo(event, t, lambda: self._heal(chosen, t)),
+                        changes_membership=True)
         elif action is Action.HEAL:
             back = self._heal(sorted(self.network.isolated()), now)
             self._record(now, event, **({"recovered": back} if back else {}))

@@ -152,7 +152,8 @@ def run_case(case: CampaignCase, scenario_path: Path, twin: dict[str, Any], run:
     ended = (status == "finished" if case.finite else
              status == "saturated" or (status == "stalled" and (twin["status"] == "stalled" or stalls_by_design(case))))
     record.update(
-        status=status, end_reason=first["end_reason"], ended=ended, by_design=stalls_by_design(case), min_share=first["min_dominant_share"],
+        status=status, end_reason=first["end_reason"], ended=ended, by_design=stalls_by_design(case),
+        min_share=first["min_dominant_share"],
         virtual_time_s=first["virtual_time_s"], lost=first["ledger"]["lost"], reruns=first["ledger"]["rerun"],
         resubmitted=first["ledger"]["resubmitted"], deterministic=_digest(first) == _digest(again),
         log_ok=checked.ok, log_violation=checked.violation, log_records=checked.records,
