@@ -17,7 +17,9 @@ counts in a home's utility (the lowest user that stops asking, thesis ch. 6).
 
 With resilience on (`rto` > 0, a run with faults; `protocols.resilience`) a user that hears
 nothing about its current task asks again: the gateway while it has no allocator, the
-allocator while it has no proposal, the proposer while its accepted task has not started. A
+allocator while it has no proposal, the proposer while its accepted task has not started —
+after the prompt wait for an answer given on receipt (the gateway's, the allocator's
+`RequestAck`, the start notice) and after the full one once the allocator holds the task. A
 repeated proposal from the proposer it accepted is answered with `Accept` again, and every
 `TaskEnded` is acknowledged (`EndAck`), a repeated one without counting it twice. A finite
 user repeats its "nothing waiting" notice until the allocator acknowledges it (`ShareAck`)
