@@ -123,3 +123,11 @@ def test_a_campaign_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert ran == 2 + 2 * 2  # two twins, each case twice
     again = run_campaign(cases, tmp_path, counting)
     assert len(calls) - ran == 2 + 2 * 2 and again[:2] == first  # only the two new cases and their twins
+
+
+def test_determinism_is_judged_on_every_field_but_the_wall_clocks() -> None:
+    from drfemu.experiments.sweeps.campaign import _digest
+
+    document = {"events": 10, "run_time_s": 5.0, "wall_time_s": 0.3, "events_per_s": 33.0}
+    assert _digest(document) == _digest(document | {"wall_time_s": 0.9, "events_per_s": 11.0})
+    assert _digest(document) != _digest(document | {"run_time_s": 5.1})
