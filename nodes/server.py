@@ -177,9 +177,9 @@ class ServerNode(OverlayPeer):
         self._running: dict[tuple[int, int], Vector] = {}
         self._ended: set[tuple[int, int]] = set()  # with resilience on: tasks that ran here and ended
         self.rto = config.rto
-        self.notices = Notices(config.prompt_rto or config.rto)  # proposals and end notices awaiting an answer
-        self._silences: dict[int, tuple[int, int]] = {}  # user -> (task, placements timed out in a row)
         self.prompt_rto = config.prompt_rto or config.rto
+        self.notices = Notices(self.prompt_rto)  # proposals and end notices awaiting an answer (resilience on)
+        self._silences: dict[int, tuple[int, int]] = {}  # user -> (task, placements timed out in a row)
         self._hops: dict[tuple[str, int, int, int, int], tuple[WalkTask | FitWalk, int]] = {}  # sent, unacknowledged
         self._heard: set[tuple[Any, ...]] = set()  # the walk copies heard lately (resilience on) ...
         self._heard_order: deque[tuple[float, tuple[Any, ...]]] = deque()  # ... with when to forget each

@@ -191,6 +191,7 @@ def fault_report_command(
                                                      "--out).")] = None,
 ) -> None:
     """The fault study's tables and figure (docs/faults-results.md) from a sweep of configs/faults.toml."""
+    from drfemu.experiments.reports.fault_campaign import campaign_section, with_campaign
     from drfemu.experiments.reports.fault_study import fault_report
     from drfemu.experiments.sweeps.records import load_records
 
@@ -200,16 +201,9 @@ def fault_report_command(
     figure = figure if figure is not None else out_path.parent / "figures" / "faults-crash.png"
     link = os.path.relpath(figure, out_path.parent)
     before = out_path.read_text(encoding="utf-8") if out_path.is_file() else ""
-    out_path.write_text(_keep_campaign(before, fault_report(load_records(sweep_dir), figure, link)), encoding="utf-8")
+    page = fault_report(load_records(sweep_dir), figure, link)  # the study and the campaign share the page:
+    out_path.write_text(with_campaign(page, campaign_section(before)), encoding="utf-8")  # keep the campaign's
     out.print(f"wrote {out_path} and {figure}")
-
-
-def _keep_campaign(before: str, page: str) -> str:
-    """`page` with the campaign section `before` had (the fault study and the campaign share a page)."""
-    from drfemu.experiments.reports.fault_campaign import BEGIN, END, with_campaign
-
-    start, stop = before.find(BEGIN), before.find(END)
-    return with_campaign(page, before[start + len(BEGIN):stop] if 0 <= start < stop else None)
 
 
 @app.command("faults-campaign")

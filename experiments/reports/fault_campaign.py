@@ -15,18 +15,24 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["FAILURES", "campaign_markdown", "campaign_rows", "failed", "with_campaign"]
+__all__ = ["FAILURES", "campaign_markdown", "campaign_rows", "campaign_section", "failed", "with_campaign"]
 
 FAILURES = ("raised", "lost", "log refused", "not deterministic", "did not end")
 BEGIN, END = "<!-- fault campaign: drfemu faults-campaign --report -->", "<!-- end of fault campaign -->"
 
 
+def campaign_section(page: str) -> str | None:
+    """The campaign section `page` holds (None: it has none)."""
+    start, stop = page.find(BEGIN), page.find(END)
+    return page[start + len(BEGIN):stop].strip("\n") + "\n" if 0 <= start < stop else None
+
+
 def with_campaign(page: str, section: str | None) -> str:
     """`page` (`docs/faults-results.md`) with its campaign section replaced by `section` (None: the
-    one it has, kept — so `drfemu fault-report` does not drop it), at the end."""
-    start, stop = page.find(BEGIN), page.find(END)
-    kept = page[start + len(BEGIN):stop].strip("\n") + "\n" if start >= 0 and stop > start else None
-    if start >= 0 and stop > start:
+    one it has, kept), at the end."""
+    kept = campaign_section(page)
+    if kept is not None:
+        start, stop = page.find(BEGIN), page.find(END)
         page = page[:start].rstrip("\n") + "\n" + page[stop + len(END):].lstrip("\n")
     body = section if section is not None else kept
     if body is None:

@@ -235,9 +235,7 @@ class FaultInjector:
     def _heal(self, servers: list[int], now: float) -> list[int]:
         """`servers` rejoin the mainland; those their island fenced recover. Returns those."""
         self.network.heal(servers)
-        back = [s for s in servers if s in self.fenced and self.recover(s, now)]
-        self.fenced.difference_update(servers)
-        return back
+        return [s for s in servers if s in self.fenced and self.recover(s, now)]  # `recover` unfences
 
     # -- crashes and recoveries -----------------------------------------------------------
     def crash(self, actor: int, now: float, cause: str, detected: bool = False) -> bool:

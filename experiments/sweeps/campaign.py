@@ -21,11 +21,12 @@ run's length (finite).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -198,14 +199,15 @@ def run_campaign(cases: Sequence[CampaignCase], out: Path, run: RunWorkload, wor
                 finished[record["index"]] = record
     missing = [c for c in {case.twin_key(): case for case in cases}.values() if c.twin_key() not in twins]
     done = len(finished)
-    with _pool(workers) as pool:
-        for key, twin in pool.map(_twin_job, [(case, run) for case in missing]):
+    with ProcessPoolExecutor(workers) if workers > 1 else contextlib.nullcontext() as pool:
+        mapped = pool.map if pool is not None else map  # one worker: in this process
+        for key, twin in mapped(_twin_job, [(case, run) for case in missing]):
             twins[key] = twin
         twins_path.write_text(json.dumps([{"case": list(k), **v} for k, v in twins.items()], indent=1))
         jobs = [(case, str(path), twins[case.twin_key()], run) for case, path in zip(cases, paths)
                 if case.index not in finished]
         with records_path.open("a") as lines:
-            for record in pool.map(_case_job, jobs):
+            for record in mapped(_case_job, jobs):
                 finished[record["index"]] = record
                 lines.write(json.dumps(record) + "\n")
                 lines.flush()
@@ -213,20 +215,3 @@ def run_campaign(cases: Sequence[CampaignCase], out: Path, run: RunWorkload, wor
                 if on_record is not None:
                     on_record(record, done, len(cases))
     return [finished[case.index] for case in cases]
-
-
-class _Serial:
-    """A stand-in for a pool of one process: runs in this one."""
-
-    def __enter__(self) -> _Serial:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterable[Any]:
-        return map(fn, items)
-
-
-def _pool(workers: int) -> Any:
-    return ProcessPoolExecutor(workers) if workers > 1 else _Serial()
