@@ -74,6 +74,7 @@ from drfemu.protocols.messages import (
     WalkTask,
     handles,
 )
+from drfemu.protocols.fragmentation import fragmentation_delta
 from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.resources import CapacityViolation, Vector, fits, give, take
@@ -97,7 +98,8 @@ class ServerConfig:
     run parameters). Times are seconds.
 
     `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
-    DRFH heuristic normalised with `scale` (1 / the cluster total of each resource); `total`
+    DRFH heuristic normalised with `scale` (1 / the cluster total of each resource), or with
+    `min_fragmentation` by the fragmentation the task adds for the demand mix the server knows; `total`
     (the cluster's capacity) and `users_active` (False: finite users, counted once a task
     arrives) go to the server's `HomeUsers`; `rto` > 0 turns resilience on, with `prompt_rto` the
     first wait for an answer given on receipt (a walk hop's acknowledgement, a user's answer to a
@@ -116,6 +118,7 @@ class ServerConfig:
     mark_saturated: bool = True
     saturation_retry: float = math.inf
     fit_candidates: int = 0
+    min_fragmentation: bool = False
     scale: Vector = ()
     gradient: Callable[..., Any] = Gradient
     total: Vector = ()
@@ -149,7 +152,7 @@ class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
-                 "rto", "prompt_rto", "notices", "_streams", "_reserved", "_running", "_ended", "_fixed", "_silences",
+                 "rto", "prompt_rto", "notices", "mix", "_streams", "_reserved", "_running", "_ended", "_fixed", "_silences",
                  "_hops", "_heard", "_heard_order", "acknowledged")
 
     def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
@@ -172,6 +175,7 @@ class ServerNode(OverlayPeer):
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
         self.fit_candidates = config.fit_candidates
         self.scale = config.scale
+        self.mix: dict[int, Vector] | None = {} if config.min_fragmentation else None  # user -> its latest demand
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self._running: dict[tuple[int, int], Vector] = {}
@@ -328,6 +332,8 @@ class ServerNode(OverlayPeer):
 
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
+        if self.mix is not None:
+            self.mix[msg.user] = msg.demand
         self.homes.task_arrived(msg)
         self._utility_changed(now)
 
@@ -425,7 +431,7 @@ class ServerNode(OverlayPeer):
             self._step(WalkTask(msg.user, msg.task, msg.demand, msg.home, 0, (self.id,), ()))
 
     def _fit_step(self, walk: FitWalk) -> None:
-        h = drfh_heuristic(walk.demand, self.free, self.scale) if fits(walk.demand, self.free, self.capacity) else None
+        h = self._fit_score(walk.user, walk.demand) if fits(walk.demand, self.free, self.capacity) else None
         dst, message = fit_walk_step(walk, self.id, h, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))
         if message.__class__ is FitPlace:
             if dst == self.id:
@@ -436,6 +442,14 @@ class ServerNode(OverlayPeer):
                                   walk.frontier, dst, math.inf, 0)
         self.placement["walks_failed" if message.__class__ is WalkFailed else "fit_hops"] += 1
         self._send_step(dst, message)
+
+    def _fit_score(self, user: int, demand: Vector) -> float:
+        """A fitting server's score for a best-fit walk (lower is better): DRFH's heuristic, or
+        the fragmentation the task adds for the demand mix this server knows."""
+        if self.mix is None:
+            return drfh_heuristic(demand, self.free, self.scale)
+        self.mix[user] = demand
+        return fragmentation_delta(demand, self.free, self.capacity, list(self.mix.values()), self.scale)
 
     def _step(self, walk: WalkTask) -> None:
         dst, message = walk_step(walk, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))

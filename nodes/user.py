@@ -71,6 +71,7 @@ __all__ = ["FiniteUserNode", "UserNode"]
 
 _SUBMIT = "submit"
 _RETRY = "retry"
+_REPROBE = "reprobe"
 _IDLE = "idle"
 
 
@@ -79,11 +80,13 @@ class _HandshakeUser(Actor):
     current task, decline every other; with resilience on, ask again when nothing is heard."""
 
     __slots__ = ("gateway", "accepted", "allocator", "acknowledged", "proposer", "backoff", "prompt", "attempt",
-                 "durable_allocator", "where")
+                 "durable_allocator", "where", "reprobe", "probes")
 
     def __init__(self, actor_id: int, gateway: int, rto: float, durable_allocator: bool = False,
-                 prompt: float = 0.0) -> None:
+                 prompt: float = 0.0, reprobe: float = 0.0) -> None:
         super().__init__(actor_id)
+        self.reprobe = reprobe  # > 0: ask the gateway again after this long without a proposal (probes)
+        self.probes = 0  # the current task's requests sent, so a stale re-probe wake-up is ignored
         self.gateway = gateway
         self.accepted = False
         self.allocator = -1  # where the current task was sent, once the gateway answered
@@ -139,6 +142,15 @@ class _HandshakeUser(Actor):
         self.allocator = msg.server
         self.send(msg.server, self.task_request())
         self._arm(now, fresh=True)
+        if self.reprobe > 0:
+            self.probes += 1
+            self.wake_at(now + self.reprobe, (_REPROBE, self.current_task(), self.probes))
+
+    def _reprobe(self, task: int, probe: int, now: float) -> None:
+        """No proposal came for the current task since it was last sent: send it to another server
+        the gateway picks (the probe protocol's `--probe-retry`; its earlier copies stay where they are)."""
+        if task == self.current_task() and probe == self.probes and not self.accepted:
+            self._ask_gateway(now)
 
     @handles(RequestAck)
     def on_request_ack(self, msg: RequestAck, now: float) -> None:
@@ -201,8 +213,8 @@ class UserNode(_HandshakeUser):
     __slots__ = ("demand", "task_share", "tasks", "share", "task", "begun")
 
     def __init__(self, actor_id: int, gateway: int, demand: Vector, total: Vector, rto: float = 0.0,
-                 durable_allocator: bool = False, prompt: float = 0.0) -> None:
-        super().__init__(actor_id, gateway, rto, durable_allocator, prompt)
+                 durable_allocator: bool = False, prompt: float = 0.0, reprobe: float = 0.0) -> None:
+        super().__init__(actor_id, gateway, rto, durable_allocator, prompt, reprobe)
         self.demand = demand
         self.task_share = dominant_share(demand, total)
         self.tasks = 0
@@ -225,7 +237,10 @@ class UserNode(_HandshakeUser):
         return TaskRequest(self.id, self.task, self.demand, self.share)
 
     def on_timer(self, key: tuple[str, int, int], now: float) -> None:
-        self._retry(key[1], key[2], now)
+        if key[0] == _REPROBE:
+            self._reprobe(key[1], key[2], now)
+        else:
+            self._retry(key[1], key[2], now)
 
     def share_now(self) -> float:
         return self.share
@@ -268,8 +283,8 @@ class FiniteUserNode(_HandshakeUser):
                  "started", "ended", "idle_notice", "copies")
 
     def __init__(self, actor_id: int, gateway: int, tasks: Sequence[tuple[float, Vector]], total: Vector,
-                 rto: float = 0.0, durable_allocator: bool = False, prompt: float = 0.0) -> None:
-        super().__init__(actor_id, gateway, rto, durable_allocator, prompt)
+                 rto: float = 0.0, durable_allocator: bool = False, prompt: float = 0.0, reprobe: float = 0.0) -> None:
+        super().__init__(actor_id, gateway, rto, durable_allocator, prompt, reprobe)
         self.total = total
         self.submits = [t for t, _ in tasks]
         self.demands = [d for _, d in tasks]
@@ -293,6 +308,8 @@ class FiniteUserNode(_HandshakeUser):
             self._submit_due(now)
         elif key[0] == _IDLE:
             self._repeat_idle(key[1], now)
+        elif key[0] == _REPROBE:
+            self._reprobe(key[1], key[2], now)
         else:
             self._retry(key[1], key[2], now)
 

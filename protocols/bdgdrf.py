@@ -53,11 +53,12 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from drfemu.protocols.centre import sees_top
 from drfemu.protocols.messages import handles, message
 from drfemu.protocols.params import Kind, Param
 from drfemu.protocols.rule import Server, ServerRule
 
-__all__ = ["BdgdrfRule", "MinimumNotice", "UtilityNotice", "knows_minimum"]
+__all__ = ["BdgdrfRule", "MinimumNotice", "UtilityNotice"]
 
 NEVER = -math.inf
 
@@ -76,11 +77,6 @@ class MinimumNotice:
     minimum: float
     learnt: float
     WIRE: ClassVar[tuple[int, int]] = (2, 0)
-
-
-def knows_minimum(me: int, my_utility: float, view: list[tuple[float, int, float]], size: int) -> bool:
-    """Does a home with this gradient view know every node above it (so the minimum share)?"""
-    return len(view) < size or any((u, n) < (my_utility, me) for u, n, _ in view)
 
 
 class BdgdrfRule(ServerRule):
@@ -119,7 +115,7 @@ class BdgdrfRule(ServerRule):
         minimum = None
         if lowest is not None:
             view = gradient.view
-            if knows_minimum(server.id, gradient.utility, view, gradient.size):
+            if sees_top(server.id, gradient.utility, view, gradient.size):
                 minimum = min([lowest[1].share, *(-u for u, _, _ in view if math.isfinite(u))])
                 if gradient.believes_centre():
                     self.minimum, self.learnt = minimum, now

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from drfemu.protocols.centre import CENTRE_TIES, CentreTies
+from drfemu.protocols.centre import CENTRE_TIES, CentreTies, is_centre
 from drfemu.protocols.messages import handles, message
 from drfemu.protocols.rule import Server, ServerRule
 
@@ -53,11 +53,11 @@ class DgdrfRule(ServerRule):
     PARAMS = (CENTRE_TIES,)
     ROUND_TRIP_WITHIN_TICK = True  # each tick's check replaces the last: a later acknowledgement never counts
 
-    __slots__ = ("checks", "strict", "_awaiting")
+    __slots__ = ("checks", "ties", "_awaiting")
 
     def __init__(self, centre_ties: str = CentreTies.ID) -> None:
         self.checks = 0  # validations started
-        self.strict = CentreTies(centre_ties) is CentreTies.STRICT
+        self.ties = CentreTies(centre_ties)
         self._awaiting = -1  # the number of the check whose acknowledgement would count
 
     def counters(self) -> dict[str, int]:
@@ -66,7 +66,7 @@ class DgdrfRule(ServerRule):
     def on_tick(self, server: Server, now: float) -> None:
         lowest = server.homes.lowest()
         gradient = server.gradient
-        if lowest is None or not lowest[1].idle() or not gradient.believes_centre(self.strict):
+        if lowest is None or not lowest[1].idle() or not is_centre(gradient, self.ties):
             return
         if not gradient.view:
             server.allocate(*lowest)
@@ -87,5 +87,5 @@ class DgdrfRule(ServerRule):
             return
         self._awaiting = -1
         lowest = server.homes.lowest()
-        if lowest is not None and lowest[1].idle() and server.gradient.believes_centre(self.strict):
+        if lowest is not None and lowest[1].idle() and is_centre(server.gradient, self.ties):
             server.allocate(*lowest)

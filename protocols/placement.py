@@ -23,7 +23,12 @@ server knows as DDRF's homes do): the walk starts at the allocating server, visi
 the same way, and after it has seen `fit_candidates` servers where the task fits (or run out
 of hops or frontier) sends `FitPlace` to the one with the lowest heuristic. That server
 proposes if the task still fits there; if something else took the room meanwhile, it sends
-the task on an ordinary first-fit walk.
+the task on an ordinary first-fit walk. **Least fragmentation** (`--placement min-fragmentation`,
+issue 38, `protocols.fragmentation`) walks the same way but scores a fitting server by how much
+fragmentation the task would add there for the demand mix that server knows: the demands of
+its homed users and of every task whose request or walk it has handled (decision: no new
+gossip; a walk carries the task's demand to every server it visits, so the servers a home's
+walks cross learn its users' demands).
 """
 
 from __future__ import annotations
@@ -33,8 +38,20 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from drfemu.protocols.messages import WalkFailed, WalkTask, message
+from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.resources import improves
 
-__all__ = ["FitPlace", "FitWalk", "fit_walk_step", "walk_step"]
+__all__ = ["FIRST_FIT", "BEST_FIT", "MIN_FRAGMENTATION", "PLACEMENT", "FitPlace", "FitWalk", "fit_walk_step",
+           "walk_step"]
+
+FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION = "first-fit", "best-fit", "min-fragmentation"
+
+PLACEMENT = Param(
+    "placement", Kind.TEXT, FIRST_FIT, "Where a task is placed (home-based protocols and drf): first-fit (the "
+    "allocating server, else the first with room on a walk; centrally the first server in order), best-fit (DRFH's "
+    "heuristic over --fit-candidates servers) or min-fragmentation (the server where the task adds the least "
+    "fragmentation for the known demand mix, over --fit-candidates servers).",
+    choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION), echo="placement_mode")
 
 
 def _frontier(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int]) -> tuple[int, ...]:
@@ -65,8 +82,9 @@ def walk_step(walk: WalkTask, peers: Iterable[int], ttl: int, rng: random.Random
 
 @message
 class FitWalk:
-    """A best-fit placement walk (`--placement best-fit`): it visits servers as a placement
-    walk does, remembering the fitting server with the lowest DRFH heuristic (`best`, `best_h`),
+    """A best-fit placement walk (`--placement best-fit` or `min-fragmentation`): it visits servers as
+    a placement walk does, remembering the fitting server with the lowest score (`best`, `best_h`:
+    the DRFH heuristic, or the fragmentation the task adds),
     until it has seen `left` more fitting servers or runs out of hops or frontier."""
 
     user: int
@@ -102,7 +120,7 @@ def fit_walk_step(walk: FitWalk, here: int, h_here: float | None, peers: Iterabl
     best, best_h, left = walk.best, walk.best_h, walk.left
     if h_here is not None:
         left -= 1
-        if h_here < best_h:
+        if improves(h_here, best_h):  # ties within rounding stay with the server seen first
             best, best_h = here, h_here
     frontier = _frontier(walk.visited, walk.frontier, peers)
     if left <= 0 or walk.hops >= ttl or not frontier:

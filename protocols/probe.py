@@ -19,13 +19,20 @@ demands): a fraction says nothing of absolute room, and a small machine at 60 % 
 room than a large one at 90 %; a neighbour where the task does not fit ranks last.
 
 Decisions, following the thesis: neighbours are a fixed random graph of out-degree `P`; a
-server only ever places on itself — probes have no random walk, so a task whose three copies
-sit on full servers is never placed (the thesis's "that task and user cannot allocate a task
-anymore") and such a run ends as stalled. Ties in load go to the neighbour listed first.
-A server keeps one copy per user, of its latest task: a user has one task at a time, so a copy
-of a newer task means the older one started elsewhere (issue 14; before, the dead copy stayed
-and, carrying the user's older and lower share, was proposed first and declined — a wasted
-tick of that server each time). Where stuck tasks sit and why: `docs/results.md` (E7).
+server only ever places on itself. Ties in load go to the neighbour listed first.
+
+**Tasks probed again** (`--probe-retry`, issue 38). In the thesis's probe (`--probe-retry 0`,
+kept for the reproduction) a copy waits where it was sent, so a task whose three copies sit on
+full servers is never placed (the thesis's "that task and user cannot allocate a task
+anymore"), and every such run ends as stalled: on Google 100 × 20, at 0.12–0.31 of DRF's
+minimum share while 11–60 servers had room; on GPU clusters most stuck copies were GPU tasks
+on servers with no GPU at all. By default (`--probe-retry 10`) two things change:
+- a server never keeps a copy its *capacity* could never hold (it still forwards the copies
+  of a task the gateway sent it); such copies went to servers without the task's resource;
+- a user whose task has had no proposal `probe_retry` ticks after it was sent asks the
+  gateway again, and the task goes to a new random server, which forwards it as before
+  (`nodes.user`, `reprobe`). Earlier copies stay where they are; a server keeps one copy per
+  user, so a re-probe adds no state, and a late proposal from an old copy is declined.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from typing import Any, ClassVar
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.messages import TaskRequest, handles, message
 from drfemu.protocols.params import Kind, Param
-from drfemu.protocols.resources import Vector
+from drfemu.protocols.resources import Vector, fits
 from drfemu.protocols.rule import Server, ServerRule
 
 __all__ = ["LoadReply", "LoadRequest", "LoadsReply", "ProbeRule", "ProbeTask", "room_load", "task_load",
@@ -118,11 +125,14 @@ class ProbeRule(ServerRule):
                     echo="probe_d"),
               Param("probe_load", Kind.TEXT, "cpu", "probe: a server's load, cpu (eq. 4.1), dominant (the largest used "
                     "fraction the task demands) or room (the share of free room the task takes).",
-                    choices=tuple(LOADS), echo="probe_load"))
+                    choices=tuple(LOADS), echo="probe_load"),
+              Param("probe_retry", Kind.INT, 10, "probe: ticks a server holds a copy it has no room for before "
+                    "passing it to a random server (0: never, the thesis's probe).", ge=0, le=10**9, unit="ticks",
+                    echo="probe_retry_ticks"))
     TICKS_ALL = True
-    STRANDS = True  # a server only places on itself: copies on full servers wait for ever
+    STRANDS = True  # with --probe-retry 0 (the thesis's probe) copies on full servers wait for ever
 
-    __slots__ = ("d", "mode", "reports", "stored")
+    __slots__ = ("d", "mode", "retry", "reports", "stored")
 
     @staticmethod
     def check_params(values: Mapping[str, Any]) -> None:
@@ -130,9 +140,10 @@ class ProbeRule(ServerRule):
         if values["probe_d"] > values["neighbors"]:
             raise InputError(f"--probe-d ({values['probe_d']}) must be at most --neighbors ({values['neighbors']})")
 
-    def __init__(self, probe_d: int = 2, probe_load: str = "cpu") -> None:
+    def __init__(self, probe_d: int = 2, probe_load: str = "cpu", probe_retry: int = 10) -> None:
         self.d = probe_d
         self.mode = probe_load
+        self.retry = probe_retry  # the users read it (`reprobe`); here: 0 keeps every copy, as the thesis
         self.reports: dict[int, LoadReply | LoadsReply] = {}  # neighbour -> its last load report
         self.stored: dict[int, tuple[int, float, Vector]] = {}  # user -> (task, share, demand) of its latest task
 
@@ -149,9 +160,14 @@ class ProbeRule(ServerRule):
         if held is None or held[0] < task:
             self.stored[user] = (task, share, demand)
 
+    def _could_hold(self, server: Server, demand: Vector) -> bool:
+        """Could this server ever hold the task (always, in the thesis's probe)?"""
+        return not self.retry or fits(demand, server.capacity, server.capacity)
+
     @handles(TaskRequest)
     def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
-        self._store(msg.user, msg.task, msg.share, msg.demand)
+        if self._could_hold(server, msg.demand):
+            self._store(msg.user, msg.task, msg.share, msg.demand)
         load, reports, demand = LOADS[self.mode], self.reports, msg.demand
         lightest = sorted(server.neighbors, key=lambda n: load(reports[n], demand))[: self.d]
         copy = ProbeTask(msg.user, msg.task, msg.demand, msg.share)
@@ -160,7 +176,8 @@ class ProbeRule(ServerRule):
 
     @handles(ProbeTask)
     def on_probe_task(self, server: Server, msg: ProbeTask, now: float) -> None:
-        self._store(msg.user, msg.task, msg.share, msg.demand)
+        if self._could_hold(server, msg.demand):
+            self._store(msg.user, msg.task, msg.share, msg.demand)
 
     def on_tick(self, server: Server, now: float) -> None:
         poll = LoadRequest(server.id)

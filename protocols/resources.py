@@ -20,6 +20,7 @@ __all__ = [
     "add",
     "dominant_share",
     "fits",
+    "improves",
     "give",
     "subtract",
     "take",
@@ -27,12 +28,21 @@ __all__ = [
 ]
 
 REL_TOL = 1e-9
+INF = float("inf")
 
 Vector = tuple[float, ...]
 
 
 class CapacityViolation(RuntimeError):
     """A server was asked to hold more than its capacity: a protocol bug; the run aborts."""
+
+
+def improves(value: float, best: float) -> bool:
+    """Is `value` lower than `best` by more than rounding (`REL_TOL` of the larger magnitude,
+    at least 1)? Placement heuristics compare with it so that ties stay ties whatever the units (issue 38)."""
+    if best == INF:
+        return value < INF
+    return best - value > REL_TOL * max(1.0, abs(value), abs(best))
 
 
 def fits(demand: Sequence[float], free: Sequence[float], capacity: Sequence[float]) -> bool:

@@ -8,16 +8,17 @@ from pathlib import Path
 import pytest
 
 from drfemu.experiments.cli import main
-from drfemu.protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice, knows_minimum
+from drfemu.protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice
+from drfemu.protocols.centre import sees_top
 from drfemu.protocols.messages import Proposal
 from tests.test_distributed_roles import node, request
 
 
 def test_a_home_knows_the_minimum_when_its_view_is_short_or_holds_a_node_below_it() -> None:
-    assert knows_minimum(5, -0.2, [(-0.1, 1, 0.0)], size=2)  # not full
-    assert knows_minimum(5, -0.2, [(-0.1, 1, 0.0), (-0.3, 2, 0.0)], size=2)  # 2 is below
-    assert knows_minimum(5, -0.2, [(-0.2, 1, 0.0), (-0.1, 2, 0.0)], size=2)  # a tie with a lower id is below
-    assert not knows_minimum(5, -0.2, [(-0.1, 1, 0.0), (-0.15, 7, 0.0)], size=2)
+    assert sees_top(5, -0.2, [(-0.1, 1, 0.0)], size=2)  # not full
+    assert sees_top(5, -0.2, [(-0.1, 1, 0.0), (-0.3, 2, 0.0)], size=2)  # 2 is below
+    assert sees_top(5, -0.2, [(-0.2, 1, 0.0), (-0.1, 2, 0.0)], size=2)  # a tie with a lower id is below
+    assert not sees_top(5, -0.2, [(-0.1, 1, 0.0), (-0.15, 7, 0.0)], size=2)
 
 
 def test_the_lowest_idle_user_within_the_band_allocates_once_a_tick() -> None:

@@ -38,7 +38,7 @@ def test_pdgdrf_tied_homes_both_allocate_under_strict_and_one_under_id() -> None
     allocated = {}
     for ties in ("strict", "id"):
         for sid, other in ((3, 8), (8, 3)):
-            s = node(PdgdrfRule(ties), sid=sid, homed={100 + sid: 0.1}, view=1)
+            s = node(PdgdrfRule(ties), sid=sid, homed={100 + sid: 0.1}, view=2)  # each sees the top
             s.receive(request(100 + sid, 0, 0.2), 0.0)
             s.gradient.offer([(-0.2, other, 0.0)])
             s.take_outbox()
@@ -51,9 +51,21 @@ def test_each_gradient_protocol_has_its_own_default_and_an_explicit_choice_wins(
     assert run_params(protocol="pdgdrf").centre_ties == "strict"
     assert run_params(protocol="dgdrf").centre_ties == "id"
     assert run_params(protocol="pdgdrf", centre_ties="id").centre_ties == "id"
-    assert DgdrfRule().strict is False and PdgdrfRule().strict is True
+    assert DgdrfRule().ties == "id" and PdgdrfRule().ties == "strict"
 
 
 def test_an_unknown_tie_rule_is_one_line_naming_the_choices() -> None:
-    with pytest.raises(ValueError, match=r"^--centre-ties must be one of id, strict, got 'both'$"):
+    with pytest.raises(ValueError, match=r"^--centre-ties must be one of id, strict, literal, got 'both'$"):
         run_params(protocol="pdgdrf", centre_ties="both")
+
+
+def test_a_home_whose_view_holds_only_ties_above_it_is_not_the_centre_unless_literal() -> None:
+    """A group of more than P tied homes: all but its top P see nothing strictly above. Only
+    under `literal` do they believe they are the centre (issue 38)."""
+    for ties, expected in (("strict", False), ("literal", True), ("id", False)):
+        s = node(PdgdrfRule(ties), sid=3, homed={103: 0.1}, view=2)
+        s.receive(request(103, 0, 0.2), 0.0)
+        s.gradient.offer([(-0.2, 5, 0.0), (-0.2, 8, 0.0), (-0.1, 9, 0.0)])  # 5 and 8 tie above 3; 9 is higher
+        s.take_outbox()
+        s.on_tick(0.1)
+        assert any(isinstance(m, Proposal) for _, m in s.take_outbox()) is expected, ties

@@ -93,6 +93,8 @@ def _endless_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
         ("Jain's index", f"{r['jain']:.4f}"),
         ("utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r["utilization"].items())),
         ("stranded", ", ".join(f"{k} {v:.1%}" for k, v in r["stranded"].items())),
+        ("fragmented (servers)", ", ".join(f"{k} {v:.1%} ({r['fragmented_servers'][k]})"
+                                           for k, v in r["fragmented"].items())),
     ]
 
 

@@ -22,6 +22,7 @@ from drfemu.overlay.gradient import NEG_INF
 from drfemu.overlay.observe import ideal_views
 from drfemu.overlay.variants import gradient_factory
 from drfemu.protocols.events import NeighborsFixed
+from drfemu.protocols.placement import FIRST_FIT, MIN_FRAGMENTATION
 from drfemu.protocols.registry import GradientUse, ProtocolSpec
 from drfemu.protocols.resilience import Timeouts
 from drfemu.protocols.resources import Vector, dominant_share
@@ -45,7 +46,8 @@ def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Ve
         gradient_period=period if spec.gradient is not GradientUse.OFF else None,
         max_age=params.max_age_periods * period, mark_saturated=params.mark_saturated,
         saturation_retry=retry_ticks * params.tick if retry_ticks else math.inf,
-        fit_candidates=params.fit_candidates if params.placement == "best-fit" else 0,
+        fit_candidates=params.fit_candidates if params.placement != FIRST_FIT else 0,
+        min_fragmentation=params.placement == MIN_FRAGMENTATION,
         scale=tuple(1.0 / t if t > 0 else 0.0 for t in total),
         gradient=gradient_factory(params.gradient, temperature=params.softmax_temperature,
                                   shuffle_size=params.gradient_shuffle),

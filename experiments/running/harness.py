@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
+from drfemu.protocols.fragmentation import fragmented_matrix
 from drfemu.protocols.resources import (
     REL_TOL,
     CapacityViolation,
@@ -307,6 +308,21 @@ class Harness(RunObserver):
                 if free[r] > REL_TOL * capacity[r]:
                     stranded[r] += free[r]
         return [s / t if t > 0 else 0.0 for s, t in zip(stranded, self.total)]
+
+    def fragmentation(self) -> tuple[list[float], list[int]]:
+        """Per resource, the fraction of the cluster's total that is free but fragmented for the
+        demand mix of the placeable users (`protocols.fragmentation`: no task of the mix can use
+        it), and the number of servers holding such a fragment. At saturation every free amount
+        is fragmented; `stranded` is the part of it some waiting task wants."""
+        skip = set(self.unplaceable)
+        mix = self._demand_matrix[[k for k in range(len(self.shares)) if k not in skip]]
+        free = np.asarray(self.free, dtype=float)
+        capacity = np.asarray(self.capacity, dtype=float)
+        lost = fragmented_matrix(free, capacity, mix)
+        held = lost > REL_TOL * capacity
+        totals = lost.sum(axis=0)
+        return ([x / t if t > 0 else 0.0 for x, t in zip(totals.tolist(), self.total)],
+                held.sum(axis=0).tolist())
 
 
 

@@ -48,20 +48,25 @@ from drfemu.nodes.latency import parse_duration, parse_latency
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.placement import PLACEMENT
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 
-__all__ = ["CASE", "CORE", "GOOGLE", "SATURATION_RETRY_TICKS", "Checked", "RunParams", "all_params", "canonical_params",
+__all__ = ["CASE", "CORE", "GENERATED", "GOOGLE", "GPU_CLUSTER", "SATURATION_RETRY_TICKS", "Checked", "RunParams", "all_params", "canonical_params",
            "check_gradient_period", "check_latency", "defaults", "echo", "param", "parameters_markdown",
            "protocol_defaults", "readers", "run_id", "run_params", "unread_given", "validate_declared"]
 
 GOOGLE = "google"
+GPU_CLUSTER = "gpu-cluster"
+GENERATED = (GOOGLE, GPU_CLUSTER)
+"""Workloads drawn from --machines, --users and --case-seed instead of read from a file."""
 
 CORE: tuple[Param, ...] = (
     Param("protocol", Kind.TEXT, "drf", "Allocation protocol (drfemu protocols lists them).", echo="protocol"),
-    Param("workload", Kind.TEXT, GOOGLE, "'google' (a case drawn from the Google 2011 trace) or a workload JSON file."),
-    Param("machines", Kind.INT, 100, "Machines drawn from the Google 2011 trace (with --workload google).", ge=1,
+    Param("workload", Kind.TEXT, GOOGLE, "'google' (a case drawn from the Google 2011 trace), 'gpu-cluster' (a GPU-sharing cluster, "
+          "experiments.workloads.gpu_cluster) or a workload JSON file."),
+    Param("machines", Kind.INT, 100, "Machines drawn (with --workload google or gpu-cluster).", ge=1,
           le=100_000),
-    Param("users", Kind.INT, 20, "Users drawn from the Google 2011 trace (with --workload google).", ge=1,
+    Param("users", Kind.INT, 20, "Users drawn (with --workload google or gpu-cluster).", ge=1,
           le=100_000),
     Param("seed", Kind.INT, 1, "Root seed of every random stream.", ge=0, le=2**63 - 1, echo="seed"),
     Param("case_seed", Kind.INT, None, "Seed of the Google case draw (default: --seed).", ge=0, le=2**63 - 1),
@@ -99,10 +104,8 @@ CORE: tuple[Param, ...] = (
           "(small: the most preferred neighbour; 500, Kompics' value: almost uniform).", gt=0, le=1e9),
     Param("gradient_shuffle", Kind.INT, 0, "Kompics gradient: view entries sent per exchange (0: half of P, rounded "
           "up).", ge=0, le=10_000),
-    Param("placement", Kind.TEXT, "first-fit", "Where a home-based protocol places a task: first-fit (the allocating "
-          "server, else the first with room on a walk) or best-fit (DRFH's heuristic over --fit-candidates servers).",
-          choices=("first-fit", "best-fit"), echo="placement_mode"),
-    Param("fit_candidates", Kind.INT, 8, "Best-fit placement: fitting servers a walk compares.", ge=1, le=10**6,
+    PLACEMENT,
+    Param("fit_candidates", Kind.INT, 8, "Best-fit and min-fragmentation walks: fitting servers a walk compares.", ge=1, le=10**6,
           unit="servers"),
     Param("max_age", Kind.INT, 0, "Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).",
           ge=0, le=10**9, unit="periods"),
@@ -137,8 +140,8 @@ def _core_reader(name: str) -> Callable[[ProtocolSpec], bool]:
         return lambda spec: spec.distributed
     if name in _GRADIENT:
         return lambda spec: spec.gradient is not GradientUse.OFF
-    if name in _WALKS:
-        return lambda spec: spec.gateway is Gateway.HOME
+    if name in _WALKS:  # the walks of home-based protocols, and central rules that declare it (drf)
+        return lambda spec: spec.gateway is Gateway.HOME or any(p.name == name for p in spec.params)
     return lambda spec: True
 
 
@@ -374,7 +377,7 @@ def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) ->
     if not isinstance(workload, str):
         raise InputError(f"--workload: expected 'google' or a file path, got {workload!r}")
     case: dict[str, Any] = {"workload": workload}
-    if workload != GOOGLE:
+    if workload not in GENERATED:
         stray = [param(n).option for n in ("machines", "users", "case_seed") if n in given]
         if stray:
             raise InputError(f"{', '.join(stray)} {'describe' if len(stray) > 1 else 'describes'} a Google case and "
@@ -388,7 +391,7 @@ def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) ->
         given["faults"] = str(_readable(given["faults"], base_dir, "--faults", "fault scenario"))
     validated = run_params(**{k: v for k, v in given.items() if k not in CASE}).model_dump()
     spec = get_protocol(validated["protocol"])
-    if workload == GOOGLE and case["case_seed"] is None:
+    if workload in GENERATED and case["case_seed"] is None:
         case["case_seed"] = validated["seed"]
     merged = {**case, **validated}
     for name in list(merged):
@@ -432,12 +435,14 @@ def run_id(params: Mapping[str, Any]) -> str:
     declared = defaults()
     keyed = {name: value for name, value in params.items()
              if name in ("protocol", *CASE, "seed") or name not in declared or value != declared[name]}
-    if keyed["workload"] != GOOGLE:
+    if keyed["workload"] not in GENERATED:
         keyed["workload"] = hashlib.sha256(Path(keyed["workload"]).read_bytes()).hexdigest()
     if keyed.get("faults") is not None:
         keyed["faults"] = hashlib.sha256(Path(keyed["faults"]).read_bytes()).hexdigest()
     digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]
-    size = f"{params['machines']}x{params['users']}" if params["workload"] == GOOGLE else "file"
+    size = {GOOGLE: "", GPU_CLUSTER: "gpu"}.get(params["workload"], "file")
+    if params["workload"] in GENERATED:
+        size += f"{params['machines']}x{params['users']}"
     return f"{params['protocol']}-{size}-s{params['seed']}-{digest}"
 
 

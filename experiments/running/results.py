@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "ResultDocument", "RunResult", "result_schema"]
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
 Number = float | None  # JSON has no infinity or NaN: a non-finite figure is null
@@ -99,6 +99,10 @@ class ResultDocument(BaseModel):
     std_dominant_share: Number = None
     ratio_20_20: Number = None
     stranded: dict[str, Number] | None = None
+    fragmented: dict[str, Number] | None = Field(None, description="Per resource: the fraction of the cluster's total "
+                                                 "free but usable by no task of the placeable users' mix.")
+    fragmented_servers: dict[str, int] | None = Field(None, description="Per resource: servers holding such a "
+                                                      "fragment.")
     dominant_shares: dict[str, Number] | None = None
     # finite workloads
     time_averaged: dict[str, Any] | None = None

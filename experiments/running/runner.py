@@ -52,12 +52,13 @@ from drfemu.experiments.running.harness import (
 )
 from drfemu.experiments.running.ledger import TaskLedger
 from drfemu.experiments.running.lifetimes import TaskLifetimes
-from drfemu.experiments.running.params import GOOGLE, RunParams, echo, run_params
+from drfemu.experiments.running.params import GOOGLE, GPU_CLUSTER, RunParams, echo, run_params
 from drfemu.experiments.running.results import RunResult
 from drfemu.experiments.running.run_log import RunLog
 from drfemu.experiments.running.swm import swm_comparison
 from drfemu.experiments.workloads.faults import FaultScenario, Target, load_scenario
 from drfemu.experiments.workloads.google import google_case
+from drfemu.experiments.workloads.gpu_cluster import gpu_cluster_case
 from drfemu.experiments.workloads.model import Workload, load_workload
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.clock import VirtualClockLoop
@@ -126,6 +127,8 @@ def build_run_config(params: Mapping[str, Any]) -> RunConfig:
     """The validated `RunConfig` of canonical `params` (loads or draws the workload)."""
     if params["workload"] == GOOGLE:
         workload = google_case(params["machines"], params["users"], params["case_seed"])
+    elif params["workload"] == GPU_CLUSTER:
+        workload = gpu_cluster_case(params["machines"], params["users"], params["case_seed"])
     else:
         workload = load_workload(Path(params["workload"]))
     config = RunConfig(workload, run_params(**{k: v for k, v in params.items()
@@ -233,10 +236,11 @@ def build_nodes(config: RunConfig, streams: RandomStreams, timeouts: Timeouts = 
     else:
         actors = [ResourceNode(i, c, scheduler_id, rto, timeouts.prompt) for i, c in zip(server_ids, capacities)]
     durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
+    reprobe = params.probe_retry * params.tick if any(p.name == "probe_retry" for p in spec.params) else 0.0
     users: list[UserNode | FiniteUserNode] = [
         FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable,
-                       timeouts.prompt)
-        if finite else UserNode(a, gateway_id, u.demand, total, rto, durable, timeouts.prompt)
+                       timeouts.prompt, reprobe)
+        if finite else UserNode(a, gateway_id, u.demand, total, rto, durable, timeouts.prompt, reprobe)
         for a, u in zip(user_ids, workload.users)]
     actors.extend(users)
     actors.append(gateway)
@@ -455,6 +459,7 @@ def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[
     """Fairness of the final allocation (the thesis's metrics), over the placeable users."""
     shares = harness.placeable_shares()
     unplaceable = set(harness.unplaceable)
+    fragmented, holders = harness.fragmentation()
     return {
         "min_dominant_share": min(shares) if shares else 0.0,
         "gini": gini(shares) if shares else 0.0,
@@ -463,6 +468,8 @@ def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[
         "jain": jain(shares) if shares else 1.0,
         "utilization": dict(zip(resources, harness.utilization())),
         "stranded": dict(zip(resources, harness.stranded())),
+        "fragmented": dict(zip(resources, fragmented)),
+        "fragmented_servers": dict(zip(resources, holders)),
         "dominant_shares": {labels[k]: s for k, s in enumerate(harness.shares) if k not in unplaceable},
         "tasks": {labels[k]: n for k, n in enumerate(harness.tasks) if k not in unplaceable},
         "unplaceable_users": [labels[k] for k in sorted(unplaceable)],

@@ -1,0 +1,57 @@
+"""Fragmentation for a demand mix and the placement that adds least of it (issue 38)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.fragmentation import fragmentation_delta, fragmented, least_fragmentation
+
+
+def test_the_worked_example_of_the_module_docstring() -> None:
+    mix = [(1.0, 1.0), (1.0, 0.25), (2.0, 0.0)]
+    assert fragmented((4.0, 0.5), (8.0, 1.0), mix) == pytest.approx([4 / 3, 1 / 3])
+
+
+def test_an_empty_mix_fragments_nothing_and_a_crashed_server_holds_nothing() -> None:
+    assert fragmented((4.0, 0.5), (8.0, 1.0), []) == [0.0, 0.0]
+    assert fragmented((float("-inf"), float("-inf")), (8.0, 1.0), [(1.0, 1.0)]) == [0.0, 0.0]
+
+
+def test_a_fractional_gpu_task_goes_where_it_leaves_whole_gpus_usable() -> None:
+    # (cpu, gpu). Server 0 has one whole GPU free, server 1 a remnant of 0.6. The mix wants whole
+    # GPUs and half GPUs. Best-fit by DRFH's heuristic prefers neither by GPU; the least
+    # fragmentation puts the half-GPU task in the remnant, keeping server 0's whole GPU usable.
+    free, capacity = [(8.0, 1.0), (8.0, 0.6)], [(8.0, 1.0), (8.0, 1.0)]
+    mix = [(1.0, 1.0), (1.0, 0.5)]
+    scale = (1 / 16, 1 / 2)
+    assert least_fragmentation((1.0, 0.5), free, capacity, mix, scale) == 1
+    assert fragmentation_delta((1.0, 0.5), free[0], capacity[0], mix, scale) > fragmentation_delta(
+        (1.0, 0.5), free[1], capacity[1], mix, scale)
+
+
+def test_it_fits_nowhere_or_falls_back_to_the_first_fitting_server_without_a_mix() -> None:
+    assert least_fragmentation((9.0, 0.0), [(8.0, 1.0)], [(8.0, 1.0)], [(1.0, 0.0)], (1.0, 1.0)) == -1
+    assert least_fragmentation((1.0, 0.0), [(0.5, 1.0), (8.0, 1.0), (8.0, 1.0)], [(8.0, 1.0)] * 3, [],
+                               (1.0, 1.0)) == 1
+
+
+amounts = st.floats(min_value=0.05, max_value=10.0, allow_nan=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(servers=st.lists(st.tuples(amounts, amounts, st.sampled_from([0.0, 1.0, 2.0, 8.0])), min_size=1, max_size=8),
+       mix=st.lists(st.tuples(amounts, amounts, st.sampled_from([0.0, 0.25, 0.5, 1.0])), min_size=1, max_size=5),
+       resource=st.integers(0, 2), factor=st.sampled_from([1e-3, 1e3]))
+def test_the_choice_does_not_depend_on_units(servers: list, mix: list, resource: int, factor: float) -> None:
+    def scaled(v: tuple) -> tuple:
+        return tuple(x * factor if r == resource else x for r, x in enumerate(v))
+
+    plain, rescaled = ClusterView(servers), ClusterView([scaled(s) for s in servers])
+    demand = mix[0]
+    chosen = least_fragmentation(demand, plain.free, plain.capacity, mix, plain.scale)
+    again = least_fragmentation(scaled(demand), rescaled.free, rescaled.capacity, [scaled(d) for d in mix],
+                                rescaled.scale)
+    assert chosen == again
