@@ -363,7 +363,7 @@ class FiniteUserNode(_HandshakeUser):
         self.current = -1
         if self.queue:
             self._dispatch(now)
-        else:
+        elif allocator >= 0:  # (none while a re-probe waits for the gateway: no allocator holds its request)
             self.send(allocator, UserShare(self.id, self.share, False))
             if self.prompt is not None:  # the allocator acknowledges it on receipt
                 self.attempt += 1

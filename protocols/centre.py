@@ -16,19 +16,19 @@ so homes with equal utility are the rule at the top of the gradient, not the exc
 - `literal`: Algorithm 6's test with nothing added, as issues 14–37 ran it for `strict`. A
   view holds the `P` nodes just above its home, so in any group of more than `P` tied homes,
   *wherever it sits in the gradient*, all but the group's top `P` see only ties and allocate
-  as centres. Issue 38 measured it on Google 100 × 60 and 100 × 120 at P = 2 (seeds 1–5): 17–52 %
-  errors and 0.86–0.97 of DRF's minimum share; with `strict` as above 2–9 % and 0.96–1.00.
+  as centres. Issue 38 measured it on Google 100 × 60 and 100 × 120 at P = 2 (seeds 1–5): 23–52 %
+  errors and 0.87–0.97 of DRF's minimum share; with `strict` as above 3–11 % and 0.97–1.02.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Protocol
 
 from drfemu.protocols.params import Kind, Param
+from drfemu.protocols.rule import GradientView
 
-__all__ = ["CENTRE_TIES", "CentreTies", "GradientView", "is_centre", "sees_top"]
+__all__ = ["CENTRE_TIES", "CentreTies", "is_centre", "sees_top"]
 
 
 class CentreTies(StrEnum):
@@ -42,19 +42,6 @@ CENTRE_TIES = Param(
     "Gradient centre among equal utilities: id (the higher id alone), strict (every tied home that sees the top) or "
     "literal (Algorithm 6 verbatim: every home that sees no neighbour strictly above).",
     choices=tuple(CentreTies), echo="centre_ties")
-
-
-class GradientView(Protocol):
-    """What the centre test reads of a gradient (`overlay.gradient.Gradient` and its variants)."""
-
-    me: int
-    size: int
-    utility: float
-
-    @property
-    def view(self) -> Sequence[tuple[float, int, float]]: ...
-
-    def believes_centre(self, strict: bool = False) -> bool: ...
 
 
 def sees_top(me: int, utility: float, view: Sequence[tuple[float, int, float]], size: int) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from drfemu.protocols.central import PER_TICK, PendingTask
 from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.params import Param
 from drfemu.protocols.placement import BEST_FIT, FIRST_FIT, MIN_FRAGMENTATION, PLACEMENT
 
 __all__ = ["DrfBestFit", "DrfFirstFit"]
@@ -29,7 +30,7 @@ def _by_share(pending: Sequence[PendingTask]) -> list[PendingTask]:
 class DrfFirstFit:
     """DRF order; first-fit placement unless `placement` says otherwise."""
 
-    PARAMS = (PER_TICK, PLACEMENT)
+    PARAMS: tuple[Param, ...] = (PER_TICK, PLACEMENT)
 
     def __init__(self, placement: str = FIRST_FIT) -> None:
         self.placement = placement

@@ -33,9 +33,9 @@ UTILITY = itemgetter(0)
 
 STALE_AFTER_PERIODS = 5
 """PDGDRF's default `--max-age` (gradient descriptors expire after 5 exchange periods, where the
-other protocols keep max(20, 5·P)). Decision, measured (issue 38, Google 100 × 60 and 100 × 120
-at P = 2, seeds 1–5): a home hands the centre over only when its successor's view stops showing
-it above, and a stale descriptor of a former centre, still showing its old, lower share, is
+other protocols keep max(20, 5·P)). Decision, measured (issue 38, Google 100 × 60 at P = 2,
+seeds 1–5): a home hands the centre over only when its successor's view stops showing it
+above, and a stale descriptor of a former centre, still showing its old, lower share, is
 dropped only by a fresher copy or by expiry; with expiry after 5 periods the run-time over
 DRF's fell from 1.96–2.44 to 1.64–2.08, and the minimum share stayed at 0.972–1.016 of DRF's."""
 

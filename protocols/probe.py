@@ -21,18 +21,33 @@ room than a large one at 90 %; a neighbour where the task does not fit ranks las
 Decisions, following the thesis: neighbours are a fixed random graph of out-degree `P`; a
 server only ever places on itself. Ties in load go to the neighbour listed first.
 
-**Tasks probed again** (`--probe-retry`, issue 38). In the thesis's probe (`--probe-retry 0`,
-kept for the reproduction) a copy waits where it was sent, so a task whose three copies sit on
-full servers is never placed (the thesis's "that task and user cannot allocate a task
-anymore"), and every such run ends as stalled: on Google 100 × 20, at 0.12–0.31 of DRF's
-minimum share while 11–60 servers had room; on GPU clusters most stuck copies were GPU tasks
-on servers with no GPU at all. By default (`--probe-retry 10`) two things change:
-- a server never keeps a copy its *capacity* could never hold (it still forwards the copies
-  of a task the gateway sent it); such copies went to servers without the task's resource;
-- a user whose task has had no proposal `probe_retry` ticks after it was sent asks the
-  gateway again, and the task goes to a new random server, which forwards it as before
-  (`nodes.user`, `reprobe`). Earlier copies stay where they are; a server keeps one copy per
-  user, so a re-probe adds no state, and a late proposal from an old copy is declined.
+**Tasks probed again, allocated in share order** (issue 38). The thesis's probe
+(`--probe-retry 0 --probe-band 0`, kept for the reproduction) lets a copy wait where it was
+sent, so a task whose copies sit on full servers is never placed (the thesis's "that task and
+user cannot allocate a task anymore"), and every such run ended as stalled: on Google 100 × 20
+at 0.12–0.31 of DRF's minimum share while 11–60 servers had room; on GPU clusters most stuck
+copies were GPU tasks on servers with no GPU at all. By default:
+- a server never keeps a copy its *capacity* could never hold (it still forwards the copies of
+  a task the gateway sent it);
+- a user whose task has had no proposal `--probe-retry` ticks (default 1) after it was sent
+  asks the gateway again, and the task goes to a new random server, which forwards it as
+  before (`nodes.user`, `reprobe`). Earlier copies stay where they are; a server keeps one
+  copy per user, so a re-probe adds no state, and a late proposal from an old copy is declined;
+- a server proposes a copy only while its user's share is at most `m + band · s_i`
+  (`--probe-band`, default 0.5, in units of the user's own task share `s_i`, as BDGDRF's
+  band), where `m` is the lowest share carried by the copies it heard in the last
+  `HEARD_TICKS` ticks, leaving out users whose share has not moved for `STUCK_TICKS` (their
+  task fits nowhere, as a saturation mark says in the home-based protocols). The band orders
+  allocations and never prevents one: a server that held back a fitting copy `STUCK_TICKS`
+  ticks in a row proposes its lowest fitting copy. Servers tell the user behind their minimum
+  with each load reply (`LowestShare`), so the minimum spreads over the neighbour graph: heard
+  only from its own copies, a user of small tasks was known to few servers and the others
+  went on without it (Google 100 × 20 seed 2: 0.46 of DRF's minimum share at P = 5).
+Why the band, measured: re-probing alone ended every run saturated, but at 0.16–0.27 of DRF's
+minimum share: each user has one task out at a time and every task waits about as long, so
+users gain tasks at equal *rates*, and a user of small tasks ends with a fraction of a large
+one's share (Google 100 × 20: 144 tasks of 0.00008 against DRF's 614). With the band the
+minimum share is DRF's (0.96–1.01) at 0.3–0.5 of its run-time (`docs/results.md`).
 """
 
 from __future__ import annotations
@@ -44,7 +59,7 @@ from typing import Any, ClassVar
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.messages import TaskRequest, handles, message
 from drfemu.protocols.params import Kind, Param
-from drfemu.protocols.resources import Vector, fits
+from drfemu.protocols.resources import Vector, dominant_share, fits
 from drfemu.protocols.rule import Server, ServerRule
 
 __all__ = ["LoadReply", "LoadRequest", "LoadsReply", "ProbeRule", "ProbeTask", "room_load", "task_load",
@@ -60,6 +75,17 @@ class ProbeTask:
     demand: tuple[float, ...]
     share: float
     WIRE: ClassVar[tuple[int, int, str, int, int]] = (2, 1, "demand", 1, 0)
+
+
+@message
+class LowestShare:
+    """The lowest share a server heard lately, from a copy of `user`'s `task`, answered with its
+    load (`--probe-band` > 0): the band's minimum spreads over the neighbour graph."""
+
+    user: int
+    task: int
+    share: float
+    WIRE: ClassVar[tuple[int, int]] = (1, 2)
 
 
 @message
@@ -110,6 +136,11 @@ def room_load(free: tuple[float, ...], demand: Vector) -> float:
     return max((d / f if f > 0 else math.inf for d, f in zip(demand, free) if d > 0), default=0.0)
 
 
+HEARD_TICKS = 10
+"""The band's memory: shares heard longer ago than this many ticks do not count."""
+STUCK_TICKS = 20
+"""A user whose share has not moved for this many ticks is left out of the band's minimum."""
+
 LOADS: dict[str, Callable[[Any, Vector], float]] = {
     "cpu": lambda report, demand: report.load,
     "dominant": lambda report, demand: task_load(report.used, demand),
@@ -126,13 +157,16 @@ class ProbeRule(ServerRule):
               Param("probe_load", Kind.TEXT, "cpu", "probe: a server's load, cpu (eq. 4.1), dominant (the largest used "
                     "fraction the task demands) or room (the share of free room the task takes).",
                     choices=tuple(LOADS), echo="probe_load"),
-              Param("probe_retry", Kind.INT, 10, "probe: ticks a server holds a copy it has no room for before "
-                    "passing it to a random server (0: never, the thesis's probe).", ge=0, le=10**9, unit="ticks",
-                    echo="probe_retry_ticks"))
+              Param("probe_retry", Kind.INT, 1, "probe: ticks a user waits for a proposal before its task is "
+                    "probed again at another random server (0: never, the thesis's probe).", ge=0, le=10**9,
+                    unit="ticks", echo="probe_retry_ticks"),
+              Param("probe_band", Kind.FLOAT, 0.5, "probe: a server proposes a copy only while its share is below the "
+                    "lowest share it heard lately plus this many of the user's task shares (0: no band, the "
+                    "thesis's probe).", ge=0, le=1e6, echo="probe_band"))
     TICKS_ALL = True
-    STRANDS = True  # with --probe-retry 0 (the thesis's probe) copies on full servers wait for ever
+    STRANDS = False  # re-probed by default; with --probe-retry 0 (the thesis's probe) copies wait for ever
 
-    __slots__ = ("d", "mode", "retry", "reports", "stored")
+    __slots__ = ("d", "mode", "retry", "band", "reports", "stored", "heard", "ticks", "held_back")
 
     @staticmethod
     def check_params(values: Mapping[str, Any]) -> None:
@@ -140,10 +174,14 @@ class ProbeRule(ServerRule):
         if values["probe_d"] > values["neighbors"]:
             raise InputError(f"--probe-d ({values['probe_d']}) must be at most --neighbors ({values['neighbors']})")
 
-    def __init__(self, probe_d: int = 2, probe_load: str = "cpu", probe_retry: int = 10) -> None:
+    def __init__(self, probe_d: int = 2, probe_load: str = "cpu", probe_retry: int = 1, probe_band: float = 0.5) -> None:
         self.d = probe_d
         self.mode = probe_load
         self.retry = probe_retry  # the users read it (`reprobe`); here: 0 keeps every copy, as the thesis
+        self.band = probe_band
+        self.heard: dict[int, tuple[float, int, int, int]] = {}  # user -> (share, tick heard, tick it took it, task)
+        self.ticks = 0
+        self.held_back = 0  # ticks in a row the band held back a copy that fits here
         self.reports: dict[int, LoadReply | LoadsReply] = {}  # neighbour -> its last load report
         self.stored: dict[int, tuple[int, float, Vector]] = {}  # user -> (task, share, demand) of its latest task
 
@@ -156,18 +194,43 @@ class ProbeRule(ServerRule):
     def _store(self, user: int, task: int, share: float, demand: Vector) -> None:
         """Keep a copy of `user`'s task; a newer task of the user replaces an older copy, which is
         dead (a user has one task at a time: it sent a newer one because the older one started)."""
+        if self.band:
+            self._hear(user, task, share)
         held = self.stored.get(user)
         if held is None or held[0] < task:
             self.stored[user] = (task, share, demand)
+
+    def _hear(self, user: int, task: int, share: float) -> None:
+        """Note the share a copy of `user`'s `task` carries (a late copy of an older task is stale)."""
+        heard = self.heard.get(user)
+        if heard is not None and task < heard[3]:
+            return
+        since = heard[2] if heard is not None and heard[0] == share else self.ticks
+        self.heard[user] = (share, self.ticks, since, task)
 
     def _could_hold(self, server: Server, demand: Vector) -> bool:
         """Could this server ever hold the task (always, in the thesis's probe)?"""
         return not self.retry or fits(demand, server.capacity, server.capacity)
 
+    def _lowest(self) -> tuple[float, int, int] | None:
+        """(share, user, task) of the band's minimum, or None."""
+        now = self.ticks
+        return min(((share, user, task) for user, (share, last, since, task) in self.heard.items()
+                    if now - last <= HEARD_TICKS and now - since <= STUCK_TICKS), default=None)
+
+    def _minimum(self) -> float:
+        """The lowest share heard in the last `HEARD_TICKS` ticks from users whose share moved in
+        the last `STUCK_TICKS`. Every user heard stays remembered (one entry per user), so a
+        stuck user heard again after a while is still known to be stuck."""
+        lowest = self._lowest()
+        return 0.0 if lowest is None else lowest[0]
+
     @handles(TaskRequest)
     def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
         if self._could_hold(server, msg.demand):
             self._store(msg.user, msg.task, msg.share, msg.demand)
+        elif self.band:
+            self._hear(msg.user, msg.task, msg.share)
         load, reports, demand = LOADS[self.mode], self.reports, msg.demand
         lightest = sorted(server.neighbors, key=lambda n: load(reports[n], demand))[: self.d]
         copy = ProbeTask(msg.user, msg.task, msg.demand, msg.share)
@@ -178,20 +241,30 @@ class ProbeRule(ServerRule):
     def on_probe_task(self, server: Server, msg: ProbeTask, now: float) -> None:
         if self._could_hold(server, msg.demand):
             self._store(msg.user, msg.task, msg.share, msg.demand)
+        elif self.band:
+            self._hear(msg.user, msg.task, msg.share)
 
     def on_tick(self, server: Server, now: float) -> None:
+        self.ticks += 1
         poll = LoadRequest(server.id)
         for neighbour in server.neighbors:
             server.send(neighbour, poll)
         if not self.stored:
             return
         stored = self.stored
+        limit = self._minimum() if self.band and self.held_back < STUCK_TICKS else math.inf
+        total = server.homes.total
         for user in sorted(stored, key=lambda u: (stored[u][1], u, stored[u][0])):
-            task, _, demand = stored[user]
-            if server.fits(demand):
-                del stored[user]
-                server.propose(user, task, demand)
+            task, share, demand = stored[user]
+            if not server.fits(demand):
+                continue
+            if share > limit + self.band * (dominant_share(demand, total) if total else 0.0):
+                self.held_back += 1  # it, and every copy above it, waits for the lower users
                 return
+            del stored[user]
+            self.held_back = 0
+            server.propose(user, task, demand)
+            return
 
     @handles(LoadRequest)
     def on_load_request(self, server: Server, msg: LoadRequest, now: float) -> None:
@@ -200,7 +273,15 @@ class ProbeRule(ServerRule):
                                                tuple(server.free)))
         else:
             server.send(msg.sender, LoadReply(server.id, cpu_load(server)))
+        if self.band:
+            lowest = self._lowest()
+            if lowest is not None:
+                server.send(msg.sender, LowestShare(lowest[1], lowest[2], lowest[0]))
 
     @handles(LoadReply, LoadsReply)
     def on_load_reply(self, server: Server, msg: LoadReply | LoadsReply, now: float) -> None:
         self.reports[msg.sender] = msg
+
+    @handles(LowestShare)
+    def on_lowest_share(self, server: Server, msg: LowestShare, now: float) -> None:
+        self._hear(msg.user, msg.task, msg.share)

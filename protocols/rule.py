@@ -42,6 +42,7 @@ class GradientView(Protocol):
     """What a rule may read of its server's gradient overlay (`overlay.gradient.Gradient` or
     `overlay.kompics_gradient.KompicsGradient`)."""
 
+    me: int  # this node's id
     size: int  # P, the most descriptors the view holds
     utility: float  # this node's own
 

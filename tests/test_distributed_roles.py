@@ -30,7 +30,7 @@ from drfemu.protocols.messages import (
     WalkTask,
 )
 from drfemu.protocols.pdgdrf import PdgdrfRule, gini_test, gini_test_implementation, lowers_gini_python
-from drfemu.protocols.probe import LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
+from drfemu.protocols.probe import STUCK_TICKS, LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
 from drfemu.protocols.resources import CapacityViolation
 from drfemu.protocols.rule import ServerRule
 
@@ -290,8 +290,26 @@ def test_pdgdrf_centre_allocates_and_others_follow_the_gini_rule() -> None:
 
 # -- probes (Algorithm 4) ----------------------------------------------------------------------
 
-def probe(capacity: tuple[float, ...] = (4.0, 4.0)) -> Any:
-    return node(ProbeRule(probe_d=2), capacity=capacity, homed={}, neighbors=[1, 2, 3])
+def probe(capacity: tuple[float, ...] = (4.0, 4.0), thesis: bool = False, **kw: Any) -> Any:
+    """A probe server; `thesis`: the thesis's probe (copies wait, no band)."""
+    rule = ProbeRule(probe_d=2, probe_retry=0, probe_band=0.0) if thesis else ProbeRule(probe_d=2)
+    return node(rule, capacity=capacity, homed={}, neighbors=[1, 2, 3], **kw)
+
+
+def test_the_band_holds_a_copy_back_while_a_lower_user_waits_and_lets_it_go_once_that_one_is_stuck() -> None:
+    # Cluster total (10, 10): task shares 0.1. User 100 (share 0.1) is lower than 101 (share 0.3);
+    # 0.3 > 0.1 + 0.5 · 0.1, so 101's copy waits while 100's share is fresh and moving.
+    s = probe(capacity=(2.0, 2.0), total=(10.0, 10.0))
+    s.receive(ProbeTask(100, 0, (3.0, 1.0), 0.1), 0.0)  # heard, not kept: this server could never hold it
+    s.receive(ProbeTask(101, 0, (1.0, 1.0), 0.3), 0.0)
+    s.on_tick(0.1)
+    assert not any(isinstance(m, Proposal) for _, m in s.take_outbox())
+    for tick in range(2, 40):  # 100 keeps asking at the same share: stuck, it stops counting
+        s.receive(ProbeTask(100, 0, (3.0, 1.0), 0.1), tick / 10)
+        s.on_tick(tick / 10)
+        if any(isinstance(m, Proposal) for _, m in s.take_outbox()):
+            break
+    assert tick > STUCK_TICKS
 
 
 def test_probe_forwards_to_the_two_least_loaded_neighbours() -> None:
@@ -304,7 +322,7 @@ def test_probe_forwards_to_the_two_least_loaded_neighbours() -> None:
 
 
 def test_probe_tick_polls_and_proposes_the_lowest_share_task_that_fits() -> None:
-    s = probe(capacity=(2.0, 2.0))
+    s = probe(capacity=(2.0, 2.0), thesis=True)
     s.receive(ProbeTask(100, 0, (3.0, 1.0), 0.1), 0.0)  # lowest share, but does not fit
     s.receive(ProbeTask(101, 0, (1.0, 1.0), 0.3), 0.0)
     s.receive(ProbeTask(102, 0, (1.0, 1.0), 0.2), 0.0)

@@ -58,10 +58,22 @@ def test_dgdrf_makes_no_error_and_pdgdrf_is_faster(machines: int, users: int, p:
 
 
 @pytest.mark.slow
-def test_ddrf_random_and_probes_err_far_more_than_the_gradient_protocols() -> None:
+def test_ddrf_random_and_the_thesis_probe_err_far_more_than_the_gradient_protocols() -> None:
     w = google_case(60, 12, 1)
-    errors = {p: run(w, p, neighbors=2)["error_ratio"] for p in ("probe", "ddrf-random", "dgdrf")}
+    errors = {p: run(w, p, neighbors=2)["error_ratio"] for p in ("ddrf-random", "dgdrf")}
+    errors["probe"] = run(w, "probe", neighbors=2, probe_retry=0, probe_band=0.0)["error_ratio"]
     assert errors["probe"] > 0.5 and errors["ddrf-random"] > 0.5 and errors["dgdrf"] == 0.0
+
+
+@pytest.mark.slow
+def test_our_probe_ends_saturated_near_drf_where_the_thesis_probe_stalls() -> None:
+    w = google_case(60, 12, 1)
+    drf = run(w, "drf")["min_dominant_share"]
+    ours = run(w, "probe", neighbors=5)
+    thesis = run(w, "probe", neighbors=5, probe_retry=0, probe_band=0.0)
+    assert thesis["stalled"] and thesis["min_dominant_share"] < 0.5 * drf
+    assert ours["saturated"] and ours["min_dominant_share"] >= 0.9 * drf
+    assert ours["messages"]["LowestShare"] > 0 and "LowestShare" not in thesis["messages"]
 
 
 def test_ddrf_gradient_servers_freeze_settled_views_before_allocating() -> None:

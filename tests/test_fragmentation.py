@@ -55,3 +55,41 @@ def test_the_choice_does_not_depend_on_units(servers: list, mix: list, resource:
     again = least_fragmentation(scaled(demand), rescaled.free, rescaled.capacity, [scaled(d) for d in mix],
                                 rescaled.scale)
     assert chosen == again
+
+
+def test_a_server_learns_the_mix_from_its_users_and_the_walks_it_sees_and_scores_by_it() -> None:
+    from drfemu.protocols.messages import Proposal
+    from drfemu.protocols.placement import FitWalk
+    from tests.test_distributed_roles import node, request
+
+    s = node(capacity=(8.0, 1.0), homed={100: 0.1}, fit_candidates=1, min_fragmentation=True, scale=(1 / 16, 1 / 2))
+    s.receive(request(100, 0, 0.0, (1.0, 1.0)), 0.0)
+    s.receive(FitWalk(101, 0, (1.0, 0.5), 7, 1, (7, 0), (), -1, float("inf"), 1), 0.0)  # a walk passes by
+    assert s.mix == {100: (1.0, 1.0), 101: (1.0, 0.5)}
+    assert [m for _, m in s.take_outbox() if isinstance(m, Proposal)] == [Proposal(0, 0)]  # it fits: proposed here
+    assert s._fit_score(101, (1.0, 0.5)) == pytest.approx(
+        fragmentation_delta((1.0, 0.5), s.free, s.capacity, [(1.0, 1.0), (1.0, 0.5)], (1 / 16, 1 / 2)))
+
+
+def test_the_harness_keeps_the_cluster_fragmentation_up_to_date_server_by_server() -> None:
+    import numpy as np
+
+    from drfemu.experiments.running.harness import Harness
+    from drfemu.protocols.events import ServerCrashed
+    from drfemu.protocols.fragmentation import fragmented_matrix
+
+    capacities = [(8.0, 1.0), (8.0, 2.0), (4.0, 0.0)]
+    demands = [(1.0, 1.0), (1.0, 0.25), (2.0, 0.0)]
+    h = Harness(capacities, demands, [10, 11, 12], tick=0.1, stall_ticks=10, max_time=100.0, on_finish=lambda o: None)
+
+    def expected() -> list[float]:
+        rows = fragmented_matrix(np.asarray(h.free), np.asarray(capacities), np.asarray(demands))
+        rows[sorted(h.down)] = 0.0
+        return (rows.sum(axis=0) / np.asarray(h.total)).tolist()
+
+    assert h.fragmentation()[0] == pytest.approx(expected())
+    for server, user in ((0, 11), (1, 10), (1, 11), (2, 12)):
+        h.on_allocation(1.0, server, user, 0, demands[user - 10])
+        assert h.fragmentation()[0] == pytest.approx(expected())
+    h.on_crashed(ServerCrashed(2.0, 1))
+    assert h.fragmentation()[0] == pytest.approx(expected())

@@ -93,9 +93,9 @@ def test_run_id_is_stable_and_readable() -> None:
     assert run_id(params) != run_id(canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 3}))
 
 
-def test_thesis_suite_loads_all_seven_experiments() -> None:
+def test_thesis_suite_loads_all_eight_experiments() -> None:
     sweep = load_sweep(CONFIGS / "thesis.toml")
-    assert [e.name for e in sweep.experiments] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7"]
+    assert [e.name for e in sweep.experiments] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8"]
     e1 = sweep.experiments[0]
     assert len(e1.points) == 2 * 8 * 9
     # A point shows the protocol's own defaults: PDGDRF's strict centre ties, BDGDRF's best-fit.

@@ -15,6 +15,7 @@ from drfemu.experiments.cli.common import (
 )
 from drfemu.experiments.workloads.google import google_case
 from drfemu.experiments.workloads.processes import ARRIVALS, DURATIONS
+from drfemu.experiments.workloads.gpu_cluster import gpu_cluster_case
 from drfemu.experiments.workloads.synthetic import synthetic_case
 
 
@@ -93,3 +94,19 @@ def workload_synthetic(
     extra = f", scarce {', '.join(rare)} (holders {holders:g}, demanders {demanders:g})" if rare else ""
     extra += f", {tasks} tasks each ({arrivals}, {durations})" if tasks else ""
     out.print(f"wrote {output}: {servers} servers, {users} users, resources {', '.join(names)}{extra} (seed {seed})")
+
+
+@workload_app.command("gpu-cluster")
+def workload_gpu_cluster(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
+    servers: Annotated[int, typer.Option(help="Servers to generate.")] = 100,
+    users: Annotated[int, typer.Option(help="Users to generate.")] = 40,
+    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
+    gpu_users: Annotated[float, typer.Option(help="Fraction of users that want GPUs.")] = 0.8,
+    whole: Annotated[float, typer.Option(help="Fraction of the GPU users that want whole GPUs.")] = 0.3,
+) -> None:
+    """Write a GPU-sharing cluster (cores, GiB, GPUs; servers of four kinds, fractional and whole-GPU users);
+    `--workload gpu-cluster` draws the same case from --machines, --users and --case-seed."""
+    case = gpu_cluster_case(servers, users, seed, gpu_users, whole)
+    write_json(output, case.to_dict())
+    out.print(f"wrote {output}: {servers} servers, {users} users (GPU users {gpu_users:g}, whole {whole:g}; seed {seed})")

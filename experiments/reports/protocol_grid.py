@@ -33,9 +33,13 @@ KEEP = ("protocol", "machines", "users", "neighbors", "status", "end_reason", "a
         "placement", "overlay", "utilization")
 
 
+THESIS_SETTINGS: dict[str, dict[str, Any]] = {"probe": {"probe_retry": 0, "probe_band": 0.0}}
+"""Where the grid shows the thesis's protocol rather than our default (E1 runs the thesis's probe)."""
+
+
 def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     """The grid's runs among the finished records of a sweep directory (default parameters — each
-    protocol's own, such as PDGDRF's strict centre ties — and seed 1)."""
+    protocol's own, such as PDGDRF's strict centre ties — but `THESIS_SETTINGS`, and seed 1)."""
     rows = []
     shared = {k: v for k, v in defaults().items() if k not in ("protocol", "machines", "users", "neighbors")}
     shared["case_seed"] = 1
@@ -44,7 +48,8 @@ def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
         if (record["status"] == "ok" and (params["machines"], params["users"]) in CASES
                 and params["protocol"] in PROTOCOLS
                 and all(params[k] == v
-                        for k, v in {**shared, **protocol_defaults(PROTOCOLS[params["protocol"]])}.items())
+                        for k, v in {**shared, **protocol_defaults(PROTOCOLS[params["protocol"]]),
+                                     **THESIS_SETTINGS.get(params["protocol"], {})}.items())
                 and (not PROTOCOLS[params["protocol"]].distributed or params["neighbors"] in NEIGHBORS)):
             rows.append({key: record["result"].get(key) for key in KEEP})
     rows.sort(key=lambda r: (r["machines"], r["protocol"], r["neighbors"]))

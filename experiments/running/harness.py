@@ -151,8 +151,12 @@ class Harness(RunObserver):
         log: Callable[..., Any] | None = None,
         progress: Callable[[float, int], None] | None = None,
         tolerances: Sequence[float] = TOLERANCES,
+        sample_every: float = 0.0,
     ) -> None:
+        """`sample_every` > 0: sample the fragmentation every that many seconds (`fragment_samples`)."""
         super().__init__(tick, stall_ticks, max_time, on_finish, progress, tolerances)
+        self.sample_every = sample_every
+        self.fragment_samples: list[tuple[float, list[float]]] = []  # (time, fragmented share of each resource)
         self.capacity = [tuple(c) for c in capacities]
         self.free = [list(c) for c in capacities]
         self.demands = [tuple(d) for d in demands]
@@ -171,6 +175,10 @@ class Harness(RunObserver):
         self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
         self.on_server: list[list[int]] = [[] for _ in self.capacity]  # users of the tasks running there
         self._log = log
+        self._fragments: np.ndarray | None = None  # servers × resources, as of the last `fragmentation()`
+        self._changed: set[int] = set()  # servers whose free capacity changed since then
+        self._mix = self._demand_matrix
+        self._capacity_array = np.asarray(self.capacity, dtype=float)
 
     # -- allocation events ----------------------------------------------------------------
     def on_event(self, event: TaskAllocated) -> None:
@@ -190,6 +198,7 @@ class Harness(RunObserver):
         error_flags = self._judge(k, before)
         before_free = tuple(free)
         take(free, demand)
+        self._changed.add(server)
         self.tasks[k] += 1
         self.shares[k] = self.tasks[k] * self.task_share[k]
         self._share_array[k] = self.shares[k]
@@ -228,11 +237,13 @@ class Harness(RunObserver):
         self.on_server[server] = []
         self.free[server] = list(self.capacity[server])
         self.down.add(server)
+        self._changed.add(server)
 
     def on_recovered(self, event: ServerRecovered) -> None:
         server = event.actor
         if server in self.down:
             self.down.discard(server)
+            self._changed.add(server)
             self.fit_count += self._fitting(self.capacity[server], self.capacity[server])
 
     def _judge(self, k: int, share: float) -> tuple[bool, ...]:
@@ -254,6 +265,9 @@ class Harness(RunObserver):
     def on_tick(self, now: float, tick: int) -> None:
         if self.outcome is not None or self.time_capped(now):
             return
+        if self.sample_every > 0 and (not self.fragment_samples
+                                      or now - self.fragment_samples[-1][0] >= self.sample_every - REL_TOL):
+            self.fragment_samples.append((now, self.fragmentation()[0]))
         if not self.fit_count.any():
             if self.settled():  # saturated while a fault could still free room: now it cannot
                 self._saturate()
@@ -314,12 +328,22 @@ class Harness(RunObserver):
         demand mix of the placeable users (`protocols.fragmentation`: no task of the mix can use
         it), and the number of servers holding such a fragment. At saturation every free amount
         is fragmented; `stranded` is the part of it some waiting task wants."""
-        skip = set(self.unplaceable)
-        mix = self._demand_matrix[[k for k in range(len(self.shares)) if k not in skip]]
-        free = np.asarray(self.free, dtype=float)
-        capacity = np.asarray(self.capacity, dtype=float)
-        lost = fragmented_matrix(free, capacity, mix)
-        held = lost > REL_TOL * capacity
+        if self._fragments is None:
+            skip = set(self.unplaceable)
+            self._mix = self._demand_matrix[[k for k in range(len(self.shares)) if k not in skip]]
+            self._capacity_array = np.asarray(self.capacity, dtype=float)
+            changed = list(range(len(self.capacity)))
+            self._fragments = np.zeros_like(self._capacity_array)
+        else:
+            changed = sorted(self._changed)
+        self._changed.clear()
+        if changed:  # only the servers an allocation, crash or recovery touched since the last call
+            rows = fragmented_matrix(np.asarray([self.free[s] for s in changed], dtype=float),
+                                     self._capacity_array[changed], self._mix)
+            rows[[i for i, s in enumerate(changed) if s in self.down]] = 0.0  # a crashed server holds nothing
+            self._fragments[changed] = rows
+        lost = self._fragments
+        held = lost > REL_TOL * self._capacity_array
         totals = lost.sum(axis=0)
         return ([x / t if t > 0 else 0.0 for x, t in zip(totals.tolist(), self.total)],
                 held.sum(axis=0).tolist())

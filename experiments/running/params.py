@@ -109,8 +109,8 @@ CORE: tuple[Param, ...] = (
           unit="servers"),
     Param("max_age", Kind.INT, 0, "Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).",
           ge=0, le=10**9, unit="periods"),
-    Param("sample_every", Kind.DURATION, 10.0, "Tasks that end: the period of the fairness, utilisation and queue "
-          "samples over time (0: none).", ge=0, le=1e9, unit="s", echo="sample_every_s"),
+    Param("sample_every", Kind.DURATION, 10.0, "The period of samples over time: fragmentation in every run; "
+          "fairness, utilisation and queues where tasks end (0: none).", ge=0, le=1e9, unit="s", echo="sample_every_s"),
     Param("faults", Kind.TEXT, None, "A fault scenario file (TOML; docs/faults.md): message loss, latency changes, "
           "partitions.", echo="fault_scenario"),
     Param("swm_every", Kind.DURATION, 700.0, "Tasks that end: the period of the samples compared with the SWM "

@@ -103,6 +103,10 @@ class ResultDocument(BaseModel):
                                                  "free but usable by no task of the placeable users' mix.")
     fragmented_servers: dict[str, int] | None = Field(None, description="Per resource: servers holding such a "
                                                       "fragment.")
+    fragmented_mean: dict[str, Number] | None = Field(None, description="Per resource: the fragmented share's mean "
+                                                      "over the samples taken every --sample-every.")
+    fragmented_series: dict[str, list[Number]] | None = Field(None, description="time_s and, per resource, the "
+                                                              "fragmented share at each sample.")
     dominant_shares: dict[str, Number] | None = None
     # finite workloads
     time_averaged: dict[str, Any] | None = None

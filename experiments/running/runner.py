@@ -185,7 +185,7 @@ def build_harness(config: RunConfig, on_finish: Callable[[RunOutcome], None], lo
                              on_finish, params.sample_every, params.swm_every, log=log, progress=progress)
     return Harness(capacities=capacities, demands=[u.demand for u in workload.users], user_actors=users,
                    tick=params.tick, stall_ticks=params.stall_ticks, max_time=params.max_time, on_finish=on_finish,
-                   log=log, progress=progress)
+                   log=log, progress=progress, sample_every=params.sample_every)
 
 
 @dataclass
@@ -236,7 +236,8 @@ def build_nodes(config: RunConfig, streams: RandomStreams, timeouts: Timeouts = 
     else:
         actors = [ResourceNode(i, c, scheduler_id, rto, timeouts.prompt) for i, c in zip(server_ids, capacities)]
     durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
-    reprobe = params.probe_retry * params.tick if any(p.name == "probe_retry" for p in spec.params) else 0.0
+    retry = getattr(params, "probe_retry", 0) if any(p.name == "probe_retry" for p in spec.params) else 0
+    reprobe = retry * params.tick  # the probe protocol's users ask again after this long without a proposal
     users: list[UserNode | FiniteUserNode] = [
         FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable,
                        timeouts.prompt, reprobe)
@@ -460,6 +461,7 @@ def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[
     shares = harness.placeable_shares()
     unplaceable = set(harness.unplaceable)
     fragmented, holders = harness.fragmentation()
+    samples = harness.fragment_samples
     return {
         "min_dominant_share": min(shares) if shares else 0.0,
         "gini": gini(shares) if shares else 0.0,
@@ -470,6 +472,10 @@ def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[
         "stranded": dict(zip(resources, harness.stranded())),
         "fragmented": dict(zip(resources, fragmented)),
         "fragmented_servers": dict(zip(resources, holders)),
+        "fragmented_mean": {name: sum(x[r] for _, x in samples) / len(samples) if samples else None
+                            for r, name in enumerate(resources)},
+        "fragmented_series": {"time_s": [t for t, _ in samples],
+                              **{name: [x[r] for _, x in samples] for r, name in enumerate(resources)}},
         "dominant_shares": {labels[k]: s for k, s in enumerate(harness.shares) if k not in unplaceable},
         "tasks": {labels[k]: n for k, n in enumerate(harness.tasks) if k not in unplaceable},
         "unplaceable_users": [labels[k] for k in sorted(unplaceable)],

@@ -110,8 +110,9 @@ def _workload(case: CampaignCase) -> Workload:
 
 
 def stalls_by_design(case: CampaignCase) -> bool:
-    """Whether the protocol may stall on endless users where its twin does not: a probe's copies
-    wait for ever on full servers, and a blocking rule (C-ADRF) stops once its lowest user fits
+    """Whether the protocol may stall on endless users where its twin does not: a rule that
+    strands tasks (`ServerRule.STRANDS`; the thesis's probe, not the default one, since issue 38),
+    and a blocking rule (C-ADRF) that stops once its lowest user fits
     nowhere — which servers are full, and which user is lowest, depend on an order faults change."""
     spec = PROTOCOLS[case.protocol]
     return ((spec.server_rule is not None and spec.server_rule.STRANDS)
