@@ -54,6 +54,7 @@ from drfemu.nodes.streams import NodeStreams
 from drfemu.overlay.gradient import NEG_INF, Gradient
 from drfemu.protocols.cluster import drfh_heuristic
 from drfemu.protocols.events import TaskAllocated, TaskFinished
+from drfemu.protocols.fragmentation import fragmentation_delta
 from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.protocols.messages import (
     Accept,
@@ -74,7 +75,6 @@ from drfemu.protocols.messages import (
     WalkTask,
     handles,
 )
-from drfemu.protocols.fragmentation import fragmentation_delta
 from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.resources import CapacityViolation, Vector, fits, give, take
@@ -152,8 +152,8 @@ class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
-                 "rto", "prompt_rto", "notices", "mix", "_streams", "_reserved", "_running", "_ended", "_fixed", "_silences",
-                 "_hops", "_heard", "_heard_order", "acknowledged")
+                 "rto", "prompt_rto", "notices", "mix", "_streams", "_reserved", "_running", "_ended", "_fixed",
+                 "_silences", "_hops", "_heard", "_heard_order", "acknowledged")
 
     def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
                  streams: NodeStreams, config: ServerConfig) -> None:

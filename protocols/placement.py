@@ -41,8 +41,16 @@ from drfemu.protocols.messages import WalkFailed, WalkTask, message
 from drfemu.protocols.params import Kind, Param
 from drfemu.protocols.resources import improves
 
-__all__ = ["FIRST_FIT", "BEST_FIT", "MIN_FRAGMENTATION", "PLACEMENT", "FitPlace", "FitWalk", "fit_walk_step",
-           "walk_step"]
+__all__ = [
+    "BEST_FIT",
+    "FIRST_FIT",
+    "MIN_FRAGMENTATION",
+    "PLACEMENT",
+    "FitPlace",
+    "FitWalk",
+    "fit_walk_step",
+    "walk_step",
+]
 
 FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION = "first-fit", "best-fit", "min-fragmentation"
 

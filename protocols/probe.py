@@ -43,11 +43,13 @@ copies were GPU tasks on servers with no GPU at all. By default:
   with each load reply (`LowestShare`), so the minimum spreads over the neighbour graph: heard
   only from its own copies, a user of small tasks was known to few servers and the others
   went on without it (Google 100 × 20 seed 2: 0.46 of DRF's minimum share at P = 5).
-Why the band, measured: re-probing alone ended every run saturated, but at 0.16–0.27 of DRF's
-minimum share: each user has one task out at a time and every task waits about as long, so
+Why the band, measured: re-probing alone ended every run saturated, but on Google 100 × 20
+at 0.16–0.27 of DRF's minimum share: each user has one task out at a time and every task waits about as long, so
 users gain tasks at equal *rates*, and a user of small tasks ends with a fraction of a large
 one's share (Google 100 × 20: 144 tasks of 0.00008 against DRF's 614). With the band the
-minimum share is DRF's (0.96–1.01) at 0.3–0.5 of its run-time (`docs/results.md`).
+minimum share is DRF's (Google 100 × 20, P = 2..10, seeds 1–5: 0.96–1.03 of it) at 1.05–1.54
+of its run-time (`docs/results.md`); on tasks that end the band can hold a copy back while its
+server could run it, a cost `docs/faults.md` measures (`--probe-band 0` has none).
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ from drfemu.protocols.params import Kind, Param
 from drfemu.protocols.resources import Vector, dominant_share, fits
 from drfemu.protocols.rule import Server, ServerRule
 
-__all__ = ["LoadReply", "LoadRequest", "LoadsReply", "ProbeRule", "ProbeTask", "room_load", "task_load",
-           "used_fractions"]
+__all__ = ["HEARD_TICKS", "STUCK_TICKS", "LoadReply", "LoadRequest", "LoadsReply", "LowestShare", "ProbeRule",
+           "ProbeTask", "room_load", "task_load", "used_fractions"]
 
 
 @message
@@ -160,13 +162,13 @@ class ProbeRule(ServerRule):
               Param("probe_retry", Kind.INT, 1, "probe: ticks a user waits for a proposal before its task is "
                     "probed again at another random server (0: never, the thesis's probe).", ge=0, le=10**9,
                     unit="ticks", echo="probe_retry_ticks"),
-              Param("probe_band", Kind.FLOAT, 0.5, "probe: a server proposes a copy only while its share is below the "
+              Param("probe_band", Kind.FLOAT, 0.5, "probe: a server proposes a copy only while its share is at most the "
                     "lowest share it heard lately plus this many of the user's task shares (0: no band, the "
                     "thesis's probe).", ge=0, le=1e6, echo="probe_band"))
     TICKS_ALL = True
     STRANDS = False  # re-probed by default; with --probe-retry 0 (the thesis's probe) copies wait for ever
 
-    __slots__ = ("d", "mode", "retry", "band", "reports", "stored", "heard", "ticks", "held_back")
+    __slots__ = ("band", "d", "heard", "held_back", "mode", "reports", "retry", "stored", "ticks")
 
     @staticmethod
     def check_params(values: Mapping[str, Any]) -> None:

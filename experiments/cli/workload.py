@@ -14,8 +14,8 @@ from drfemu.experiments.cli.common import (
     write_json,
 )
 from drfemu.experiments.workloads.google import google_case
-from drfemu.experiments.workloads.processes import ARRIVALS, DURATIONS
 from drfemu.experiments.workloads.gpu_cluster import gpu_cluster_case
+from drfemu.experiments.workloads.processes import ARRIVALS, DURATIONS
 from drfemu.experiments.workloads.synthetic import synthetic_case
 
 

@@ -177,7 +177,8 @@ class Harness(RunObserver):
         self._log = log
         self._fragments: np.ndarray | None = None  # servers × resources, as of the last `fragmentation()`
         self._changed: set[int] = set()  # servers whose free capacity changed since then
-        self._mix = self._demand_matrix
+        skip = set(self.unplaceable)
+        self._mix = self._demand_matrix[[k for k in range(len(demands)) if k not in skip]]  # the placeable users'
         self._capacity_array = np.asarray(self.capacity, dtype=float)
 
     # -- allocation events ----------------------------------------------------------------
@@ -329,9 +330,6 @@ class Harness(RunObserver):
         it), and the number of servers holding such a fragment. At saturation every free amount
         is fragmented; `stranded` is the part of it some waiting task wants."""
         if self._fragments is None:
-            skip = set(self.unplaceable)
-            self._mix = self._demand_matrix[[k for k in range(len(self.shares)) if k not in skip]]
-            self._capacity_array = np.asarray(self.capacity, dtype=float)
             changed = list(range(len(self.capacity)))
             self._fragments = np.zeros_like(self._capacity_array)
         else:
@@ -347,7 +345,6 @@ class Harness(RunObserver):
         totals = lost.sum(axis=0)
         return ([x / t if t > 0 else 0.0 for x, t in zip(totals.tolist(), self.total)],
                 held.sum(axis=0).tolist())
-
 
 
 def error_series(error_flags: bytearray, tolerances: Sequence[float],
