@@ -20,14 +20,14 @@ from drfemu.protocols.cluster import ClusterView
 from drfemu.protocols.params import Param
 from drfemu.protocols.placement import BEST_FIT, FIRST_FIT, MIN_FRAGMENTATION, PLACEMENT
 
-__all__ = ["DrfBestFit", "DrfFirstFit"]
+__all__ = ["Drf", "DrfBestFit"]
 
 
 def _by_share(pending: Sequence[PendingTask]) -> list[PendingTask]:
     return sorted(pending, key=lambda t: (t.share, t.user))
 
 
-class DrfFirstFit:
+class Drf:
     """DRF order; first-fit placement unless `placement` says otherwise."""
 
     PARAMS: tuple[Param, ...] = (PER_TICK, PLACEMENT)
@@ -49,7 +49,7 @@ class DrfFirstFit:
         return None
 
 
-class DrfBestFit(DrfFirstFit):
+class DrfBestFit(Drf):
     """DRF order, DRFH best-fit placement (`drf-bestfit`)."""
 
     PARAMS = (PER_TICK,)

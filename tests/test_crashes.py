@@ -16,7 +16,7 @@ from drfemu.experiments.workloads.model import Server, Task, User, Workload
 from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import FiniteUserNode, UserNode
-from drfemu.protocols.drf import DrfFirstFit
+from drfemu.protocols.drf import Drf
 from drfemu.protocols.events import TaskResubmitted, TaskSubmitted
 from drfemu.protocols.messages import (
     Accept,
@@ -108,7 +108,7 @@ def test_the_gateway_rehomes_the_users_of_a_crashed_home_on_live_servers() -> No
 
 
 def test_a_restarted_scheduler_rebuilds_from_the_reports_before_allocating() -> None:
-    scheduler = CentralScheduler(20, DrfFirstFit(), servers=[0, 1], capacities=[TOTAL, TOTAL], ack_ends=True,
+    scheduler = CentralScheduler(20, Drf(), servers=[0, 1], capacities=[TOTAL, TOTAL], ack_ends=True,
                                  restarted=True, down=[1])
     scheduler.receive(TaskRequest(5, 0, (3.0, 1.0), 0.0), 0.0)
     assert scheduler.take_outbox() == [(5, RequestAck(0, 20))]  # it holds the request ...

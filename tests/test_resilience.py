@@ -15,7 +15,7 @@ from drfemu.nodes.actor import WakeUp
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import FiniteUserNode, UserNode
-from drfemu.protocols.drf import DrfFirstFit
+from drfemu.protocols.drf import Drf
 from drfemu.protocols.messages import (
     Accept,
     EndAck,
@@ -92,7 +92,7 @@ def test_a_finite_user_counts_a_repeated_end_once_and_acknowledges_each() -> Non
 
 
 def test_the_scheduler_answers_repeated_requests_as_the_first_time() -> None:
-    scheduler = CentralScheduler(20, DrfFirstFit(), servers=[0], capacities=[TOTAL], ack_ends=True)
+    scheduler = CentralScheduler(20, Drf(), servers=[0], capacities=[TOTAL], ack_ends=True)
     scheduler.receive(TaskRequest(5, 0, (1.0, 4.0), 0.0), 0.0)
     scheduler.receive(TaskRequest(6, 0, (3.0, 1.0), 0.0), 0.0)
     scheduler.receive(TaskRequest(5, 0, (1.0, 4.0), 0.0), 0.05)  # repeated: keeps its place

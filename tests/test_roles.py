@@ -10,7 +10,7 @@ from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import UserNode
-from drfemu.protocols.drf import DrfFirstFit
+from drfemu.protocols.drf import Drf
 from drfemu.protocols.events import TaskAllocated
 from drfemu.protocols.messages import (
     Accept,
@@ -61,7 +61,7 @@ def test_gateway_modes() -> None:
 
 
 def test_scheduler_proposes_launches_and_releases_on_decline() -> None:
-    scheduler = CentralScheduler(20, DrfFirstFit(), servers=[0], capacities=[TOTAL])
+    scheduler = CentralScheduler(20, Drf(), servers=[0], capacities=[TOTAL])
     scheduler.receive(TaskRequest(5, 0, (1.0, 4.0), 0.0), 0.0)
     scheduler.receive(TaskRequest(6, 0, (3.0, 1.0), 0.0), 0.0)
     scheduler.on_tick(0.1)

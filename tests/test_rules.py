@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from drfemu.protocols.central import PendingTask
 from drfemu.protocols.cluster import ClusterView
-from drfemu.protocols.drf import DrfBestFit, DrfFirstFit
+from drfemu.protocols.drf import Drf, DrfBestFit
 from drfemu.protocols.fifo import Fifo
 from drfemu.protocols.registry import PROTOCOLS, UnknownProtocol, get_protocol
 
@@ -16,16 +16,16 @@ def task(user: int, share: float, arrival: int, demand: tuple[float, ...] = (1, 
 def test_drf_takes_lowest_share_then_lowest_user() -> None:
     view = ClusterView([(10, 10)])
     pending = [task(5, 0.3, 1), task(3, 0.2, 2), task(2, 0.2, 3)]
-    chosen, server = DrfFirstFit().choose(pending, view)  # type: ignore[misc]
+    chosen, server = Drf().choose(pending, view)  # type: ignore[misc]
     assert (chosen.user, server) == (2, 0)
 
 
 def test_drf_skips_a_user_that_fits_nowhere() -> None:
     view = ClusterView([(2, 2), (3, 3)])
     pending = [task(1, 0.0, 1, (4, 4)), task(2, 0.5, 2, (3, 1))]
-    chosen, server = DrfFirstFit().choose(pending, view)  # type: ignore[misc]
+    chosen, server = Drf().choose(pending, view)  # type: ignore[misc]
     assert (chosen.user, server) == (2, 1)
-    assert DrfFirstFit().choose([task(1, 0.0, 1, (4, 4))], view) is None
+    assert Drf().choose([task(1, 0.0, 1, (4, 4))], view) is None
 
 
 def test_best_fit_places_by_profile() -> None:
