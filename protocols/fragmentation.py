@@ -48,8 +48,9 @@ __all__ = ["fragmentation_delta", "fragmented", "fragmented_matrix", "least_frag
 def fragmented(free: Sequence[float], capacity: Sequence[float], mix: Sequence[Vector]) -> list[float]:
     """Per resource, the expected free amount on one server that a task drawn from `mix` cannot
     use (0 for an empty mix). Negative free (a crashed server's marker) counts as none."""
-    return fragmented_matrix(np.asarray([free], dtype=float), np.asarray([capacity], dtype=float),
-                             np.asarray(mix, dtype=float))[0].tolist()
+    row = fragmented_matrix(np.asarray([free], dtype=float), np.asarray([capacity], dtype=float),
+                            np.asarray(mix, dtype=float))[0]
+    return [float(x) for x in row]
 
 
 def size_weights(mix: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -82,8 +83,9 @@ def fragmented_matrix(free: np.ndarray, capacity: np.ndarray, mix: np.ndarray,
         return np.zeros(free.shape, dtype=float)
     usable = np.all(mix[None, :, :] <= (free + REL_TOL * capacity)[:, None, :], axis=2)  # servers × tasks
     lost = ~usable[:, :, None] | (mix[None, :, :] <= 0.0)  # servers × tasks × resources
-    share = lost.mean(axis=1) if weights is None else np.einsum("str,t->sr", lost, weights)
-    return share * np.maximum(free, 0.0)
+    share: np.ndarray = lost.mean(axis=1) if weights is None else np.einsum("str,t->sr", lost, weights)
+    result: np.ndarray = share * np.maximum(free, 0.0)
+    return result
 
 
 def least_fragmentation(demand: Sequence[float], free: Sequence[Sequence[float]], capacity: Sequence[Sequence[float]],
