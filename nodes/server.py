@@ -54,7 +54,7 @@ from drfemu.nodes.streams import NodeStreams
 from drfemu.overlay.gradient import NEG_INF, Gradient
 from drfemu.protocols.cluster import drfh_heuristic
 from drfemu.protocols.events import TaskAllocated, TaskFinished
-from drfemu.protocols.fragmentation import fragmentation_delta
+from drfemu.protocols.fragmentation import DemandMix
 from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.protocols.messages import (
     Accept,
@@ -175,7 +175,7 @@ class ServerNode(OverlayPeer):
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
         self.fit_candidates = config.fit_candidates
         self.scale = config.scale
-        self.mix: dict[int, Vector] | None = {} if config.min_fragmentation else None  # user -> its latest demand
+        self.mix = DemandMix(config.scale) if config.min_fragmentation else None  # what least fragmentation scores by
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self._running: dict[tuple[int, int], Vector] = {}
@@ -333,7 +333,7 @@ class ServerNode(OverlayPeer):
     @handles(TaskRequest)
     def on_task_request(self, msg: TaskRequest, now: float) -> None:
         if self.mix is not None:
-            self.mix[msg.user] = msg.demand
+            self.mix.note(msg.user, msg.demand)
         self.homes.task_arrived(msg)
         self._utility_changed(now)
 
@@ -445,11 +445,12 @@ class ServerNode(OverlayPeer):
 
     def _fit_score(self, user: int, demand: Vector) -> float:
         """A fitting server's score for a best-fit walk (lower is better): DRFH's heuristic, or
-        the fragmentation the task adds for the demand mix this server knows."""
+        the fragmentation the task adds for the demand mix this server knows — which the walk's
+        task joins (a walk carries its user's demand to every server it visits)."""
         if self.mix is None:
             return drfh_heuristic(demand, self.free, self.scale)
-        self.mix[user] = demand
-        return fragmentation_delta(demand, self.free, self.capacity, list(self.mix.values()), self.scale)
+        self.mix.note(user, demand)
+        return self.mix.delta(demand, self.free, self.capacity)
 
     def _step(self, walk: WalkTask) -> None:
         dst, message = walk_step(walk, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))

@@ -47,8 +47,7 @@ def best_fit(demand: Sequence[float], free: Sequence[Sequence[float]], capacity:
              scale: Sequence[float]) -> int:
     """Index of the server (among `free`/`capacity`) where `demand` fits with the lowest
     `drfh_heuristic` (`improves`: ties within rounding go to the lower index); -1 if it fits
-    nowhere. A server with (almost)
-    none of `r0` left is skipped."""
+    nowhere. A server with (almost) none of `r0` left is skipped."""
     r0 = next((r for r, d in enumerate(demand) if d > 0), None)
     best, best_h = -1, float("inf")
     for server, (left, cap) in enumerate(zip(free, capacity)):

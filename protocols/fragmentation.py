@@ -42,7 +42,8 @@ import numpy as np
 
 from drfemu.protocols.resources import REL_TOL, Vector, fits, improves
 
-__all__ = ["fragmentation_delta", "fragmented", "fragmented_matrix", "least_fragmentation", "size_weights"]
+__all__ = ["DemandMix", "fragmentation_delta", "fragmented", "fragmented_matrix", "least_fragmentation",
+           "size_weights"]
 
 
 def fragmented(free: Sequence[float], capacity: Sequence[float], mix: Sequence[Vector]) -> list[float]:
@@ -66,12 +67,43 @@ def fragmentation_delta(demand: Sequence[float], free: Sequence[float], capacity
     """How much placing `demand` on a server with `free` left raises its fragmentation for
     `mix` (classes weighted by `size_weights`), each resource normalised by `scale` (1 / the
     cluster total). The task must fit."""
+    m, k = np.asarray(mix, dtype=float), np.asarray(scale, dtype=float)
+    return _delta(demand, free, capacity, m, k, size_weights(m, k))
+
+
+def _delta(demand: Sequence[float], free: Sequence[float], capacity: Sequence[float], mix: np.ndarray,
+           scale: np.ndarray, weights: np.ndarray) -> float:
     before = np.asarray(free, dtype=float)
     states = np.stack([before - np.asarray(demand, dtype=float), before])
-    m, k = np.asarray(mix, dtype=float), np.asarray(scale, dtype=float)
-    lost = fragmented_matrix(states, np.asarray([capacity, capacity], dtype=float), m, size_weights(m, k))
-    score = lost @ k
+    lost = fragmented_matrix(states, np.asarray([capacity, capacity], dtype=float), mix, weights)
+    score = lost @ scale
     return float(score[0] - score[1])
+
+
+class DemandMix:
+    """The demand mix one server knows (`--placement min-fragmentation` in the walks): each
+    user's latest demand. Its arrays are built when a demand is new, not at every walk hop."""
+
+    __slots__ = ("_arrays", "demands", "scale")
+
+    def __init__(self, scale: Sequence[float]) -> None:
+        self.demands: dict[int, Vector] = {}  # user -> its latest demand
+        self.scale = np.asarray(scale, dtype=float)
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # (mix, weights) of `demands`
+
+    def note(self, user: int, demand: Vector) -> None:
+        """`user`'s task asks for `demand` (heard in a request or a walk)."""
+        if self.demands.get(user) != demand:
+            self.demands[user] = demand
+            self._arrays = None
+
+    def delta(self, demand: Sequence[float], free: Sequence[float], capacity: Sequence[float]) -> float:
+        """`fragmentation_delta` for this mix."""
+        if self._arrays is None:
+            mix = np.asarray(list(self.demands.values()), dtype=float)
+            self._arrays = mix, size_weights(mix, self.scale)
+        mix, weights = self._arrays
+        return _delta(demand, free, capacity, mix, self.scale, weights)
 
 
 def fragmented_matrix(free: np.ndarray, capacity: np.ndarray, mix: np.ndarray,

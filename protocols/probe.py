@@ -162,13 +162,13 @@ class ProbeRule(ServerRule):
               Param("probe_retry", Kind.INT, 1, "probe: ticks a user waits for a proposal before its task is "
                     "probed again at another random server (0: never, the thesis's probe).", ge=0, le=10**9,
                     unit="ticks", echo="probe_retry_ticks"),
-              Param("probe_band", Kind.FLOAT, 0.5, "probe: a server proposes a copy only while its share is at most the "
-                    "lowest share it heard lately plus this many of the user's task shares (0: no band, the "
+              Param("probe_band", Kind.FLOAT, 0.5, "probe: a server proposes a copy only while its share is at most "
+                    "the lowest share it heard lately plus this many of the user's task shares (0: no band, the "
                     "thesis's probe).", ge=0, le=1e6, echo="probe_band"))
     TICKS_ALL = True
     STRANDS = False  # re-probed by default; with --probe-retry 0 (the thesis's probe) copies wait for ever
 
-    __slots__ = ("band", "d", "heard", "held_back", "mode", "reports", "retry", "stored", "ticks")
+    __slots__ = ("band", "d", "heard", "held_back", "low", "low_known", "mode", "reports", "retry", "stored", "ticks")
 
     @staticmethod
     def check_params(values: Mapping[str, Any]) -> None:
@@ -176,14 +176,22 @@ class ProbeRule(ServerRule):
         if values["probe_d"] > values["neighbors"]:
             raise InputError(f"--probe-d ({values['probe_d']}) must be at most --neighbors ({values['neighbors']})")
 
-    def __init__(self, probe_d: int = 2, probe_load: str = "cpu", probe_retry: int = 1, probe_band: float = 0.5) -> None:
+    @staticmethod
+    def reprobe_ticks(values: Mapping[str, Any]) -> int:
+        """A user asks the gateway again after `--probe-retry` ticks without a proposal."""
+        return int(values["probe_retry"])
+
+    def __init__(self, probe_d: int = 2, probe_load: str = "cpu", probe_retry: int = 1,
+                 probe_band: float = 0.5) -> None:
         self.d = probe_d
         self.mode = probe_load
-        self.retry = probe_retry  # the users read it (`reprobe`); here: 0 keeps every copy, as the thesis
+        self.retry = probe_retry  # the users act on it (`reprobe_ticks`); here: 0 keeps every copy, as the thesis
         self.band = probe_band
         self.heard: dict[int, tuple[float, int, int, int]] = {}  # user -> (share, tick heard, tick it took it, task)
         self.ticks = 0
         self.held_back = 0  # ticks in a row the band held back a copy that fits here
+        self.low: tuple[float, int, int] | None = None  # `_lowest()` as of now, while `low_known`
+        self.low_known = False
         self.reports: dict[int, LoadReply | LoadsReply] = {}  # neighbour -> its last load report
         self.stored: dict[int, tuple[int, float, Vector]] = {}  # user -> (task, share, demand) of its latest task
 
@@ -209,16 +217,25 @@ class ProbeRule(ServerRule):
             return
         since = heard[2] if heard is not None and heard[0] == share else self.ticks
         self.heard[user] = (share, self.ticks, since, task)
+        if self.low_known:  # keep the minimum up to date: only this user's entry changed this tick
+            if self.low is not None and self.low[1] == user:
+                self.low_known = False
+            elif self.ticks - since <= STUCK_TICKS and (self.low is None or (share, user, task) < self.low):
+                self.low = (share, user, task)
 
     def _could_hold(self, server: Server, demand: Vector) -> bool:
         """Could this server ever hold the task (always, in the thesis's probe)?"""
         return not self.retry or fits(demand, server.capacity, server.capacity)
 
     def _lowest(self) -> tuple[float, int, int] | None:
-        """(share, user, task) of the band's minimum, or None."""
-        now = self.ticks
-        return min(((share, user, task) for user, (share, last, since, task) in self.heard.items()
-                    if now - last <= HEARD_TICKS and now - since <= STUCK_TICKS), default=None)
+        """(share, user, task) of the band's minimum, or None. Asked at every load request, so it
+        is computed once a tick and kept up to date by `_hear` (a tick can make entries too old)."""
+        if not self.low_known:
+            now = self.ticks
+            self.low = min(((share, user, task) for user, (share, last, since, task) in self.heard.items()
+                            if now - last <= HEARD_TICKS and now - since <= STUCK_TICKS), default=None)
+            self.low_known = True
+        return self.low
 
     def _minimum(self) -> float:
         """The lowest share heard in the last `HEARD_TICKS` ticks from users whose share moved in
@@ -248,6 +265,7 @@ class ProbeRule(ServerRule):
 
     def on_tick(self, server: Server, now: float) -> None:
         self.ticks += 1
+        self.low_known = False
         poll = LoadRequest(server.id)
         for neighbour in server.neighbors:
             server.send(neighbour, poll)

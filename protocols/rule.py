@@ -21,13 +21,15 @@ A rule declares
 - handlers: methods `(self, server, msg, now)` marked with `protocols.messages.handles`;
 - `counters()`: its figures, summed over servers into the result's `overlay` section;
 - optionally `check_params(values)`, a static method that rejects combinations of run
-  parameters it cannot run with (`ValueError`, one line naming the options).
+  parameters it cannot run with (`ValueError`, one line naming the options);
+- `reprobe_ticks(values)`: how long its users wait for a proposal before sending a task
+  again through the gateway (0, the default: never; the probe's `--probe-retry`).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from drfemu.protocols.homes import HomeUser, HomeUsers
@@ -104,6 +106,12 @@ class ServerRule:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.HANDLERS = collect_handlers(cls)
+
+    @staticmethod
+    def reprobe_ticks(values: Mapping[str, Any]) -> int:
+        """Ticks a user of this protocol waits for a proposal before it sends its task again
+        through the gateway (from the run's parameter `values`; 0: it never does)."""
+        return 0
 
     def start(self, server: Server) -> None:
         """Called once the server is built and its neighbours are set, before the run."""

@@ -65,7 +65,7 @@ def test_a_server_learns_the_mix_from_its_users_and_the_walks_it_sees_and_scores
     s = node(capacity=(8.0, 1.0), homed={100: 0.1}, fit_candidates=1, min_fragmentation=True, scale=(1 / 16, 1 / 2))
     s.receive(request(100, 0, 0.0, (1.0, 1.0)), 0.0)
     s.receive(FitWalk(101, 0, (1.0, 0.5), 7, 1, (7, 0), (), -1, float("inf"), 1), 0.0)  # a walk passes by
-    assert s.mix == {100: (1.0, 1.0), 101: (1.0, 0.5)}
+    assert s.mix is not None and s.mix.demands == {100: (1.0, 1.0), 101: (1.0, 0.5)}
     assert [m for _, m in s.take_outbox() if isinstance(m, Proposal)] == [Proposal(0, 0)]  # it fits: proposed here
     assert s._fit_score(101, (1.0, 0.5)) == pytest.approx(
         fragmentation_delta((1.0, 0.5), s.free, s.capacity, [(1.0, 1.0), (1.0, 0.5)], (1 / 16, 1 / 2)))

@@ -18,13 +18,16 @@ from drfemu.experiments.workloads.gpu_cluster import gpu_cluster_case
 from drfemu.experiments.workloads.processes import ARRIVALS, DURATIONS
 from drfemu.experiments.workloads.synthetic import synthetic_case
 
+OutputFile = Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")]
+DrawSeed = Annotated[int, typer.Option(help="Seed of the draw.")]
+
 
 @workload_app.command("google")
 def workload_google(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
+    output: OutputFile,
     machines: Annotated[int, typer.Option(help="Machines to draw.")] = 100,
     users: Annotated[int, typer.Option(help="Users to draw.")] = 20,
-    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
+    seed: DrawSeed = 1,
 ) -> None:
     """Write a Google 2011 test case (thesis §5.1) as a workload file."""
     case = google_case(machines, users, seed)
@@ -34,7 +37,7 @@ def workload_google(
 
 @workload_app.command("online")
 def workload_online(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
+    output: OutputFile,
     minutes: Annotated[float, typer.Option(help="The first minutes of the trace to replay (at most 60).")] = 60.0,
     load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the mean offered CPU and memory "
                                                      "load (both reach it).")] = 0.8,
@@ -73,11 +76,11 @@ def workload_extract(
 
 @workload_app.command("synthetic")
 def workload_synthetic(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
+    output: OutputFile,
     servers: Annotated[int, typer.Option(help="Servers to generate.")] = 100,
     users: Annotated[int, typer.Option(help="Users to generate.")] = 20,
     resources: Annotated[str, typer.Option(help="Comma-separated resource names.")] = "cpu,mem",
-    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
+    seed: DrawSeed = 1,
     scarce: Annotated[str, typer.Option(help="Comma-separated resources only some servers have and some users "
                                              "demand (e.g. gpu).")] = "",
     holders: Annotated[float, typer.Option(help="Fraction of servers that have each scarce resource.")] = 0.25,
@@ -98,10 +101,10 @@ def workload_synthetic(
 
 @workload_app.command("gpu-cluster")
 def workload_gpu_cluster(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")],
+    output: OutputFile,
     servers: Annotated[int, typer.Option(help="Servers to generate.")] = 100,
     users: Annotated[int, typer.Option(help="Users to generate.")] = 40,
-    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 1,
+    seed: DrawSeed = 1,
     gpu_users: Annotated[float, typer.Option(help="Fraction of users that want GPUs.")] = 0.8,
     whole: Annotated[float, typer.Option(help="Fraction of the GPU users that want whole GPUs.")] = 0.3,
 ) -> None:
@@ -109,4 +112,5 @@ def workload_gpu_cluster(
     `--workload gpu-cluster` draws the same case from --machines, --users and --case-seed."""
     case = gpu_cluster_case(servers, users, seed, gpu_users, whole)
     write_json(output, case.to_dict())
-    out.print(f"wrote {output}: {servers} servers, {users} users (GPU users {gpu_users:g}, whole {whole:g}; seed {seed})")
+    out.print(f"wrote {output}: {servers} servers, {users} users (GPU users {gpu_users:g}, whole {whole:g}; "
+              f"seed {seed})")

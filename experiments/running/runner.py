@@ -236,8 +236,8 @@ def build_nodes(config: RunConfig, streams: RandomStreams, timeouts: Timeouts = 
     else:
         actors = [ResourceNode(i, c, scheduler_id, rto, timeouts.prompt) for i, c in zip(server_ids, capacities)]
     durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
-    retry = getattr(params, "probe_retry", 0) if any(p.name == "probe_retry" for p in spec.params) else 0
-    reprobe = retry * params.tick  # the probe protocol's users ask again after this long without a proposal
+    retry = spec.server_rule.reprobe_ticks(params.model_dump()) if spec.server_rule is not None else 0
+    reprobe = retry * params.tick  # users ask the gateway again after this long without a proposal (probes)
     users: list[UserNode | FiniteUserNode] = [
         FiniteUserNode(a, gateway_id, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable,
                        timeouts.prompt, reprobe)
