@@ -11,11 +11,15 @@ repeats the start notice and never starts a task twice, and the end notice is re
 back-off, until the user and the scheduler acknowledge it (`EndAck`). When the scheduler
 rejoins after a crash (`PeerUp`), the node reports what runs on it (`ServerState`), again
 until acknowledged (`StateAck`): the restarted scheduler rebuilds its view from these.
+
+In the device model (`protocols.devices`) it holds each task on the devices the scheduler chose
+(`Launch.devices`) and refuses devices that cannot hold it, like any other excess.
 """
 
 from __future__ import annotations
 
 from drfemu.nodes.actor import Actor
+from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.events import TaskAllocated, TaskFinished
 from drfemu.protocols.messages import (
     EndAck,
@@ -38,30 +42,36 @@ _STATE = "state"  # the wake-up key of the repeated `ServerState`
 
 
 class ResourceNode(Actor):
-    __slots__ = ("capacity", "free", "scheduler", "running", "rto", "ended", "unacked")
+    __slots__ = ("capacity", "free", "devices", "scheduler", "running", "held_devices", "rto", "ended", "unacked")
 
     def __init__(self, actor_id: int, capacity: Vector, scheduler: int = -1, rto: float = 0.0,
-                 prompt: float = 0.0) -> None:
+                 prompt: float = 0.0, device_resource: int = -1) -> None:
         """`rto` > 0 turns resilience on; end notices are repeated after `prompt` (0: `rto`), since
-        users and the scheduler acknowledge them on receipt."""
+        users and the scheduler acknowledge them on receipt. `device_resource` ≥ 0: that resource
+        is modelled as devices."""
         super().__init__(actor_id)
         self.capacity = capacity
         self.free = list(capacity)
+        self.devices = Devices(device_resource, capacity[device_resource]) if device_resource >= 0 else None
         self.scheduler = scheduler
         self.running: dict[tuple[int, int], Vector] = {}
+        self.held_devices: dict[tuple[int, int], tuple[int, ...]] = {}  # device model: each task's devices
         self.rto = rto
         self.ended: set[tuple[int, int]] = set()  # with resilience on: tasks that ran here and ended
         self.unacked = Notices(prompt or rto)  # end notices not yet acknowledged
 
-    def start_task(self, user: int, task: int, demand: Vector, now: float) -> None:
-        """Run `task` of `user` here; report it and tell the user."""
+    def start_task(self, user: int, task: int, demand: Vector, now: float, devices: tuple[int, ...] = EMPTY) -> None:
+        """Run `task` of `user` here (on `devices`, in the device model); report it and tell the user."""
         if not fits(demand, self.free, self.capacity):
             raise CapacityViolation(
                 f"server {self.id}: task {task} of user {user} needs {demand} but only {tuple(self.free)} is free"
             )
+        if self.devices is not None:
+            self.devices.take(demand[self.devices.resource], devices)
+            self.held_devices[(user, task)] = devices
         take(self.free, demand)
         self.running[(user, task)] = demand
-        self.emit(TaskAllocated(now, self.id, user, task, demand))
+        self.emit(TaskAllocated(now, self.id, user, task, demand, devices))
         self.send(user, TaskStarted(task, self.id))
 
     @handles(Launch)
@@ -70,14 +80,18 @@ class ResourceNode(Actor):
         if key in self.running:
             self.send(msg.user, TaskStarted(msg.task, self.id))  # the start notice was lost
         elif key not in self.ended:
-            self.start_task(msg.user, msg.task, msg.demand, now)
+            self.start_task(msg.user, msg.task, msg.demand, now, msg.devices)
 
     @handles(TaskExit)
     def on_task_exit(self, msg: TaskExit, now: float) -> None:
         demand = self.running.pop((msg.user, msg.task))
         give(self.free, demand)
+        if self.devices is not None:
+            self.devices.give(demand[self.devices.resource], self.held_devices.pop((msg.user, msg.task)))
         if not self.running:
             self.free = list(self.capacity)  # no rounding residue once nothing runs
+            if self.devices is not None:
+                self.devices.reset()
         self.emit(TaskFinished(now, self.id, msg.user, msg.task, demand))
         ended = TaskEnded(msg.user, msg.task, self.id)
         self.send(msg.user, ended)

@@ -55,7 +55,10 @@ from drfemu.protocols.messages import (
 )
 from drfemu.protocols.resources import Vector
 
-__all__ = ["CentralScheduler"]
+__all__ = ["CentralScheduler", "Placed"]
+
+Placed = tuple[int, Vector, tuple[int, ...]]
+"""A task the scheduler placed: (server index, demand, the devices it holds there)."""
 
 
 class CentralScheduler(Actor):
@@ -64,17 +67,18 @@ class CentralScheduler(Actor):
 
     def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector],
                  per_tick: int = 1, ack_ends: bool = False, restarted: bool = False,
-                 down: Sequence[int] = ()) -> None:
+                 down: Sequence[int] = (), device_resource: int = -1) -> None:
         """`restarted`: a later life after a crash, which waits for the live servers' reports
-        (`down`: the servers the failure detector says are down now)."""
+        (`down`: the servers the failure detector says are down now); `device_resource` ≥ 0: that
+        resource is modelled as devices (`protocols.devices`)."""
         super().__init__(actor_id)
         self.rule = rule
         self.servers = list(servers)
         self._index = {server: k for k, server in enumerate(self.servers)}
-        self.cluster = ClusterView(capacities)
+        self.cluster = ClusterView(capacities, device_resource)
         self.pending: dict[int, PendingTask] = {}
-        self.proposed: dict[tuple[int, int], tuple[int, Vector]] = {}
-        self.launched: dict[tuple[int, int], tuple[int, Vector]] = {}  # running: (server index, demand)
+        self.proposed: dict[tuple[int, int], Placed] = {}
+        self.launched: dict[tuple[int, int], Placed] = {}  # running
         self.ended: set[tuple[int, int]] = set()  # with resilience on (`ack_ends`): so a late request is ignored
         self.ack_ends = ack_ends
         self.held: dict[int, Vector] = {}
@@ -94,7 +98,7 @@ class CentralScheduler(Actor):
         launched = self.launched.get(key)
         if launched is not None:
             if self.ack_ends:  # the start notice was lost (or a restart forgot the Accept): ask again
-                self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1]))
+                self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1], launched[2]))
             return
         if key in self.ended:
             return
@@ -117,9 +121,9 @@ class CentralScheduler(Actor):
             if choice is None:
                 return
             task, index = choice
-            self.cluster.reserve(index, task.demand)
+            devices = self.cluster.reserve(index, task.demand)
             del self.pending[task.user]
-            self.proposed[(task.user, task.task)] = (index, task.demand)
+            self.proposed[(task.user, task.task)] = (index, task.demand, devices)
             self.send(task.user, Proposal(task.task, self.id))
             started += 1
 
@@ -129,16 +133,17 @@ class CentralScheduler(Actor):
         if key not in self.proposed:
             launched = self.launched.get(key)
             if launched is not None:
-                self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1]))
+                self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1], launched[2]))
             elif self.ack_ends and not self.awaiting and key not in self.ended:
                 self.send(msg.user, Forgotten(msg.task, self.id))
             return
-        index, demand = self.proposed.pop(key)
-        self.launched[key] = (index, demand)
+        placed = self.proposed.pop(key)
+        self.launched[key] = placed
+        index, demand, devices = placed
         held = self.held.get(msg.user)
         self.held[msg.user] = demand if held is None else tuple(h + d for h, d in zip(held, demand))
         self.running[msg.user] = self.running.get(msg.user, 0) + 1
-        self.send(self.servers[index], Launch(msg.user, msg.task, demand))
+        self.send(self.servers[index], Launch(msg.user, msg.task, demand, devices))
 
     @handles(Decline)
     def on_decline(self, msg: Decline, now: float) -> None:
@@ -155,7 +160,7 @@ class CentralScheduler(Actor):
         launched = self.launched.pop(key, None)
         if launched is None:
             return  # a repeated notice
-        self.cluster.release(launched[0], launched[1])
+        self.cluster.release(*launched)
         self._let_go(msg.user, launched[1])
 
     def _let_go(self, user: int, demand: Vector) -> None:
@@ -185,9 +190,9 @@ class CentralScheduler(Actor):
         if index is None:
             return  # a user or the gateway
         self.awaiting.discard(msg.peer)
-        for key in [k for k, (i, _) in self.launched.items() if i == index]:
+        for key in [k for k, placed in self.launched.items() if placed[0] == index]:
             self._let_go(key[0], self.launched.pop(key)[1])
-        for key in [k for k, (i, _) in self.proposed.items() if i == index]:
+        for key in [k for k, placed in self.proposed.items() if placed[0] == index]:
             del self.proposed[key]
         self.cluster.set_down(index)
 
@@ -212,8 +217,7 @@ class CentralScheduler(Actor):
             pending = self.pending.get(user)
             if pending is not None and pending.task == task:
                 del self.pending[user]  # it asked again, but its task runs
-            self.cluster.reserve(index, demand)
-            self.launched[key] = (index, demand)
+            self.launched[key] = (index, demand, self.cluster.reserve(index, demand))
             held = self.held.get(user)
             self.held[user] = demand if held is None else tuple(h + d for h, d in zip(held, demand))
             self.running[user] = self.running.get(user, 0) + 1

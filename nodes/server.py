@@ -53,6 +53,7 @@ from drfemu.nodes.overlay_peer import OverlayPeer
 from drfemu.nodes.streams import NodeStreams
 from drfemu.overlay.gradient import NEG_INF, Gradient
 from drfemu.protocols.cluster import drfh_heuristic
+from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.events import TaskAllocated, TaskFinished
 from drfemu.protocols.fragmentation import DemandMix
 from drfemu.protocols.homes import HomeUser, HomeUsers
@@ -99,7 +100,9 @@ class ServerConfig:
 
     `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
     DRFH heuristic normalised with `scale` (1 / the cluster total of each resource), or with
-    `min_fragmentation` by the fragmentation the task adds for the demand mix the server knows; `total`
+    `min_fragmentation` by the fragmentation the task adds for the demand mix the server knows;
+    `device_resource` ≥ 0 models that resource as devices (`protocols.devices`);
+    `saturation_retry_cap` is the longest wait the saturation retry doubles to; `total`
     (the cluster's capacity) and `users_active` (False: finite users, counted once a task
     arrives) go to the server's `HomeUsers`; `rto` > 0 turns resilience on, with `prompt_rto` the
     first wait for an answer given on receipt (a walk hop's acknowledgement, a user's answer to a
@@ -117,8 +120,10 @@ class ServerConfig:
     max_age: float = math.inf
     mark_saturated: bool = True
     saturation_retry: float = math.inf
+    saturation_retry_cap: float = math.inf
     fit_candidates: int = 0
     min_fragmentation: bool = False
+    device_resource: int = -1
     scale: Vector = ()
     gradient: Callable[..., Any] = Gradient
     total: Vector = ()
@@ -153,7 +158,7 @@ class ServerNode(OverlayPeer):
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
                  "rto", "prompt_rto", "notices", "mix", "_streams", "_reserved", "_running", "_ended", "_fixed",
-                 "_silences", "_hops", "_heard", "_heard_order", "acknowledged")
+                 "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices", "_held_devices")
 
     def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
                  streams: NodeStreams, config: ServerConfig) -> None:
@@ -167,9 +172,12 @@ class ServerNode(OverlayPeer):
         self.idle_gradient_every = config.idle_gradient_every
         self.capacity = capacity
         self.free = list(capacity)
+        r = config.device_resource
+        self.devices = Devices(r, capacity[r]) if r >= 0 else None  # the device model (`protocols.devices`)
+        self._held_devices: dict[tuple[int, int], tuple[int, ...]] = {}  # ... and the devices each task holds
         self.rule = rule
         self.homes = HomeUsers(homed, config.mark_saturated, config.saturation_retry, config.total,
-                               config.users_active, resilient=config.rto > 0)
+                               config.users_active, resilient=config.rto > 0, retry_cap=config.saturation_retry_cap)
         self.walk_ttl = config.walk_ttl
         self.neighbors: list[int] = []  # a fixed neighbour set, for rules that use one
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
@@ -210,16 +218,24 @@ class ServerNode(OverlayPeer):
         return self._streams.python(name)
 
     def fits(self, demand: Vector) -> bool:
-        return fits(demand, self.free, self.capacity)
+        """Does `demand` fit in this server's free capacity (and devices, in the device model)?"""
+        if not fits(demand, self.free, self.capacity):
+            return False
+        return self.devices is None or self.devices.fits(demand[self.devices.resource])
 
     def propose(self, user: int, task: int, demand: Vector) -> None:
         """Reserve `demand` here and offer the task to its user."""
         key = (user, task)
         if self.rto and (key in self._reserved or key in self._running or key in self._ended):
             return  # a repeated request or walk: the offer stands (and is repeated), or the task ran here
-        if not fits(demand, self.free, self.capacity):
+        if not self.fits(demand):
             raise CapacityViolation(f"server {self.id}: proposing task {task} of user {user} needing {demand} "
                                     f"with only {tuple(self.free)} free")
+        if self.devices is not None:
+            amount = demand[self.devices.resource]
+            chosen = self.devices.choose(amount)
+            self.devices.take(amount, chosen)
+            self._held_devices[key] = chosen
         take(self.free, demand)
         self._reserved[(user, task)] = demand
         self.placement["proposals"] += 1
@@ -245,7 +261,7 @@ class ServerNode(OverlayPeer):
         if self.fit_candidates:
             self.placement["fit_walks"] += 1
             self._fit_step(FitWalk(user, task, demand, home, 0, (self.id,), (), -1, float("inf"), self.fit_candidates))
-        elif fits(demand, self.free, self.capacity):
+        elif self.fits(demand):
             self.placement["local"] += 1
             self.propose(user, task, demand)
         else:
@@ -274,7 +290,7 @@ class ServerNode(OverlayPeer):
                 return
         demand = self._reserved.pop(key)
         self._running[key] = demand
-        self.emit(TaskAllocated(now, self.id, msg.user, msg.task, demand))
+        self.emit(TaskAllocated(now, self.id, msg.user, msg.task, demand, self._held_devices.get(key, EMPTY)))
         self.send(msg.user, TaskStarted(msg.task, self.id))
 
     @handles(Decline)
@@ -284,15 +300,22 @@ class ServerNode(OverlayPeer):
             self.notices.drop((_PROPOSAL, *key))
             if key not in self._reserved:
                 return  # a repeated answer
-        give(self.free, self._reserved.pop(key))
+        demand = self._reserved.pop(key)
+        give(self.free, demand)
+        if self.devices is not None:
+            self.devices.give(demand[self.devices.resource], self._held_devices.pop(key))
         self.placement["declined"] += 1
 
     @handles(TaskExit)
     def on_task_exit(self, msg: TaskExit, now: float) -> None:
         demand = self._running.pop((msg.user, msg.task))
         give(self.free, demand)
+        if self.devices is not None:
+            self.devices.give(demand[self.devices.resource], self._held_devices.pop((msg.user, msg.task)))
         if not self._running and not self._reserved:
             self.free = list(self.capacity)  # no rounding residue once nothing runs or is reserved
+            if self.devices is not None:
+                self.devices.reset()
         self.emit(TaskFinished(now, self.id, msg.user, msg.task, demand))
         self.send(msg.user, TaskEnded(msg.user, msg.task, self.id))
         if self.rto:
@@ -401,7 +424,7 @@ class ServerNode(OverlayPeer):
     def on_walk(self, msg: WalkTask, now: float) -> None:
         if self.rto and not self._first_copy(msg, now):
             return
-        if fits(msg.demand, self.free, self.capacity):
+        if self.fits(msg.demand):
             self.placement["walks_placed"] += 1
             self.propose(msg.user, msg.task, msg.demand)
         else:
@@ -423,7 +446,7 @@ class ServerNode(OverlayPeer):
 
     def _take(self, msg: FitPlace) -> None:
         """The best-fit walk chose this server: propose, or walk on first-fit if the room went."""
-        if fits(msg.demand, self.free, self.capacity):
+        if self.fits(msg.demand):
             self.placement["walks_placed"] += 1
             self.propose(msg.user, msg.task, msg.demand)
         else:
@@ -431,7 +454,7 @@ class ServerNode(OverlayPeer):
             self._step(WalkTask(msg.user, msg.task, msg.demand, msg.home, 0, (self.id,), ()))
 
     def _fit_step(self, walk: FitWalk) -> None:
-        h = self._fit_score(walk.user, walk.demand) if fits(walk.demand, self.free, self.capacity) else None
+        h = self._fit_score(walk.user, walk.demand) if self.fits(walk.demand) else None
         dst, message = fit_walk_step(walk, self.id, h, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))
         if message.__class__ is FitPlace:
             if dst == self.id:
@@ -450,7 +473,7 @@ class ServerNode(OverlayPeer):
         if self.mix is None:
             return drfh_heuristic(demand, self.free, self.scale)
         self.mix.note(user, demand)
-        return self.mix.delta(demand, self.free, self.capacity)
+        return self.mix.delta(demand, self.free, self.capacity, self.devices)
 
     def _step(self, walk: WalkTask) -> None:
         dst, message = walk_step(walk, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))

@@ -14,13 +14,15 @@ __all__ = ["NeighborsFixed", "ServerCrashed", "ServerRecovered", "TaskAllocated"
 
 @dataclass(frozen=True, slots=True)
 class TaskAllocated:
-    """Task `task` of `user` started on `server` at `time`, taking `demand`."""
+    """Task `task` of `user` started on `server` at `time`, taking `demand` (and, in the device
+    model, the devices `devices` of the device resource: `protocols.devices`)."""
 
     time: float
     server: int
     user: int
     task: int
     demand: tuple[float, ...]
+    devices: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,10 @@ At saturation no task of the mix fits anywhere, so all free capacity is fragment
 the measure says how much of what is free the waiting tasks could not use. `stranded`
 (the harness) counts less: only capacity some task wants and cannot get.
 
+With GPUs as devices (`protocols.devices`), a task fits only where its devices do, and of the
+device resource a fitting task loses the room of the devices it cannot use (less free than its
+fraction; for a whole-device task, every partly used device), as Weng et al. define it.
+
 **Placement** (`--placement min-fragmentation`): put a task where it *adds* the least
 fragmentation, `Δ = F(free − demand) − F(free)`, where `F` sums a server's fragmentation of
 each resource normalised by the cluster's total of it (the same normalisation DRFH's
@@ -40,10 +44,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from drfemu.protocols.devices import Devices, device_matrix, device_need, device_usable
 from drfemu.protocols.resources import REL_TOL, Vector, fits, improves
 
-__all__ = ["DemandMix", "fragmentation_delta", "fragmented", "fragmented_matrix", "least_fragmentation",
+__all__ = ["DemandMix", "DeviceRows", "fragmentation_delta", "fragmented", "fragmented_matrix", "least_fragmentation",
            "size_weights"]
+
+DeviceRows = tuple[int, np.ndarray]
+"""The device model's part of a fragmentation query (`protocols.devices`): the device resource's
+index and each server's free room per device (servers × devices)."""
 
 
 def fragmented(free: Sequence[float], capacity: Sequence[float], mix: Sequence[Vector]) -> list[float]:
@@ -63,19 +72,30 @@ def size_weights(mix: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 
 def fragmentation_delta(demand: Sequence[float], free: Sequence[float], capacity: Sequence[float],
-                        mix: Sequence[Vector], scale: Sequence[float]) -> float:
-    """How much placing `demand` on a server with `free` left raises its fragmentation for
-    `mix` (classes weighted by `size_weights`), each resource normalised by `scale` (1 / the
-    cluster total). The task must fit."""
+                        mix: Sequence[Vector], scale: Sequence[float], devices: Devices | None = None) -> float:
+    """How much placing `demand` on a server with `free` left (and `devices`, in the device
+    model) raises its fragmentation for `mix` (classes weighted by `size_weights`), each
+    resource normalised by `scale` (1 / the cluster total). The task must fit."""
     m, k = np.asarray(mix, dtype=float), np.asarray(scale, dtype=float)
-    return _delta(demand, free, capacity, m, k, size_weights(m, k))
+    return _delta(demand, free, capacity, m, k, size_weights(m, k), devices)
+
+
+def _after(devices: Devices, amount: float) -> Devices:
+    """`devices` as they would be once a task needing `amount` took its devices (a copy)."""
+    after = Devices(devices.resource, 0)
+    after.free = list(devices.free)
+    after.take(amount, devices.choose(amount))
+    return after
 
 
 def _delta(demand: Sequence[float], free: Sequence[float], capacity: Sequence[float], mix: np.ndarray,
-           scale: np.ndarray, weights: np.ndarray) -> float:
+           scale: np.ndarray, weights: np.ndarray, devices: Devices | None = None) -> float:
     before = np.asarray(free, dtype=float)
     states = np.stack([before - np.asarray(demand, dtype=float), before])
-    lost = fragmented_matrix(states, np.asarray([capacity, capacity], dtype=float), mix, weights)
+    rows: DeviceRows | None = None
+    if devices is not None:
+        rows = devices.resource, device_matrix([_after(devices, demand[devices.resource]), devices])
+    lost = fragmented_matrix(states, np.asarray([capacity, capacity], dtype=float), mix, weights, rows)
     score = lost @ scale
     return float(score[0] - score[1])
 
@@ -97,35 +117,48 @@ class DemandMix:
             self.demands[user] = demand
             self._arrays = None
 
-    def delta(self, demand: Sequence[float], free: Sequence[float], capacity: Sequence[float]) -> float:
+    def delta(self, demand: Sequence[float], free: Sequence[float], capacity: Sequence[float],
+              devices: Devices | None = None) -> float:
         """`fragmentation_delta` for this mix."""
         if self._arrays is None:
             mix = np.asarray(list(self.demands.values()), dtype=float)
             self._arrays = mix, size_weights(mix, self.scale)
         mix, weights = self._arrays
-        return _delta(demand, free, capacity, mix, self.scale, weights)
+        return _delta(demand, free, capacity, mix, self.scale, weights, devices)
 
 
 def fragmented_matrix(free: np.ndarray, capacity: np.ndarray, mix: np.ndarray,
-                      weights: np.ndarray | None = None) -> np.ndarray:
+                      weights: np.ndarray | None = None, devices: DeviceRows | None = None) -> np.ndarray:
     """`fragmented` for every server at once: `free` and `capacity` are servers × resources,
     `mix` tasks × resources, `weights` the tasks' (summing to 1; default equal); the result is
-    servers × resources."""
+    servers × resources. With `devices` (the device model) a task fits only where its devices
+    do, and of the device resource a fitting task loses the room of the devices it cannot use."""
     if not len(mix):
         return np.zeros(free.shape, dtype=float)
     usable = np.all(mix[None, :, :] <= (free + REL_TOL * capacity)[:, None, :], axis=2)  # servers × tasks
+    if devices is not None:
+        usable &= device_usable(mix[:, devices[0]], devices[1])
     lost = ~usable[:, :, None] | (mix[None, :, :] <= 0.0)  # servers × tasks × resources
     share: np.ndarray = lost.mean(axis=1) if weights is None else np.einsum("str,t->sr", lost, weights)
     result: np.ndarray = share * np.maximum(free, 0.0)
+    if devices is not None:
+        w = np.full(len(mix), 1.0 / len(mix)) if weights is None else weights
+        r, room = devices
+        need = device_need(mix[:, r])  # tasks
+        unusable = np.where(room[:, None, :] < need[None, :, None] - REL_TOL, room[:, None, :], 0.0).sum(axis=2)
+        per_task = np.where(usable, unusable, np.maximum(free[:, r], 0.0)[:, None])  # servers × tasks
+        result[:, r] = per_task @ w
     return result
 
 
 def least_fragmentation(demand: Sequence[float], free: Sequence[Sequence[float]], capacity: Sequence[Sequence[float]],
-                        mix: Sequence[Vector], scale: Sequence[float]) -> int:
+                        mix: Sequence[Vector], scale: Sequence[float],
+                        devices: Sequence[Devices] | None = None) -> int:
     """Index of the server where `demand` fits and adds the least fragmentation for `mix`
     (classes weighted by `size_weights`; ties within rounding to the lower index); -1 if it
-    fits nowhere."""
-    candidates = [s for s, (left, cap) in enumerate(zip(free, capacity)) if fits(demand, left, cap)]
+    fits nowhere. `devices`: each server's, in the device model."""
+    candidates = [s for s, (left, cap) in enumerate(zip(free, capacity)) if fits(demand, left, cap)
+                  and (devices is None or devices[s].fits(demand[devices[s].resource]))]
     if not candidates:
         return -1
     if not mix:
@@ -135,7 +168,14 @@ def least_fragmentation(demand: Sequence[float], free: Sequence[Sequence[float]]
     m = np.asarray(mix, dtype=float)
     k = np.asarray(scale, dtype=float)
     w = size_weights(m, k)
-    delta = fragmented_matrix(f - np.asarray(demand, dtype=float), c, m, w) @ k - fragmented_matrix(f, c, m, w) @ k
+    after: DeviceRows | None = None
+    before: DeviceRows | None = None
+    if devices is not None:
+        r = devices[0].resource
+        after = r, device_matrix([_after(devices[s], demand[r]) for s in candidates])
+        before = r, device_matrix([devices[s] for s in candidates])
+    delta = (fragmented_matrix(f - np.asarray(demand, dtype=float), c, m, w, after) @ k
+             - fragmented_matrix(f, c, m, w, before) @ k)
     best, best_delta = candidates[0], float(delta[0])
     for server, value in zip(candidates[1:], delta[1:].tolist()):
         if improves(value, best_delta):

@@ -17,8 +17,9 @@ A walk that found no room marks its user *saturated* (`mark_saturated`, on by de
 then counts as `+∞` in that minimum, so a user that cannot grow does not hold up the rest
 (thesis ch. 6). Decision: a bounded walk can miss the last servers with room, so the home
 retries a marked user's walk after `saturation_retry` seconds, doubling the wait after every
-further failure (the server asks to be woken for it; the run chooses the first wait, shorter
-when tasks end: `experiments.running.params.SATURATION_RETRY_TICKS`). The user stays marked meanwhile — it
+further failure up to `retry_cap` (the server asks to be woken for it; the run chooses the first
+wait, shorter when tasks end, and the cap: `experiments.running.params.SATURATION_RETRY_TICKS`,
+`RETRY_CAP_TICKS`). The user stays marked meanwhile — it
 does not reappear in the utility, which would pull the gradient's centre back to it every
 time — and a retry that finds room places the task; the user's next task then reports its
 new share and ends the mark.
@@ -58,19 +59,21 @@ class HomeUser:
 class HomeUsers:
     """The users homed on one server, by id (ascending)."""
 
-    __slots__ = ("records", "mark_saturated", "saturation_retry", "saturated", "total", "resilient")
+    __slots__ = ("records", "mark_saturated", "saturation_retry", "retry_cap", "saturated", "total", "resilient")
 
     def __init__(self, homed: Mapping[int, float], mark_saturated: bool = True, saturation_retry: float = INF,
-                 total: Vector = (), active: bool = True, resilient: bool = False) -> None:
+                 total: Vector = (), active: bool = True, resilient: bool = False, retry_cap: float = INF) -> None:
         """`homed` maps each user homed here to its task share `s_i`; `total` is the cluster's
         capacity `C` (to read `s_i` off each arriving task; empty: keep `homed`'s); `active` is
         False for finite users, which count only once a task arrives; `resilient` (a run with
         faults): a task from a user not homed here makes it a homed user (the gateway re-homed it
         after a crash) instead of being a protocol error, and a repeated request for the task
-        already here only refreshes the user's share (`task_arrived`)."""
+        already here only refreshes the user's share (`task_arrived`); the retry wait doubles up
+        to `retry_cap` seconds."""
         self.records = {user: HomeUser(share, active) for user, share in sorted(homed.items())}
         self.mark_saturated = mark_saturated
         self.saturation_retry = saturation_retry
+        self.retry_cap = max(retry_cap, saturation_retry)
         self.saturated = 0  # users marked saturated now
         self.total = total
         self.resilient = resilient
@@ -160,7 +163,7 @@ class HomeUsers:
             record.retry_wait = self.saturation_retry
             self.saturated += 1
         else:
-            record.retry_wait *= 2
+            record.retry_wait = min(record.retry_wait * 2, self.retry_cap)
         return newly, now + record.retry_wait if record.retry_wait < INF else None
 
     def walk_went_silent(self, user: int, task: int, now: float) -> float | None:

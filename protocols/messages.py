@@ -205,12 +205,14 @@ class Decline:
 
 @message
 class Launch:
-    """The central scheduler tells a resource node to start a task it reserved there."""
+    """The central scheduler tells a resource node to start a task it reserved there (on the
+    `devices` it reserved, in the device model: `protocols.devices`)."""
 
     user: int
     task: int
     demand: tuple[float, ...]
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (1, 1, "demand", 1, 0)  # task id; user
+    devices: tuple[int, ...] = ()
+    WIRE: ClassVar[tuple[Any, ...]] = (1, 1, "demand", 1, 0, "devices", 1, 0)  # task id; user
 
 
 @message

@@ -63,6 +63,20 @@ def test_an_idle_user_does_not_count_in_its_homes_utility() -> None:
     assert not homes.share_reported(UserShare(7, 0.0, False))  # not homed here
 
 
+def test_the_saturation_retry_doubles_up_to_its_cap() -> None:
+    homes = HomeUsers({1: 0.1}, saturation_retry=0.1, total=(10.0, 10.0), active=False, retry_cap=1.0)
+    homes.task_arrived(TaskRequest(1, 0, (1.0, 1.0), 0.0))
+    now, waits = 0.0, []
+    for _ in range(8):
+        homes.records[1].busy = True
+        _, retry_at = homes.walk_failed(1, 0, now)
+        assert retry_at is not None
+        waits.append(round(retry_at - now, 9))
+        now = retry_at
+    assert waits == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0]  # never past the cap: a stall window cannot outlast it
+    assert HomeUsers({1: 0.1}, saturation_retry=float("inf"), retry_cap=1.0).retry_cap == float("inf")  # 0: never
+
+
 def test_a_task_exit_frees_the_server_and_tells_user_and_scheduler() -> None:
     node = ResourceNode(0, (4.0, 4.0), scheduler=8)
     node.receive(Launch(5, 0, (1.0, 3.0)), 0.0)

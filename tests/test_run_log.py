@@ -89,3 +89,35 @@ def test_a_file_that_is_not_a_run_log_is_one_line(tmp_path: Path, capsys: pytest
     bad.write_text('{"event": "start"}\n')
     assert main(["check-log", str(bad)]) == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_a_device_runs_log_names_the_devices_and_passes(tmp_path: Path) -> None:
+    records = _logged(tmp_path, "--protocol", "bdgdrf", "--workload", "gpu-cluster", "--machines", "20", "--users",
+                      "8", "--devices", "gpu", "--placement", "min-fragmentation")
+    assert records[0]["devices"] == "gpu"
+    gpu_starts = [r for r in records if r["event"] == "start" and r["demand"][2] > 0]
+    assert gpu_starts and all(len(r["devices"]) == max(1, round(r["demand"][2])) for r in gpu_starts)
+
+
+def _device_header() -> dict[str, Any]:
+    return {"event": "run", "time": 0.0, "resources": ["cpu", "gpu"], "devices": "gpu",
+            "servers": [{"id": "s0", "capacity": [8.0, 2.0]}], "users": ["a"]}
+
+
+def _on(task: int, gpu: float, devices: list[int]) -> list[dict[str, Any]]:
+    start = {**_task("start", task), "demand": [1.0, gpu], "devices": devices}
+    return [{**_task("submit", task), "demand": [1.0, gpu]}, start]
+
+
+@pytest.mark.parametrize(("tasks", "needle"), [
+    ([(0, 0.6, [0]), (1, 0.6, [0])], "device 0 would hold 1.2"),  # 1.2 GPU of 2 in all: the scalar check passes
+    ([(0, 0.5, [0, 1])], "needs 1 device(s)"),  # a fraction across two devices
+    ([(0, 0.5, [0]), (1, 1.0, [0])], "device 0 would hold 1.5"),  # a whole GPU on a partly used device
+    ([(0, 2.0, [1])], "needs 2 device(s)"),
+])
+def test_the_checker_refuses_what_no_device_can_hold(tasks: list[tuple[int, float, list[int]]], needle: str) -> None:
+    records = [_device_header()] + [r for task, gpu, devices in tasks for r in _on(task, gpu, devices)]
+    result = check_log(records)
+    assert not result.ok and needle in (result.violation or "")
+    fine = check_log([_device_header(), *_on(0, 0.6, [0]), *_on(1, 0.6, [1])])
+    assert fine.ok

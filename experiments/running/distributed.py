@@ -31,11 +31,11 @@ __all__ = ["DistributedSetup", "server_config"]
 
 
 def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Vector, finite: bool,
-                  timeouts: Timeouts, gateway: int) -> ServerConfig:
+                  timeouts: Timeouts, gateway: int, device_resource: int = -1) -> ServerConfig:
     """The configuration every server of a run is built from, derived from the validated run
     parameters (`experiments.running.params.RunParams`): views no larger than the cluster allows,
     the walk's reach (`walk_ttl` 0: every server), the gradient's period and descriptor expiry,
-    the saturation retry (depending on whether tasks end), best-fit's scale, the run's timeouts."""
+    the saturation retry and its cap (depending on whether tasks end), best-fit's scale, the run's timeouts."""
     rto = timeouts.answer
     cyclon_view = min(params.cyclon_view, servers - 1) if servers > 1 else 1
     period = params.tick / params.shuffles_per_tick
@@ -46,8 +46,9 @@ def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Ve
         gradient_period=period if spec.gradient is not GradientUse.OFF else None,
         max_age=params.max_age_periods * period, mark_saturated=params.mark_saturated,
         saturation_retry=retry_ticks * params.tick if retry_ticks else math.inf,
+        saturation_retry_cap=params.saturation_retry_cap_ticks(finite) * params.tick,
         fit_candidates=params.fit_candidates if params.placement != FIRST_FIT else 0,
-        min_fragmentation=params.placement == MIN_FRAGMENTATION,
+        min_fragmentation=params.placement == MIN_FRAGMENTATION, device_resource=device_resource,
         scale=tuple(1.0 / t if t > 0 else 0.0 for t in total),
         gradient=gradient_factory(params.gradient, temperature=params.softmax_temperature,
                                   shuffle_size=params.gradient_shuffle),
@@ -71,11 +72,13 @@ class DistributedSetup:
         finite: bool = False,
         timeouts: Timeouts = Timeouts(),
         gateway: int = -1,
+        device_resource: int = -1,
     ) -> None:
         """`finite`: the users submit finite task lists (their homes count them once a task arrives);
         `timeouts.answer` > 0: resilience on (`protocols.resilience`), with `gateway` the bootstrap service a
         server whose Cyclon view empties asks again, and servers reconnecting to peers that left
-        a shuffle unanswered (`OverlayPeer.healing_cyclon_round`)."""
+        a shuffle unanswered (`OverlayPeer.healing_cyclon_round`); `device_resource` ≥ 0: that
+        resource is modelled as devices (`protocols.devices`)."""
         rule = spec.server_rule
         if rule is None:
             raise ValueError(f"protocol {spec.name!r} is central: it has no servers to build")
@@ -86,7 +89,7 @@ class DistributedSetup:
         homed: dict[int, dict[int, float]] = {}
         for user, server in homes.items():
             homed.setdefault(server, {})[user] = dominant_share(demands[user], total)
-        self.config = server_config(params, spec, n, total, finite, timeouts, gateway)
+        self.config = server_config(params, spec, n, total, finite, timeouts, gateway, device_resource)
         rule_params = {p.name: getattr(params, p.name) for p in spec.params}
         node_class = server_class(rule)
         self.streams = streams

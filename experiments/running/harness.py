@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from drfemu.protocols.devices import EMPTY, Devices, device_matrix, device_usable
 from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
 from drfemu.protocols.fragmentation import fragmented_matrix
 from drfemu.protocols.resources import (
@@ -152,13 +153,22 @@ class Harness(RunObserver):
         progress: Callable[[float, int], None] | None = None,
         tolerances: Sequence[float] = TOLERANCES,
         sample_every: float = 0.0,
+        device_resource: int = -1,
     ) -> None:
-        """`sample_every` > 0: sample the fragmentation every that many seconds (`fragment_samples`)."""
+        """`sample_every` > 0: sample the fragmentation every that many seconds (`fragment_samples`);
+        `device_resource` ≥ 0: that resource is modelled as devices (`protocols.devices`), and
+        allocations say which devices they took."""
         super().__init__(tick, stall_ticks, max_time, on_finish, progress, tolerances)
         self.sample_every = sample_every
         self.fragment_samples: list[tuple[float, list[float]]] = []  # (time, fragmented share of each resource)
+        self.first_blocked: tuple[float, int, list[float], list[float]] | None = None
+        """When an allocation first left some placeable user's task fitting nowhere: (time, that
+        user, the fragmented and the free share of each resource then)."""
         self.capacity = [tuple(c) for c in capacities]
         self.free = [list(c) for c in capacities]
+        self.devices: list[Devices] | None = None
+        if device_resource >= 0:
+            self.devices = [Devices(device_resource, c[device_resource]) for c in self.capacity]
         self.demands = [tuple(d) for d in demands]
         self.total = total_capacity(self.capacity)
         self.task_share = [dominant_share(d, self.total) for d in self.demands]
@@ -170,8 +180,8 @@ class Harness(RunObserver):
         self._demand_matrix = np.array(self.demands, dtype=float).reshape(len(demands), len(self.total))
         self._share_array = np.zeros(len(demands))
         self.fit_count = np.zeros(len(demands), dtype=np.int64)
-        for c in self.capacity:
-            self.fit_count += self._fitting(c, c)
+        for server in range(len(self.capacity)):
+            self.fit_count += self._fitting_on(server)
         self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
         self.on_server: list[list[int]] = [[] for _ in self.capacity]  # users of the tasks running there
         self._log = log
@@ -184,9 +194,10 @@ class Harness(RunObserver):
     # -- allocation events ----------------------------------------------------------------
     def on_event(self, event: TaskAllocated) -> None:
         """A node reported a task start (subscribed to the runtime's `TaskAllocated` events)."""
-        self.on_allocation(event.time, event.server, event.user, event.task, event.demand)
+        self.on_allocation(event.time, event.server, event.user, event.task, event.demand, event.devices)
 
-    def on_allocation(self, now: float, server: int, user: int, task: int, demand: Vector) -> None:
+    def on_allocation(self, now: float, server: int, user: int, task: int, demand: Vector,
+                      devices: tuple[int, ...] = EMPTY) -> None:
         k = self.user_index[user]
         free = self.free[server]
         capacity = self.capacity[server]
@@ -197,7 +208,14 @@ class Harness(RunObserver):
             )
         before = self.shares[k]
         error_flags = self._judge(k, before)
-        before_free = tuple(free)
+        fitted = self._fitting_on(server)
+        if self.devices is not None:
+            layout = self.devices[server]
+            try:
+                layout.take(demand[layout.resource], devices)
+            except CapacityViolation as error:
+                raise CapacityViolation(f"capacity invariant broken at t={now:.6f}s: server {server}, task {task} "
+                                        f"of user {k}: {error}") from None
         take(free, demand)
         self._changed.add(server)
         self.tasks[k] += 1
@@ -206,7 +224,12 @@ class Harness(RunObserver):
         self.allocations += 1
         self.last_allocation = now
         self.on_server[server].append(k)
-        self._update_fit_counts(server, before_free)
+        lost = fitted & ~self._fitting_on(server)
+        self.fit_count -= lost  # a user that fitted here before has a positive count
+        if self.first_blocked is None and lost.any():
+            blocked = np.flatnonzero(lost & (self.fit_count == 0))
+            if len(blocked):
+                self.first_blocked = (now, int(blocked[0]), self.fragmentation()[0], self.free_shares())
         if self._log is not None:
             self._log(
                 "allocation",
@@ -230,13 +253,15 @@ class Harness(RunObserver):
         server = event.actor
         if server >= len(self.capacity) or server in self.down:
             return  # a user, the gateway or the scheduler
-        self.fit_count -= self._fitting(self.free[server], self.capacity[server])
+        self.fit_count -= self._fitting_on(server)
         for k in self.on_server[server]:
             self.tasks[k] -= 1
             self.shares[k] = self.tasks[k] * self.task_share[k]
             self._share_array[k] = self.shares[k]
         self.on_server[server] = []
         self.free[server] = list(self.capacity[server])
+        if self.devices is not None:
+            self.devices[server].reset()
         self.down.add(server)
         self._changed.add(server)
 
@@ -245,7 +270,7 @@ class Harness(RunObserver):
         if server in self.down:
             self.down.discard(server)
             self._changed.add(server)
-            self.fit_count += self._fitting(self.capacity[server], self.capacity[server])
+            self.fit_count += self._fitting_on(server)
 
     def _judge(self, k: int, share: float) -> tuple[bool, ...]:
         others = self.fit_count > 0
@@ -257,10 +282,13 @@ class Harness(RunObserver):
         limit = np.asarray(free) + REL_TOL * np.asarray(capacity)
         return np.all(self._demand_matrix <= limit, axis=1)
 
-    def _update_fit_counts(self, server: int, before: Sequence[float]) -> None:
-        capacity = self.capacity[server]
-        lost = self._fitting(before, capacity) & ~self._fitting(self.free[server], capacity)
-        self.fit_count -= lost  # a user that fitted on this server before has a positive count
+    def _fitting_on(self, server: int) -> np.ndarray:
+        """Which users' tasks fit on `server` now (its devices too, in the device model)."""
+        fitting = self._fitting(self.free[server], self.capacity[server])
+        if self.devices is not None:
+            layout = self.devices[server]
+            fitting &= device_usable(self._demand_matrix[:, layout.resource], device_matrix([layout]))[0]
+        return fitting
 
     # -- ticks ----------------------------------------------------------------------------
     def on_tick(self, now: float, tick: int) -> None:
@@ -302,6 +330,12 @@ class Harness(RunObserver):
         skip = set(self.unplaceable)
         return [s for k, s in enumerate(self.shares) if k not in skip]
 
+    def free_shares(self) -> list[float]:
+        """Per resource, the free fraction of the cluster's total (servers that are up)."""
+        free = [sum(max(f[r], 0.0) for s, f in enumerate(self.free) if s not in self.down)
+                for r in range(len(self.total))]
+        return [x / t if t > 0 else 0.0 for x, t in zip(free, self.total)]
+
     def utilization(self) -> list[float]:
         used = [sum(c[r] - f[r] for c, f in zip(self.capacity, self.free)) for r in range(len(self.total))]
         return [u / t for u, t in zip(used, self.total)]
@@ -316,9 +350,9 @@ class Harness(RunObserver):
         demands = self._demand_matrix[wanting]  # placeable users × resources
         wanted = demands > 0
         stranded = [0.0] * len(self.total)
-        for free, capacity in zip(self.free, self.capacity):
+        for server, (free, capacity) in enumerate(zip(self.free, self.capacity)):
             slack = np.asarray(free) + REL_TOL * np.asarray(capacity)
-            blocked = wanted & (demands <= slack) & ~self._fitting(free, capacity)[wanting, None]
+            blocked = wanted & (demands <= slack) & ~self._fitting_on(server)[wanting, None]
             for r in np.flatnonzero(blocked.any(axis=0)).tolist():
                 if free[r] > REL_TOL * capacity[r]:
                     stranded[r] += free[r]
@@ -336,8 +370,11 @@ class Harness(RunObserver):
             changed = sorted(self._changed)
         self._changed.clear()
         if changed:  # only the servers an allocation, crash or recovery touched since the last call
+            devices = None
+            if self.devices is not None:
+                devices = self.devices[0].resource, device_matrix([self.devices[s] for s in changed])
             rows = fragmented_matrix(np.asarray([self.free[s] for s in changed], dtype=float),
-                                     self._capacity_array[changed], self._mix)
+                                     self._capacity_array[changed], self._mix, devices=devices)
             rows[[i for i, s in enumerate(changed) if s in self.down]] = 0.0  # a crashed server holds nothing
             self._fragments[changed] = rows
         lost = self._fragments

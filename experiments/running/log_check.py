@@ -4,7 +4,9 @@ re-checked from outside, as a tool written without this code would.
 It replays the records of `experiments.running.run_log` in order and refuses a log in which
 - a task starts on a server that is down, or while the same task is already running;
 - a server holds more than its capacity, by the emulator's fit rule (a demand fits when every
-  resource is at most what is free plus 1e-9 of the capacity);
+  resource is at most what is free plus 1e-9 of the capacity), or, in the device model (the
+  header names `devices`), a device holds more than one unit, a fraction is not on exactly one
+  device or a task of n units not on n devices;
 - a task ends that is not running there, or a task starts that was never submitted.
 A crash kills what ran on the crashed server. At the end it gives the ledger it saw: tasks
 submitted, started, ended, killed, resubmitted and still running.
@@ -47,6 +49,9 @@ def check_log(records: Iterable[dict[str, Any]]) -> LogCheck:
     down: set[str] = set()
     running: dict[tuple[str, int], tuple[str, list[float]]] = {}
     submitted: set[tuple[str, int]] = set()
+    device_of: int | None = None  # the index of the resource modelled as devices
+    device_used: dict[str, list[float]] = {}  # server -> the amount each of its devices holds
+    held: dict[tuple[str, int], list[int]] = {}  # task -> its devices
     for number, record in enumerate(records, start=1):
         result.records = number
         kind, at = record.get("event"), record.get("time")
@@ -58,6 +63,9 @@ def check_log(records: Iterable[dict[str, Any]]) -> LogCheck:
         if kind == "run":
             capacity = {s["id"]: [float(x) for x in s["capacity"]] for s in record["servers"]}
             used = {sid: [0.0] * len(c) for sid, c in capacity.items()}
+            if record.get("devices") is not None:
+                device_of = list(record["resources"]).index(record["devices"])
+                device_used = {sid: [0.0] * round(c[device_of]) for sid, c in capacity.items()}
         elif kind == "submit":
             submitted.add((record["user"], record["task"]))
             result.ledger["submitted"] += 1
@@ -74,6 +82,11 @@ def check_log(records: Iterable[dict[str, Any]]) -> LogCheck:
             total = [u + d for u, d in zip(used[server], demand)]
             if any(t > c + REL_TOL * c for t, c in zip(total, capacity[server])):
                 return fail(f"{server} would hold {total}, over its capacity {capacity[server]}")
+            if device_of is not None:
+                why = _hold_devices(device_used[server], demand[device_of], record.get("devices", []))
+                if why is not None:
+                    return fail(f"task {key[1]} of user {key[0]} on {server}: {why}")
+                held[key] = list(record.get("devices", []))
             used[server] = total
             running[key] = (server, list(demand))
             result.ledger["started"] += 1
@@ -83,6 +96,9 @@ def check_log(records: Iterable[dict[str, Any]]) -> LogCheck:
                 return fail(f"task {key[1]} of user {key[0]} ends on {server}, where it is not running")
             _, demand = running.pop(key)
             used[server] = [u - d for u, d in zip(used[server], demand)]
+            if device_of is not None:
+                for d in held.pop(key, []):
+                    device_used[server][d] -= min(demand[device_of], 1.0)
             result.ledger["ended"] += 1
         elif kind == "resubmit":
             result.ledger["resubmitted"] += 1
@@ -93,12 +109,30 @@ def check_log(records: Iterable[dict[str, Any]]) -> LogCheck:
                 killed = [key for key, (server, _) in running.items() if server == actor]
                 for key in killed:
                     del running[key]
+                    held.pop(key, None)
                 result.ledger["killed"] += len(killed)
                 used[actor] = [0.0] * len(capacity[actor])
+                if device_of is not None:
+                    device_used[actor] = [0.0] * len(device_used[actor])
         elif kind == "recover":
             down.discard(record["actor"])
     result.ledger["running"] = len(running)
     return result
+
+
+def _hold_devices(used: list[float], amount: float, devices: list[int]) -> str | None:
+    """Put `amount` of the device resource on `devices` (`used`: what each device holds);
+    returns what is wrong, or None."""
+    need = 0 if amount <= 0 else 1 if amount < 1 else round(amount)
+    if len(set(devices)) != need or len(devices) != need or any(not 0 <= d < len(used) for d in devices):
+        return f"{amount:g} of the device resource needs {need} device(s) of {len(used)}, holds {devices}"
+    each = min(amount, 1.0)
+    for d in devices:
+        if used[d] + each > 1.0 + REL_TOL:
+            return f"device {d} would hold {used[d] + each:g}, over one unit"
+    for d in devices:
+        used[d] += each
+    return None
 
 
 def check_log_file(path: Path) -> LogCheck:

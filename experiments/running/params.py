@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -91,8 +92,8 @@ CORE: tuple[Param, ...] = (
           "docs/faults.md).", ge=0, le=10**6, unit="rounds", echo="reconnect_every"),
     Param("mark_saturated", Kind.BOOL, True, "A failed walk marks its user saturated (reports +∞).",
           echo="mark_saturated"),
-    Param("saturation_retry", Kind.INT, None, "Ticks before a saturated user's walk is retried, doubling (0: never; "
-          "default: 50 on endless workloads, 1 on finite ones).", ge=0, le=10**9, unit="ticks",
+    Param("saturation_retry", Kind.INT, None, "Ticks before a saturated user's walk is retried, doubling (where tasks "
+          "end, up to 100 ticks; 0: never; default: 50 on endless workloads, 1 on finite ones).", ge=0, le=10**9, unit="ticks",
           echo="saturation_retry_ticks"),
     Param("gradient", Kind.TEXT, "tman", "Gradient overlay: tman (ours: whole views, id-ordered ties, uniform partner) "
           "or kompics (the Kompics Toolbox component the thesis ran).", choices=GRADIENT_NAMES,
@@ -105,6 +106,9 @@ CORE: tuple[Param, ...] = (
     Param("gradient_shuffle", Kind.INT, 0, "Kompics gradient: view entries sent per exchange (0: half of P, rounded "
           "up).", ge=0, le=10_000),
     PLACEMENT,
+    Param("devices", Kind.TEXT, None, "A resource modelled as devices of one unit each, e.g. gpu: a task's fraction "
+          "sits on one device, a task of n units takes n unused devices (protocols.devices; endless workloads without "
+          "faults). Default: every resource a scalar.", echo="devices"),
     Param("fit_candidates", Kind.INT, 8, "Best-fit and min-fragmentation walks: fitting servers a walk compares.", ge=1, le=10**6,
           unit="servers"),
     Param("max_age", Kind.INT, 0, "Gradient descriptors expire after this many exchange periods (0: max(20, 5·P)).",
@@ -125,6 +129,15 @@ ends about 4 tasks a second), and a 5 s wait starves the marked user while other
 room (docs/results-online.md: PDGDRF's minimum share 0.0001 at 50 ticks, 0.248 at 1). Not a
 gain everywhere: a retry places its task without the rule's fairness test, and both DDRFs are
 less fair retrying this often (errors 17.8 % → 32.0 % over random neighbours)."""
+
+RETRY_CAP_TICKS = 100
+"""With tasks that end, the saturation retry's doubling stops at this many ticks (and at half
+the stall window, `--stall-ticks`). Decision, from a stall: on the trace replay a user of
+PDGDRF whose walks had failed eleven times in the tail of the hour waited 2^10 ticks for its
+next retry, longer than the 1,000-tick stall window, so the run ended stalled with 5 tasks
+waiting on an idle cluster. Room frees every fraction of a second where tasks end, so an
+ever longer wait is never right there; endless workloads keep the unbounded doubling (a walk
+that found no room there means the cluster is full for good)."""
 
 CASE = ("workload", "machines", "users", "case_seed")  # what the workload is, not how it is run
 
@@ -253,6 +266,7 @@ class RunParams(Checked):
     softmax_temperature: float
     gradient_shuffle: int
     placement: str
+    devices: str | None
     fit_candidates: int
     max_age: int
     sample_every: float
@@ -262,6 +276,10 @@ class RunParams(Checked):
     def saturation_retry_ticks(self, finite: bool) -> int:
         """The saturation retry in ticks; unset, it depends on the workload (`SATURATION_RETRY_TICKS`)."""
         return SATURATION_RETRY_TICKS[finite] if self.saturation_retry is None else self.saturation_retry
+
+    def saturation_retry_cap_ticks(self, finite: bool) -> float:
+        """The longest wait the saturation retry doubles to, in ticks (`RETRY_CAP_TICKS`; endless: none)."""
+        return min(RETRY_CAP_TICKS, max(1, self.stall_ticks // 2)) if finite else math.inf
 
     @property
     def max_age_periods(self) -> int:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "ResultDocument", "RunResult", "result_schema"]
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
 Number = float | None  # JSON has no infinity or NaN: a non-finite figure is null
@@ -107,6 +107,9 @@ class ResultDocument(BaseModel):
                                                       "over the samples taken every --sample-every.")
     fragmented_series: dict[str, list[Number]] | None = Field(None, description="time_s and, per resource, the "
                                                               "fragmented share at each sample.")
+    first_blocked: dict[str, Any] | None = Field(None, description="When an allocation first left some placeable "
+                                                 "user's task fitting nowhere (that user saturated): time_s, user, and "
+                                                 "per resource the fragmented and the free share then; null if none.")
     dominant_shares: dict[str, Number] | None = None
     # finite workloads
     time_averaged: dict[str, Any] | None = None

@@ -4,9 +4,11 @@
 log holds, besides each allocation's line (`"event": "allocation"`, the fairness view), every
 fact needed to re-check a run from outside, with no access to this code:
 
-- `run`, first: the resources, every server's id and capacity, every user's id;
+- `run`, first: the resources, every server's id and capacity, every user's id (and, in the
+  device model, `devices`: the resource modelled as devices, `protocols.devices`);
 - `submit`: a user submitted task `task` with `demand`;
-- `start` / `end`: task `task` of `user` started / ended on `server`, holding `demand`;
+- `start` / `end`: task `task` of `user` started / ended on `server`, holding `demand` (and, in
+  the device model, a start names the `devices` it holds when it holds any);
 - `resubmit`: a task whose server crashed (or whose proposer did) went back as task `again`;
 - `crash` / `recover`: an actor went down / came back (`actor`: a server id, or "gateway",
   "scheduler", "user:<id>"); a crashed server's running tasks are killed with it;
@@ -41,15 +43,20 @@ Emit = Callable[[dict[str, Any]], None]
 class RunLog:
     """Writes a run's facts to `emit`, one record each, with the workload's labels."""
 
-    def __init__(self, workload: Workload, emit: Emit, user_actors: Sequence[int], roles: dict[int, str]) -> None:
-        """`user_actors[k]` is user k's actor; `roles` names the actors that are not servers or users."""
+    def __init__(self, workload: Workload, emit: Emit, user_actors: Sequence[int], roles: dict[int, str],
+                 devices: str | None = None) -> None:
+        """`user_actors[k]` is user k's actor; `roles` names the actors that are not servers or users;
+        `devices` the resource modelled as devices (None: none)."""
         self.emit = emit
         self.servers = [s.id for s in workload.servers]
         self.users = {actor: u.id for actor, u in zip(user_actors, workload.users)}
         self.roles = roles
-        emit({"event": "run", "time": 0.0, "resources": list(workload.resources),
-              "servers": [{"id": s.id, "capacity": list(s.capacity)} for s in workload.servers],
-              "users": [u.id for u in workload.users]})
+        header: dict[str, Any] = {"event": "run", "time": 0.0, "resources": list(workload.resources),
+                                  "servers": [{"id": s.id, "capacity": list(s.capacity)} for s in workload.servers],
+                                  "users": [u.id for u in workload.users]}
+        if devices is not None:
+            header["devices"] = devices
+        emit(header)
 
     def subscribe(self, runtime: Any) -> None:
         """Hear the run's events (a `Runtime` or anything with its `subscribe`)."""
@@ -72,8 +79,11 @@ class RunLog:
                    "demand": list(event.demand)})
 
     def on_started(self, event: TaskAllocated) -> None:
-        self.emit({"event": "start", "time": event.time, "user": self.users[event.user], "task": event.task,
-                   "server": self.servers[event.server], "demand": list(event.demand)})
+        record = {"event": "start", "time": event.time, "user": self.users[event.user], "task": event.task,
+                  "server": self.servers[event.server], "demand": list(event.demand)}
+        if event.devices:
+            record["devices"] = list(event.devices)
+        self.emit(record)
 
     def on_ended(self, event: TaskFinished) -> None:
         self.emit({"event": "end", "time": event.time, "user": self.users[event.user], "task": event.task,

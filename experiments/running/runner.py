@@ -73,6 +73,7 @@ from drfemu.nodes.streams import RandomStreams
 from drfemu.nodes.trace import EventTrace
 from drfemu.nodes.user import FiniteUserNode, UserNode
 from drfemu.protocols.central import PER_TICK
+from drfemu.protocols.devices import check_device_workload
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.events import ServerCrashed, ServerRecovered, TaskAllocated
 from drfemu.protocols.fairness import gini, jain, ratio_20_20, sample_std
@@ -95,9 +96,23 @@ class RunConfig:
     cost: CostModel = field(default_factory=CostModel)
     spec: ProtocolSpec = field(init=False, repr=False, compare=False)
     """The run's protocol, looked up in the registry once, when the config is made."""
+    device_resource: int = field(init=False, repr=False, compare=False)
+    """The index of the resource `--devices` models as devices (`protocols.devices`); -1: none."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "spec", get_protocol(self.params.protocol))
+        resource = -1
+        if self.params.devices is not None:
+            workload = self.workload
+            if workload.finite:
+                raise InputError("--devices: the device model runs endless workloads only (tasks that end are not "
+                                 "supported yet)")
+            if self.params.faults is not None:
+                raise InputError("--devices cannot be combined with --faults yet (a restarted scheduler's view and "
+                                 "rejoining servers do not carry devices)")
+            resource = check_device_workload(self.params.devices, [s.capacity for s in workload.servers],
+                                             [u.demand for u in workload.users], workload.resources)
+        object.__setattr__(self, "device_resource", resource)
 
     @classmethod
     def build(cls, workload: Workload, **params: Any) -> RunConfig:
@@ -185,7 +200,8 @@ def build_harness(config: RunConfig, on_finish: Callable[[RunOutcome], None], lo
                              on_finish, params.sample_every, params.swm_every, log=log, progress=progress)
     return Harness(capacities=capacities, demands=[u.demand for u in workload.users], user_actors=users,
                    tick=params.tick, stall_ticks=params.stall_ticks, max_time=params.max_time, on_finish=on_finish,
-                   log=log, progress=progress, sample_every=params.sample_every)
+                   log=log, progress=progress, sample_every=params.sample_every,
+                   device_resource=config.device_resource)
 
 
 @dataclass
@@ -230,11 +246,12 @@ def build_nodes(config: RunConfig, streams: RandomStreams, timeouts: Timeouts = 
     if spec.distributed:
         demands = {a: u.demand for a, u in zip(user_ids, workload.users)}
         distributed = DistributedSetup(params, spec, capacities, total, demands, gateway.homes, streams, finite,
-                                       timeouts, gateway_id)
+                                       timeouts, gateway_id, config.device_resource)
         actors = list(distributed.servers)
         tickers.extend(distributed.tickers(every_server=every_server))
     else:
-        actors = [ResourceNode(i, c, scheduler_id, rto, timeouts.prompt) for i, c in zip(server_ids, capacities)]
+        actors = [ResourceNode(i, c, scheduler_id, rto, timeouts.prompt, config.device_resource)
+                  for i, c in zip(server_ids, capacities)]
     durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
     retry = spec.server_rule.reprobe_ticks(params.model_dump()) if spec.server_rule is not None else 0
     reprobe = retry * params.tick  # users ask the gateway again after this long without a proposal (probes)
@@ -247,7 +264,7 @@ def build_nodes(config: RunConfig, streams: RandomStreams, timeouts: Timeouts = 
     actors.append(gateway)
     if spec.central_rule is not None:
         scheduler = _central_scheduler(spec, params, scheduler_id, server_ids, capacities, len(workload.resources),
-                                       ack_ends=rto > 0)
+                                       ack_ends=rto > 0, device_resource=config.device_resource)
         actors.append(scheduler)
         tickers.append(scheduler)
     return Nodes(actors, users, gateway, tickers, distributed)
@@ -294,7 +311,8 @@ def run_emulation(
         runtime = Runtime(loop, network, actors, trace)
         run_log = None
         if record is not None:
-            run_log = RunLog(workload, record, ids.users, {ids.gateway: "gateway", ids.scheduler: "scheduler"})
+            run_log = RunLog(workload, record, ids.users, {ids.gateway: "gateway", ids.scheduler: "scheduler"},
+                             params.devices)
             run_log.subscribe(runtime)
         injector = None
         if faults is not None:
@@ -440,7 +458,7 @@ def _injector(faults: tuple[FaultScenario, dict[Any, int]], runtime: Runtime, ne
 
 def _central_scheduler(spec: ProtocolSpec, params: RunParams, actor_id: int, servers: list[int], capacities: list[Any],
                        resources: int, ack_ends: bool, restarted: bool = False,
-                       down: list[int] | None = None) -> CentralScheduler:
+                       down: list[int] | None = None, device_resource: int = -1) -> CentralScheduler:
     """The central scheduler with its rule built from the rule's own run parameters."""
     if spec.central_rule is None:
         raise ValueError(f"protocol {spec.name!r} is distributed: it has no central scheduler")
@@ -453,7 +471,8 @@ def _central_scheduler(spec: ProtocolSpec, params: RunParams, actor_id: int, ser
             check(resources)
         except ValueError as error:
             raise InputError(str(error)) from None
-    return CentralScheduler(actor_id, rule, servers, capacities, per_tick, ack_ends, restarted, down or ())
+    return CentralScheduler(actor_id, rule, servers, capacities, per_tick, ack_ends, restarted, down or (),
+                            device_resource)
 
 
 def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[str]) -> dict[str, Any]:
@@ -476,6 +495,10 @@ def _endless_metrics(harness: Harness, resources: tuple[str, ...], labels: list[
                             for r, name in enumerate(resources)},
         "fragmented_series": {"time_s": [t for t, _ in samples],
                               **{name: [x[r] for _, x in samples] for r, name in enumerate(resources)}},
+        "first_blocked": None if harness.first_blocked is None else {
+            "time_s": harness.first_blocked[0], "user": labels[harness.first_blocked[1]],
+            "fragmented": dict(zip(resources, harness.first_blocked[2])),
+            "free": dict(zip(resources, harness.first_blocked[3]))},
         "dominant_shares": {labels[k]: s for k, s in enumerate(harness.shares) if k not in unplaceable},
         "tasks": {labels[k]: n for k, n in enumerate(harness.tasks) if k not in unplaceable},
         "unplaceable_users": [labels[k] for k in sorted(unplaceable)],

@@ -15,9 +15,10 @@ Weng et al., USENIX ATC 2023, as issue 38 describes it; the exact mix is ours):
   in GPU clusters); a CPU-only user's 1–16 cores and 2–64 GiB;
 - every draw comes from the stream `workload/gpu-cluster` of the seed, servers first.
 
-The GPU is a scalar: a server with 8 GPUs holding fractional tasks has `8 − Σ fractions` free,
-and a task fits when its demand fits in that sum. A real device cannot hold a fraction that
-spans two devices; `docs/placement.md` measures what that changes (issue 38).
+By default the GPU is a scalar: a server with 8 GPUs holding fractional tasks has `8 − Σ
+fractions` free, and a task fits when its demand fits in that sum. With `--devices gpu` each GPU
+is a device and a fraction cannot span two (`protocols.devices`); `docs/workloads.md` compares
+the two models and E8 (`docs/results.md`) runs on devices.
 """
 
 from __future__ import annotations
