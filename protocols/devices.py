@@ -106,7 +106,7 @@ class Devices:
             return
         each = min(1.0, amount)
         need = 1 if amount < 1.0 else round(amount)
-        if len(set(chosen)) != need or any(not 0 <= d < len(self.free) for d in chosen):
+        if len(chosen) != need or len(set(chosen)) != need or any(not 0 <= d < len(self.free) for d in chosen):
             raise CapacityViolation(f"{amount:g} needs {need} device(s) of {len(self.free)}, was given {tuple(chosen)}")
         if any(self.free[d] < each - REL_TOL for d in chosen):
             raise CapacityViolation(f"devices {tuple(chosen)} cannot hold {amount:g} (free per device: {self.free})")
@@ -119,6 +119,12 @@ class Devices:
         for d in chosen:
             room = self.free[d] + each
             self.free[d] = 1.0 if room >= 1.0 - REL_TOL else room
+
+    def copy(self) -> Devices:
+        """The same devices, to change without changing these."""
+        twin = Devices(self.resource, 0)
+        twin.free = list(self.free)
+        return twin
 
     def reset(self) -> None:
         """Every device unused (a server that runs nothing, or rejoined after a crash)."""

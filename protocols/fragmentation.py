@@ -82,8 +82,7 @@ def fragmentation_delta(demand: Sequence[float], free: Sequence[float], capacity
 
 def _after(devices: Devices, amount: float) -> Devices:
     """`devices` as they would be once a task needing `amount` took its devices (a copy)."""
-    after = Devices(devices.resource, 0)
-    after.free = list(devices.free)
+    after = devices.copy()
     after.take(amount, devices.choose(amount))
     return after
 
@@ -157,8 +156,9 @@ def least_fragmentation(demand: Sequence[float], free: Sequence[Sequence[float]]
     """Index of the server where `demand` fits and adds the least fragmentation for `mix`
     (classes weighted by `size_weights`; ties within rounding to the lower index); -1 if it
     fits nowhere. `devices`: each server's, in the device model."""
-    candidates = [s for s, (left, cap) in enumerate(zip(free, capacity)) if fits(demand, left, cap)
-                  and (devices is None or devices[s].fits(demand[devices[s].resource]))]
+    candidates = [s for s, (left, cap) in enumerate(zip(free, capacity)) if fits(demand, left, cap)]
+    if devices is not None:
+        candidates = [s for s in candidates if devices[s].fits(demand[devices[s].resource])]
     if not candidates:
         return -1
     if not mix:

@@ -49,6 +49,8 @@ def test_wrong_devices_and_excess_are_capacity_violations() -> None:
         devices.take(0.0, (1,))  # a task needing none was given one
     with pytest.raises(CapacityViolation):
         devices.choose(2.0)
+    with pytest.raises(CapacityViolation):
+        Devices(0, 3).take(2.0, (1, 2, 2))  # a device named twice
     devices.give(0.81, (0,))
     assert devices.free == [1.0, 1.0]  # given back exactly: whole again
 
