@@ -93,8 +93,8 @@ CORE: tuple[Param, ...] = (
     Param("mark_saturated", Kind.BOOL, True, "A failed walk marks its user saturated (reports +∞).",
           echo="mark_saturated"),
     Param("saturation_retry", Kind.INT, None, "Ticks before a saturated user's walk is retried, doubling (where tasks "
-          "end, up to 100 ticks; 0: never; default: 50 on endless workloads, 1 on finite ones).", ge=0, le=10**9, unit="ticks",
-          echo="saturation_retry_ticks"),
+          "end, up to 100 ticks; 0: never; default: 50 on endless workloads, 1 on finite ones).", ge=0, le=10**9,
+          unit="ticks", echo="saturation_retry_ticks"),
     Param("gradient", Kind.TEXT, "tman", "Gradient overlay: tman (ours: whole views, id-ordered ties, uniform partner) "
           "or kompics (the Kompics Toolbox component the thesis ran).", choices=GRADIENT_NAMES,
           echo="gradient_variant"),
@@ -126,9 +126,9 @@ SATURATION_RETRY_TICKS = {False: 50, True: 1}
 walk that found no room means the cluster is full for good, so the retry is rare (5 s at the
 thesis's tick); with tasks that end, room frees every fraction of a second (the trace hour
 ends about 4 tasks a second), and a 5 s wait starves the marked user while others take that
-room (docs/results-online.md: PDGDRF's minimum share 0.0001 at 50 ticks, 0.248 at 1). Not a
-gain everywhere: a retry places its task without the rule's fairness test, and both DDRFs are
-less fair retrying this often (errors 17.8 % → 32.0 % over random neighbours)."""
+room (docs/results-online.md: PDGDRF's minimum share 0.0001 at 50 ticks, 0.248 at 1). Without
+a cap on the doubling (`RETRY_CAP_TICKS`) both DDRFs were less fair at 1 tick than at 50 (errors
+17.8 % → 32.0 % over random neighbours); with it they are fairer than at 50 (13.0 %)."""
 
 RETRY_CAP_TICKS = 100
 """With tasks that end, the saturation retry's doubling stops at this many ticks (and at half
