@@ -204,8 +204,6 @@ class ProbeRule(ServerRule):
     def _store(self, user: int, task: int, share: float, demand: Vector) -> None:
         """Keep a copy of `user`'s task; a newer task of the user replaces an older copy, which is
         dead (a user has one task at a time: it sent a newer one because the older one started)."""
-        if self.band:
-            self._hear(user, task, share)
         held = self.stored.get(user)
         if held is None or held[0] < task:
             self.stored[user] = (task, share, demand)
@@ -246,10 +244,10 @@ class ProbeRule(ServerRule):
 
     @handles(TaskRequest)
     def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
+        if self.band:
+            self._hear(msg.user, msg.task, msg.share)
         if self._could_hold(server, msg.demand):
             self._store(msg.user, msg.task, msg.share, msg.demand)
-        elif self.band:
-            self._hear(msg.user, msg.task, msg.share)
         load, reports, demand = LOADS[self.mode], self.reports, msg.demand
         lightest = sorted(server.neighbors, key=lambda n: load(reports[n], demand))[: self.d]
         copy = ProbeTask(msg.user, msg.task, msg.demand, msg.share)
@@ -258,10 +256,10 @@ class ProbeRule(ServerRule):
 
     @handles(ProbeTask)
     def on_probe_task(self, server: Server, msg: ProbeTask, now: float) -> None:
+        if self.band:
+            self._hear(msg.user, msg.task, msg.share)
         if self._could_hold(server, msg.demand):
             self._store(msg.user, msg.task, msg.share, msg.demand)
-        elif self.band:
-            self._hear(msg.user, msg.task, msg.share)
 
     def on_tick(self, server: Server, now: float) -> None:
         self.ticks += 1

@@ -134,8 +134,8 @@ def get_protocol(name: str) -> ProtocolSpec:
         raise UnknownProtocol(f"unknown protocol {name!r}; choose one of: {known}") from None
 
 
-register(ProtocolSpec("drf", "central DRF, first-fit placement (--placement: best-fit, min-fragmentation)", Gateway.CENTRAL,
-                      central_rule=Drf))
+register(ProtocolSpec("drf", "central DRF, first-fit placement (--placement: best-fit, min-fragmentation)",
+                      Gateway.CENTRAL, central_rule=Drf))
 register(ProtocolSpec("drf-bestfit", "central DRF, DRFH best-fit placement", Gateway.CENTRAL, central_rule=DrfBestFit))
 register(ProtocolSpec("fifo", "central FIFO, first-fit placement", Gateway.CENTRAL, central_rule=Fifo))
 register(ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", Gateway.RANDOM,
