@@ -9,10 +9,17 @@ delivery loop, tally and `send`, PDGDRF its pure-Python Gini test (same results,
 
 from setuptools import Extension, setup
 
+HEADERS = ["nodes/_accelerator.h", "overlay/_stock_draw.h"]
+
+
+def accelerator(name: str, source: str) -> Extension:
+    return Extension(name, [source], include_dirs=["nodes", "overlay"], depends=HEADERS, optional=True)
+
+
 setup(ext_modules=[
-    Extension("drfemu.overlay._rank", ["overlay/_rank.c"], optional=True),
-    Extension("drfemu.overlay._cyclon", ["overlay/_cyclon.c"], optional=True),
-    Extension("drfemu.overlay._exchange", ["overlay/_exchange.c"], optional=True),
-    Extension("drfemu.nodes._engine", ["nodes/_engine.c"], optional=True),
-    Extension("drfemu.protocols._gini", ["protocols/_gini.c"], optional=True),
+    accelerator("drfemu.overlay._rank", "overlay/_rank.c"),
+    accelerator("drfemu.overlay._cyclon", "overlay/_cyclon.c"),
+    accelerator("drfemu.overlay._exchange", "overlay/_exchange.c"),
+    accelerator("drfemu.nodes._engine", "nodes/_engine.c"),
+    accelerator("drfemu.protocols._gini", "protocols/_gini.c"),
 ])

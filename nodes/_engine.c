@@ -22,12 +22,53 @@
  *   A periodic driver's round (nodes.runtime.fire_each_python): action(actor, now) for each
  *   actor of the list in turn (read by index, as Python's list iterator does), each actor's
  *   outbox then moved as in `deliver`.
+ *
+ * `deliver`, `count_types` and `count_items` first check, without running any Python code, that
+ * their input is plain — exact (dst, msg) tuples, exact int destinations that index the lists,
+ * message classes without a metaclass or a `__class__` of their own — and otherwise hand it,
+ * untouched, to their reference (imported at first need), which gives Python's answer or
+ * exception. Every object the C keeps across a call that can run Python code (a handler, an
+ * action, a `len`) is held by a reference of its own, and lists are re-read after such calls.
+ * One case is refused rather than matched: a `len` in `count_items` that puts something other
+ * than a (dst, msg) tuple into the very batch being counted raises TypeError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
-static PyObject *str_dispatch, *str_outbox, *str_drain, *str_check_handled;
+#include "_accelerator.h"
+
+static PyObject *str_dispatch, *str_outbox, *str_drain, *str_check_handled, *str_class;
+static PyObject *object_class; /* object's `__class__` descriptor */
+
+enum { DELIVER, COUNT_TYPES, COUNT_ITEMS, REFERENCES };
+static PyObject *references[REFERENCES];
+static const struct { const char *module, *name; } reference_names[REFERENCES] = {
+    {"drfemu.nodes.runtime", "deliver_python"},
+    {"drfemu.nodes.network", "count_types_python"},
+    {"drfemu.nodes.network", "count_items_python"},
+};
+
+static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nargs) {
+    if (references[which] == NULL) {
+        PyObject *module = PyImport_ImportModule(reference_names[which].module);
+        if (module == NULL) return NULL;
+        references[which] = PyObject_GetAttrString(module, reference_names[which].name);
+        Py_DECREF(module);
+        if (references[which] == NULL) return NULL;
+    }
+    return PyObject_Vectorcall(references[which], args, (size_t)nargs, NULL);
+}
+
+static int plain_class(PyTypeObject *type) { /* dict lookups with it as key and `x.__class__` run no Python code */
+    return Py_IS_TYPE(type, &PyType_Type) && _PyType_Lookup(type, str_class) == object_class;
+}
+
+/* Where a Python list of `size` items puts index `i` (negative ones count from the end), or -1. */
+static Py_ssize_t list_index(Py_ssize_t i, Py_ssize_t size) {
+    if (i < 0) i += size;
+    return i >= 0 && i < size ? i : -1;
+}
 
 static int wake(PyObject *actor, PyObject *messages, int inline_drain, PyObject *now) {
     if (!inline_drain) {
@@ -43,9 +84,10 @@ static int wake(PyObject *actor, PyObject *messages, int inline_drain, PyObject 
         return -1;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
-        PyObject *msg = PyList_GET_ITEM(messages, i);
+        PyObject *msg = Py_NewRef(PyList_GET_ITEM(messages, i));
         PyObject *handler = PyDict_GetItemWithError(dispatch, (PyObject *)Py_TYPE(msg)); /* borrowed */
         if (handler == NULL) {
+            Py_DECREF(msg);
             Py_DECREF(dispatch);
             if (PyErr_Occurred()) return -1;
             PyObject *raised = PyObject_CallMethodObjArgs(actor, str_check_handled, messages, NULL);
@@ -56,7 +98,6 @@ static int wake(PyObject *actor, PyObject *messages, int inline_drain, PyObject 
             return -1;
         }
         Py_INCREF(handler);
-        Py_INCREF(msg);
         PyObject *args[3] = {actor, msg, now};
         PyObject *done = PyObject_Vectorcall(handler, args, 3, NULL);
         Py_DECREF(msg);
@@ -100,51 +141,47 @@ static PyObject *deliver(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     }
     PyObject *deliveries = args[0], *mailboxes = args[1], *actors = args[2], *inline_drain = args[3];
     PyObject *now = args[4], *batch = args[5], *flush = args[6];
-    if (!PyList_Check(deliveries) || !PyList_Check(mailboxes) || !PyList_Check(actors) || !PyList_Check(inline_drain)
-        || !(batch == Py_None || PyList_Check(batch))) {
-        PyErr_SetString(PyExc_TypeError, "deliver: deliveries, mailboxes, actors and inline_drain are lists");
-        return NULL;
-    }
+    if (!PyList_CheckExact(deliveries) || !PyList_CheckExact(mailboxes) || !PyList_CheckExact(actors)
+        || !PyList_CheckExact(inline_drain) || !(batch == Py_None || PyList_CheckExact(batch)))
+        return call_reference(DELIVER, args, nargs);
     Py_ssize_t n = PyList_GET_SIZE(deliveries), boxes = PyList_GET_SIZE(mailboxes);
-    Py_ssize_t *ready = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n > 0 ? n : 1));
+    for (Py_ssize_t i = 0; i < n; i++) { /* plain, or the reference delivers (nothing has moved yet) */
+        PyObject *item = PyList_GET_ITEM(deliveries, i);
+        int overflow = 0;
+        Py_ssize_t dst = -1;
+        if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2 && PyLong_CheckExact(PyTuple_GET_ITEM(item, 0))) {
+            long long raw = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(item, 0), &overflow);
+            dst = overflow || raw < -(long long)boxes || raw >= (long long)boxes ? -1 : list_index((Py_ssize_t)raw, boxes);
+        }
+        if (dst < 0 || !PyList_CheckExact(PyList_GET_ITEM(mailboxes, dst))) return call_reference(DELIVER, args, nargs);
+    }
+    Py_ssize_t *ready = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n > 0 ? n : 1)); /* destinations as given */
     if (ready == NULL) return PyErr_NoMemory();
     Py_ssize_t woken = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n; i++) { /* no Python code runs in this loop */
         PyObject *item = PyList_GET_ITEM(deliveries, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-            PyErr_SetString(PyExc_TypeError, "a delivery is a (dst, msg) tuple");
-            goto fail;
-        }
-        Py_ssize_t dst = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
-        if (dst == -1 && PyErr_Occurred()) goto fail;
-        if (dst < 0 || dst >= boxes) {
-            PyErr_Format(PyExc_IndexError, "a delivery to actor %zd, of %zd", dst, boxes);
-            goto fail;
-        }
-        PyObject *mailbox = PyList_GET_ITEM(mailboxes, dst);
-        if (!PyList_Check(mailbox)) {
-            PyErr_SetString(PyExc_TypeError, "a mailbox is a list");
-            goto fail;
-        }
-        if (PyList_GET_SIZE(mailbox) == 0) ready[woken++] = dst;
+        Py_ssize_t given = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0)); /* within ±boxes, as checked */
+        PyObject *mailbox = PyList_GET_ITEM(mailboxes, list_index(given, boxes));
+        if (PyList_GET_SIZE(mailbox) == 0) ready[woken++] = given;
         if (PyList_Append(mailbox, PyTuple_GET_ITEM(item, 1)) < 0) goto fail;
     }
-    for (Py_ssize_t k = 0; k < woken; k++) {
-        Py_ssize_t dst = ready[k];
-        if (dst >= PyList_GET_SIZE(mailboxes) || dst >= PyList_GET_SIZE(actors)
-            || dst >= PyList_GET_SIZE(inline_drain)) {
-            PyErr_SetString(PyExc_IndexError, "the runtime's actor lists shrank during a delivery");
+    for (Py_ssize_t k = 0; k < woken; k++) { /* indexed as Python would when each turn comes */
+        Py_ssize_t given = ready[k];
+        Py_ssize_t at_actor = list_index(given, PyList_GET_SIZE(actors));
+        Py_ssize_t at_box = list_index(given, PyList_GET_SIZE(mailboxes));
+        Py_ssize_t at_flag = list_index(given, PyList_GET_SIZE(inline_drain));
+        if (at_actor < 0 || at_box < 0 || at_flag < 0) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range"); /* a handler shrank the runtime's lists */
             goto fail;
         }
-        PyObject *actor = PyList_GET_ITEM(actors, dst);
-        PyObject *messages = PyList_GET_ITEM(mailboxes, dst);
+        PyObject *actor = Py_NewRef(PyList_GET_ITEM(actors, at_actor));
+        PyObject *messages = Py_NewRef(PyList_GET_ITEM(mailboxes, at_box));
         PyObject *fresh = PyList_New(0);
-        if (fresh == NULL) goto fail;
-        Py_INCREF(actor);
-        Py_INCREF(messages);
-        PyList_SetItem(mailboxes, dst, fresh); /* steals fresh, releases the old reference */
-        int flag = PyObject_IsTrue(PyList_GET_ITEM(inline_drain, dst));
-        int status = flag < 0 ? -1 : wake(actor, messages, flag, now);
+        int status = fresh == NULL ? -1 : PyList_SetItem(mailboxes, at_box, fresh); /* steals fresh */
+        PyObject *flag = Py_NewRef(PyList_GET_ITEM(inline_drain, at_flag));
+        int inline_flag = status < 0 ? -1 : PyObject_IsTrue(flag);
+        Py_DECREF(flag);
+        status = inline_flag < 0 ? -1 : wake(actor, messages, inline_flag, now);
         if (status == 0) status = move_outbox(actor, batch, flush);
         Py_DECREF(messages);
         Py_DECREF(actor);
@@ -161,11 +198,16 @@ fail:
  * carry, types in the order of their first message. Runs of one type (the common case: a
  * batch of one periodic driver) cost one dict update per run. */
 static PyObject *count_types(PyObject *Py_UNUSED(self), PyObject *out) {
-    if (!PyList_Check(out)) {
-        PyErr_SetString(PyExc_TypeError, "count_types(out): out is a list");
-        return NULL;
+    int plain = PyList_CheckExact(out);
+    PyTypeObject *checked = NULL; /* the last class found plain: a batch is runs of one class */
+    for (Py_ssize_t i = 0; plain && i < PyList_GET_SIZE(out); i++) {
+        PyObject *item = PyList_GET_ITEM(out, i);
+        plain = PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) >= 2;
+        PyTypeObject *type = plain ? Py_TYPE(PyTuple_GET_ITEM(item, 1)) : NULL;
+        if (plain && type != checked) plain = plain_class(checked = type);
     }
-    PyObject *kinds = PyDict_New();
+    if (!plain) return call_reference(COUNT_TYPES, &out, 1);
+    PyObject *kinds = PyDict_New(); /* type keys of plain classes: no Python code runs below */
     if (kinds == NULL) return NULL;
     PyObject *run_type = NULL; /* borrowed: kept alive by the messages of `out` */
     Py_ssize_t run = 0;
@@ -173,12 +215,7 @@ static PyObject *count_types(PyObject *Py_UNUSED(self), PyObject *out) {
     for (Py_ssize_t i = 0; i <= n; i++) {
         PyObject *type = NULL;
         if (i < n) {
-            PyObject *item = PyList_GET_ITEM(out, i);
-            if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-                PyErr_SetString(PyExc_TypeError, "a send is a (dst, msg) tuple");
-                goto fail;
-            }
-            type = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(item, 1));
+            type = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(PyList_GET_ITEM(out, i), 1));
             if (type == run_type) {
                 run++;
                 continue;
@@ -254,28 +291,57 @@ static PyObject *send_method(PyObject *Py_UNUSED(self), PyObject *cls) {
 }
 
 static PyObject *count_items(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyList_Check(args[0]) || !PyUnicode_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "count_items(out: list, cls, field: str)");
-        return NULL;
+    int plain = nargs == 3 && PyList_CheckExact(args[0]) && PyUnicode_CheckExact(args[2]);
+    PyTypeObject *checked = NULL; /* as in count_types */
+    for (Py_ssize_t i = 0; plain && i < PyList_GET_SIZE(args[0]); i++) {
+        PyObject *item = PyList_GET_ITEM(args[0], i);
+        plain = PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2;
+        PyTypeObject *type = plain ? Py_TYPE(PyTuple_GET_ITEM(item, 1)) : NULL;
+        if (plain && type != checked) plain = plain_class(checked = type);
     }
+    if (!plain) return call_reference(COUNT_ITEMS, args, nargs);
     PyObject *out = args[0], *cls = args[1], *field = args[2];
     Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) {
+    PyObject *big = NULL; /* the sum as a Python int, once it no longer fits */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) { /* re-read: a `len` may change `out` */
         PyObject *item = PyList_GET_ITEM(out, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-            PyErr_SetString(PyExc_TypeError, "a send is a (dst, msg) tuple");
-            return NULL;
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a send is a (dst, msg) tuple"); /* a `len` put it there */
+            goto fail;
         }
         PyObject *msg = PyTuple_GET_ITEM(item, 1);
         if ((PyObject *)Py_TYPE(msg) != cls) continue;
+        Py_INCREF(msg);
         PyObject *items = PyObject_GetAttr(msg, field);
-        if (items == NULL) return NULL;
+        Py_DECREF(msg);
+        if (items == NULL) goto fail;
         Py_ssize_t length = PyObject_Length(items);
         Py_DECREF(items);
-        if (length < 0) return NULL;
+        if (length < 0) goto fail;
+        if (total > PY_SSIZE_T_MAX - length) { /* fold the C sum into a Python int */
+            PyObject *part = PyLong_FromSsize_t(total);
+            if (part == NULL) goto fail;
+            if (big == NULL) {
+                big = part;
+            } else {
+                PyObject *sum = PyNumber_Add(big, part);
+                Py_DECREF(part);
+                Py_SETREF(big, sum);
+                if (big == NULL) goto fail;
+            }
+            total = 0;
+        }
         total += length;
     }
-    return PyLong_FromSsize_t(total);
+    if (big == NULL) return PyLong_FromSsize_t(total);
+    PyObject *part = PyLong_FromSsize_t(total);
+    PyObject *sum = part == NULL ? NULL : PyNumber_Add(big, part);
+    Py_XDECREF(part);
+    Py_DECREF(big);
+    return sum;
+fail:
+    Py_XDECREF(big);
+    return NULL;
 }
 
 static PyObject *fire_each(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
@@ -316,6 +382,14 @@ PyMODINIT_FUNC PyInit__engine(void) {
     str_outbox = PyUnicode_InternFromString("outbox");
     str_drain = PyUnicode_InternFromString("drain");
     str_check_handled = PyUnicode_InternFromString("check_handled");
-    if (!str_dispatch || !str_outbox || !str_drain || !str_check_handled) return NULL;
+    str_class = PyUnicode_InternFromString("__class__");
+    if (!str_dispatch || !str_outbox || !str_drain || !str_check_handled || !str_class) return NULL;
+    if (main_interpreter_only("drfemu.nodes._engine") < 0) return NULL;
+    object_class = _PyType_Lookup(&PyBaseObject_Type, str_class);
+    if (object_class == NULL) {
+        PyErr_SetString(PyExc_ImportError, "nodes._engine: object has no __class__ descriptor");
+        return NULL;
+    }
+    Py_INCREF(object_class);
     return PyModule_Create(&module);
 }

@@ -6,23 +6,42 @@
  * View(capacity=0): the Cyclon view as C arrays, a mapping node -> descriptor that behaves as
  *   the dict it replaces (below).
  * merge(entries, me, size, received, replaceable) -> None
- *   entries: the view, a View or a dict node -> descriptor (utility, node, stamp), changed in
- *   place. The descriptors of `received` that name neither `me` nor a node in the view are
+ *   entries: the view, node -> descriptor (utility, node, stamp), changed in place. The descriptors of `received` that name neither `me` nor a node in the view are
  *   new; they fill the free slots (size - len(entries)); when there are more of them, the
  *   entries sent in the exchange (`replaceable`, in order) that are still in the view make
  *   room, until there is enough; the new descriptors that still do not fit are dropped,
  *   from the last. The rest join the view in the order received.
  * pop_oldest(entries) -> node or None: the oldest entry leaves the view.
- * sample(draw, items, k), sample_values(draw, entries, k) -> tuple: k random entries.
+ * sample_values(draw, entries, k) -> tuple: k random entries.
+ *
+ * The functions take their fast path on a View of plain data only: descriptors exact tuples
+ * whose nodes are exact ints of 64 bits and stamps exact floats, `received` and `replaceable`
+ * exact tuples of such descriptors, `me`, `size` and `k` exact ints, and a draw that is the
+ * stock generator (`_stock_draw.h`). There they run no Python code, so nothing can change their
+ * input under them. Anything else — a dict view, another draw, other numbers — goes, untouched,
+ * to the reference (overlay.cyclon.*_python), imported at first need, which gives Python's
+ * answer or exception.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
 
-static PyObject *node_of(PyObject *descriptor) {
-    if (PyTuple_Check(descriptor) && PyTuple_GET_SIZE(descriptor) >= 2) return PyTuple_GET_ITEM(descriptor, 1);
-    PyErr_SetString(PyExc_TypeError, "a descriptor is a (utility, node, stamp) tuple");
-    return NULL;
+#include "_accelerator.h"
+#include "_stock_draw.h"
+
+static PyObject *references[3]; /* overlay.cyclon's merge_python, pop_oldest_python, sample_values_python */
+static const char *reference_names[3] = {"merge_python", "pop_oldest_python", "sample_values_python"};
+enum { MERGE, POP_OLDEST, SAMPLE_VALUES };
+
+static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nargs) {
+    if (references[which] == NULL) {
+        PyObject *module = PyImport_ImportModule("drfemu.overlay.cyclon");
+        if (module == NULL) return NULL;
+        references[which] = PyObject_GetAttrString(module, reference_names[which]);
+        Py_DECREF(module);
+        if (references[which] == NULL) return NULL;
+    }
+    return PyObject_Vectorcall(references[which], args, (size_t)nargs, NULL);
 }
 
 /* -- View: a Cyclon view as arrays -------------------------------------------------------------
@@ -326,54 +345,71 @@ static PyTypeObject View_Type = {
     .tp_methods = view_methods,
 };
 
-/* merge(...) on a View: the same steps as on a dict, with the nodes compared as C numbers. A
- * single body for both kinds, through View-or-dict helpers, made `pdgdrf` 1,000 x 200 3-4 %
- * slower (each node converted twice and compared as an object), so the View has its own. */
-static PyObject *merge_view(ViewObject *v, PyObject *me, Py_ssize_t size, PyObject *received_arg,
-                            PyObject *replaceable_arg) {
-    long long me_id = 0;
-    int me_is_id = node_id(me, &me_id); /* a `me` that is not an int names no descriptor */
-    if (me_is_id < 0) return NULL;
-    PyObject *received = PySequence_Fast(received_arg, "merge: received is a sequence");
-    if (received == NULL) return NULL;
-    PyObject *replaceable = NULL, *result = NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(received);
-    PyObject **incoming = PySequence_Fast_ITEMS(received);
+/* 1 when `items` is an exact tuple of plain descriptors: exact tuples of 3 or more whose node is
+ * an exact int of 64 bits. */
+static int plain_descriptors(PyObject *items) {
+    if (!PyTuple_CheckExact(items)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
+        PyObject *d = PyTuple_GET_ITEM(items, i);
+        long long id;
+        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) < 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(d, 1))
+            || node_id(PyTuple_GET_ITEM(d, 1), &id) != 1)
+            return 0;
+    }
+    return 1;
+}
+
+/* merge(entries, me, size, received, replaceable): overlay.cyclon.merge_python on a View of
+ * plain data, with the nodes compared as C numbers. */
+static PyObject *merge(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    long long me_id, size_ll;
+    if (nargs != 5 || !View_Check(args[0]) || !PyLong_CheckExact(args[1]) || node_id(args[1], &me_id) != 1
+        || !PyLong_CheckExact(args[2]) || node_id(args[2], &size_ll) != 1 || !PyTuple_CheckExact(args[3])
+        || !PyTuple_CheckExact(args[4]))
+        return call_reference(MERGE, args, nargs);
+    ViewObject *v = (ViewObject *)args[0];
+    PyObject *received = args[3], *replaceable = args[4]; /* tuples: nothing below can change them */
+    Py_ssize_t n = PyTuple_GET_SIZE(received);
     PyObject *small[32];
     long long small_ids[32];
     PyObject **fresh = n <= 32 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
     long long *ids = n <= 32 ? small_ids : PyMem_Malloc(sizeof(long long) * (size_t)n);
+    PyObject *result = NULL;
+    int handed_off = 0;
     if (fresh == NULL || ids == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     Py_ssize_t count = 0; /* the new descriptors, borrowed from `received` */
     for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyTuple_GET_ITEM(received, i);
         long long id;
-        if (descriptor_node(incoming[i], &id) < 0) goto done;
-        if (view_find(v, id) >= 0 || (me_is_id && id == me_id)) continue;
-        fresh[count] = incoming[i];
+        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) < 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(d, 1))
+            || node_id(PyTuple_GET_ITEM(d, 1), &id) != 1) {
+            handed_off = 1; /* nothing has changed yet */
+            goto done;
+        }
+        if (view_find(v, id) >= 0 || id == me_id) continue;
+        fresh[count] = d;
         ids[count++] = id;
     }
     if (count > 0) {
-        Py_ssize_t room = size - v->len;
+        long long room = size_ll - (long long)v->len;
+        if (count > room && !plain_descriptors(replaceable)) {
+            handed_off = 1; /* still nothing changed */
+            goto done;
+        }
         if (count > room) {
-            replaceable = PySequence_Fast(replaceable_arg, "merge: replaceable is a sequence");
-            if (replaceable == NULL) goto done;
-            Py_ssize_t m = PySequence_Fast_GET_SIZE(replaceable);
-            PyObject **sent = PySequence_Fast_ITEMS(replaceable);
-            for (Py_ssize_t j = 0; j < m; j++) { /* in the order the entries were sent */
-                long long victim;
-                if (descriptor_node(sent[j], &victim) < 0) goto done;
-                Py_ssize_t at = view_find(v, victim);
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(replaceable); j++) { /* in the order the entries were sent */
+                Py_ssize_t at = view_find(v, PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(replaceable, j), 1)));
                 if (at >= 0) {
                     view_remove_at(v, at);
                     if (++room == count) break;
                 }
             }
-            Py_ssize_t keep = room >= 0 ? room : count + room; /* as Python's `del new[room:]` */
+            long long keep = room >= 0 ? room : count + room; /* as Python's `del new[room:]` */
             if (keep < 0) keep = 0;
-            if (keep < count) count = keep;
+            if (keep < count) count = (Py_ssize_t)keep;
         }
         for (Py_ssize_t i = 0; i < count; i++) { /* a node received twice: the later descriptor, in the first's place */
             if (view_set(v, ids[i], fresh[i]) < 0) goto done;
@@ -383,132 +419,31 @@ static PyObject *merge_view(ViewObject *v, PyObject *me, Py_ssize_t size, PyObje
 done:
     if (fresh != NULL && fresh != small) PyMem_Free(fresh);
     if (ids != NULL && ids != small_ids) PyMem_Free(ids);
-    Py_XDECREF(replaceable);
-    Py_DECREF(received);
-    return result;
+    return handed_off ? call_reference(MERGE, args, nargs) : result;
 }
 
-/* pop_oldest(entries) -> node or None: overlay.cyclon.pop_oldest_python. The entry with the
- * smallest stamp (the first of equal ones, as `min`) leaves the view; its node is returned. */
+/* pop_oldest(entries) -> node or None: overlay.cyclon.pop_oldest_python on a View whose stamps are
+ * all exact floats. The entry with the smallest stamp (the first of equal ones, as `min`) leaves
+ * the view; its node is returned. */
 static PyObject *pop_oldest(PyObject *Py_UNUSED(self), PyObject *entries) {
-    if (View_Check(entries)) {
-        ViewObject *v = (ViewObject *)entries;
-        if (v->len == 0) Py_RETURN_NONE;
-        Py_ssize_t best = 0;
-        if (v->odd_stamps == 0) {
-            const double *stamps = v->stamps;
-            for (Py_ssize_t i = 1; i < v->len; i++)
-                if (stamps[i] < stamps[best]) best = i;
-        } else {
-            for (Py_ssize_t i = 1; i < v->len; i++) {
-                int earlier = PyObject_RichCompareBool(PyTuple_GET_ITEM(v->descriptors[i], 2),
-                                                       PyTuple_GET_ITEM(v->descriptors[best], 2), Py_LT);
-                if (earlier < 0) return NULL;
-                if (earlier) best = i;
-            }
-        }
-        PyObject *oldest = Py_NewRef(PyTuple_GET_ITEM(v->descriptors[best], 1));
-        view_remove_at(v, best);
-        return oldest;
-    }
-    if (!PyDict_Check(entries)) {
-        PyErr_SetString(PyExc_TypeError, "pop_oldest(entries: View or dict)");
-        return NULL;
-    }
-    if (PyDict_GET_SIZE(entries) == 0) Py_RETURN_NONE;
-    Py_ssize_t pos = 0;
-    PyObject *key, *value, *best = NULL, *best_stamp = NULL;
-    while (PyDict_Next(entries, &pos, &key, &value)) { /* min(entries.values(), key=STAMP) */
-        if (!PyTuple_Check(value) || PyTuple_GET_SIZE(value) < 3) {
-            PyErr_SetString(PyExc_TypeError, "a descriptor is a (utility, node, stamp) tuple");
-            return NULL;
-        }
-        PyObject *stamp = PyTuple_GET_ITEM(value, 2);
-        if (best != NULL) {
-            int earlier = PyFloat_CheckExact(stamp) && PyFloat_CheckExact(best_stamp)
-                              ? PyFloat_AS_DOUBLE(stamp) < PyFloat_AS_DOUBLE(best_stamp)
-                              : PyObject_RichCompareBool(stamp, best_stamp, Py_LT);
-            if (earlier < 0) return NULL;
-            if (!earlier) continue;
-        }
-        best = value;
-        best_stamp = stamp;
-    }
-    PyObject *oldest = Py_NewRef(PyTuple_GET_ITEM(best, 1));
-    if (PyDict_DelItem(entries, oldest) < 0) Py_CLEAR(oldest);
+    if (!View_Check(entries) || ((ViewObject *)entries)->odd_stamps != 0)
+        return call_reference(POP_OLDEST, &entries, 1);
+    ViewObject *v = (ViewObject *)entries;
+    if (v->len == 0) Py_RETURN_NONE;
+    Py_ssize_t best = 0;
+    const double *stamps = v->stamps;
+    for (Py_ssize_t i = 1; i < v->len; i++)
+        if (stamps[i] < stamps[best]) best = i;
+    PyObject *oldest = Py_NewRef(PyTuple_GET_ITEM(v->descriptors[best], 1));
+    view_remove_at(v, best);
     return oldest;
 }
 
-static PyObject *merge(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !(View_Check(args[0]) || PyDict_Check(args[0]))) {
-        PyErr_SetString(PyExc_TypeError, "merge(entries: View or dict, me, size, received, replaceable)");
-        return NULL;
-    }
-    PyObject *entries = args[0], *me = args[1];
-    Py_ssize_t size = PyLong_AsSsize_t(args[2]);
-    if (size == -1 && PyErr_Occurred()) return NULL;
-    if (View_Check(entries)) return merge_view((ViewObject *)entries, me, size, args[3], args[4]);
-    PyObject *received = PySequence_Fast(args[3], "merge: received is a sequence");
-    if (received == NULL) return NULL;
-    PyObject *replaceable = NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(received);
-    PyObject **incoming = PySequence_Fast_ITEMS(received);
-    PyObject *small[32];
-    PyObject **fresh = n <= 32 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
-    PyObject *result = NULL;
-    if (fresh == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t count = 0; /* the new descriptors, borrowed from `received` */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *node = node_of(incoming[i]);
-        if (node == NULL) goto done;
-        int known = PyDict_Contains(entries, node);
-        if (known < 0) goto done;
-        if (known) continue;
-        int mine = PyObject_RichCompareBool(node, me, Py_EQ);
-        if (mine < 0) goto done;
-        if (!mine) fresh[count++] = incoming[i];
-    }
-    if (count > 0) {
-        Py_ssize_t room = size - PyDict_GET_SIZE(entries);
-        if (count > room) {
-            replaceable = PySequence_Fast(args[4], "merge: replaceable is a sequence");
-            if (replaceable == NULL) goto done;
-            Py_ssize_t m = PySequence_Fast_GET_SIZE(replaceable);
-            PyObject **sent = PySequence_Fast_ITEMS(replaceable);
-            for (Py_ssize_t j = 0; j < m; j++) { /* in the order the entries were sent */
-                PyObject *victim = node_of(sent[j]);
-                if (victim == NULL) goto done;
-                int held = PyDict_Contains(entries, victim);
-                if (held < 0) goto done;
-                if (held) {
-                    if (PyDict_DelItem(entries, victim) < 0) goto done;
-                    if (++room == count) break;
-                }
-            }
-            /* as Python's `del new[room:]` */
-            Py_ssize_t keep = room >= 0 ? room : count + room;
-            if (keep < 0) keep = 0;
-            if (keep < count) count = keep;
-        }
-        for (Py_ssize_t i = 0; i < count; i++) {
-            if (PyDict_SetItem(entries, node_of(fresh[i]), fresh[i]) < 0) goto done;
-        }
-    }
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    if (fresh != NULL && fresh != small) PyMem_Free(fresh);
-    Py_XDECREF(replaceable);
-    Py_DECREF(received);
-    return result;
-}
-
-/* sample(draw, items, k) -> tuple: overlay.cyclon.sample_python, draw for draw. One
- * draw.random() picks the index of a k-subset of range(n) in itertools.combinations order
- * when there are at most MAX_TABLE of them, else a partial Fisher-Yates shuffles. */
+/* sample_values(draw, entries, k) -> tuple: overlay.cyclon.sample_values_python, draw for draw.
+ * One draw.random() picks the index of a k-subset of range(n) in itertools.combinations order
+ * (at most MAX_TABLE of them; more go to the reference's partial Fisher-Yates). The drawn
+ * positions are ascending, so they are read from the View's array and the descriptors not
+ * chosen are not touched (at 1,000 servers each is a cache miss). */
 #define MAX_TABLE 4096
 
 static long long comb_computed(Py_ssize_t n, Py_ssize_t k) { /* C(n, k) for 0 <= k <= n, or MAX_TABLE + 1 if larger */
@@ -530,161 +465,41 @@ static long long comb_capped(Py_ssize_t n, Py_ssize_t k) { /* C(n, k), or MAX_TA
     return comb_computed(n, k);
 }
 
-static PyObject *str_random; /* "random", interned at import */
-
-static int uniform(PyObject *draw, double *out) { /* draw.random() */
-    PyObject *value = PyObject_CallMethodNoArgs(draw, str_random);
-    if (value == NULL) return -1;
-    *out = PyFloat_AsDouble(value);
-    Py_DECREF(value);
-    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
-}
-
-static PyObject *sample(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "sample(draw, items, k)");
-        return NULL;
-    }
-    Py_ssize_t k = PyLong_AsSsize_t(args[2]);
-    if (k == -1 && PyErr_Occurred()) return NULL;
-    PyObject *items = PySequence_Fast(args[1], "sample: items is a sequence");
-    if (items == NULL) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
-    PyObject **item = PySequence_Fast_ITEMS(items);
-    PyObject *result = NULL, *draw = args[0];
-    if (n <= k) {
-        result = PySequence_Tuple(items);
-        goto done;
-    }
-    if (k < 0) {
-        PyErr_SetString(PyExc_ValueError, "k must be a non-negative integer");
-        goto done;
-    }
-    if (k == 0) {
-        result = PyTuple_New(0);
-        goto done;
-    }
-    double r;
-    if (k == 1) {
-        if (uniform(draw, &r) < 0) goto done;
-        result = PyTuple_Pack(1, item[(Py_ssize_t)(r * (double)n)]);
-        goto done;
-    }
-    long long subsets = comb_capped(n, k);
-    result = PyTuple_New(k);
-    if (result == NULL) goto done;
-    if (subsets <= MAX_TABLE) {
-        if (uniform(draw, &r) < 0) goto fail;
-        long long index = (long long)(r * (double)subsets);
-        Py_ssize_t next = 0; /* unrank `index` among the k-subsets in lexicographic order */
-        for (Py_ssize_t p = 0; p < k; p++) {
-            for (;; next++) {
-                long long after = comb_capped(n - 1 - next, k - 1 - p);
-                if (index < after) break;
-                index -= after;
-            }
-            Py_INCREF(item[next]);
-            PyTuple_SET_ITEM(result, p, item[next]);
-            next++;
-        }
-        goto done;
-    }
-    PyObject **pool = PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
-    if (pool == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    memcpy(pool, item, sizeof(PyObject *) * (size_t)n);
-    for (Py_ssize_t i = 0; i < k; i++) {
-        if (uniform(draw, &r) < 0) {
-            PyMem_Free(pool);
-            goto fail;
-        }
-        Py_ssize_t j = i + (Py_ssize_t)(r * (double)(n - i));
-        PyObject *swap = pool[i];
-        pool[i] = pool[j];
-        pool[j] = swap;
-        Py_INCREF(pool[i]);
-        PyTuple_SET_ITEM(result, i, pool[i]);
-    }
-    PyMem_Free(pool);
-    goto done;
-fail:
-    Py_CLEAR(result);
-done:
-    Py_DECREF(items);
-    return result;
-}
-
-/* sample_values(draw, entries, k) -> tuple: sample(draw, list(entries.values()), k) for a
- * View or a dict `entries`, without the list: the drawn positions are ascending, so they are
- * read from the View's array, or one pass over the dict picks them, and the descriptors not
- * chosen are not touched (at 1,000 servers each is a cache miss). The partial Fisher-Yates
- * (more than MAX_TABLE subsets) goes through the list. */
 static PyObject *sample_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !(View_Check(args[1]) || PyDict_Check(args[1]))) {
-        PyErr_SetString(PyExc_TypeError, "sample_values(draw, entries: View or dict, k)");
-        return NULL;
-    }
-    PyObject *draw = args[0], *entries = args[1];
-    Py_ssize_t k = PyLong_AsSsize_t(args[2]);
-    if (k == -1 && PyErr_Occurred()) return NULL;
-    ViewObject *view = View_Check(entries) ? (ViewObject *)entries : NULL;
-    Py_ssize_t n = view != NULL ? view->len : PyDict_GET_SIZE(entries);
+    long long k;
+    if (nargs != 3 || !View_Check(args[1]) || !PyLong_CheckExact(args[2]) || node_id(args[2], &k) != 1)
+        return call_reference(SAMPLE_VALUES, args, nargs);
+    ViewObject *view = (ViewObject *)args[1];
+    Py_ssize_t n = view->len;
+    if (k == 0 && n > 0) return PyTuple_New(0);
+    if (n > k && (k < 0 || comb_capped(n, (Py_ssize_t)k) > MAX_TABLE))
+        return call_reference(SAMPLE_VALUES, args, nargs); /* its error, or its partial Fisher-Yates */
+    Py_ssize_t count = n <= k ? n : (Py_ssize_t)k; /* positions to take, ascending */
     Py_ssize_t small[32], *picks = small;
-    Py_ssize_t count; /* positions to take, ascending */
-    if (n <= k) {
-        count = n;
-    } else if (k < 0) {
-        PyErr_SetString(PyExc_ValueError, "k must be a non-negative integer");
-        return NULL;
-    } else if (k == 0) {
-        return PyTuple_New(0);
-    } else if (k == 1 || comb_capped(n, k) <= MAX_TABLE) {
+    if (count < n) {
         double r;
-        if (uniform(draw, &r) < 0) return NULL;
-        count = k;
-        if (k > 32 && (picks = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)k)) == NULL) return PyErr_NoMemory();
-        if (k == 1) {
-            picks[0] = (Py_ssize_t)(r * (double)n);
+        int stock = is_stock_draw(args[0]);
+        if (stock <= 0) return stock < 0 ? NULL : call_reference(SAMPLE_VALUES, args, nargs);
+        if (stock_uniform(args[0], &r) < 0) return NULL;
+        if (count > 32 && (picks = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)count)) == NULL) return PyErr_NoMemory();
+        if (count == 1) {
+            picks[0] = (Py_ssize_t)(r * (double)n); /* r < 1 and n < 2^53: below n */
         } else {
-            long long index = (long long)(r * (double)comb_capped(n, k));
-            Py_ssize_t next = 0; /* unrank `index` as `sample` does */
-            for (Py_ssize_t p = 0; p < k; p++) {
+            long long index = (long long)(r * (double)comb_capped(n, count));
+            Py_ssize_t next = 0; /* unrank `index` among the k-subsets in lexicographic order */
+            for (Py_ssize_t p = 0; p < count; p++) {
                 for (;; next++) {
-                    long long after = comb_capped(n - 1 - next, k - 1 - p);
+                    long long after = comb_capped(n - 1 - next, count - 1 - p);
                     if (index < after) break;
                     index -= after;
                 }
                 picks[p] = next++;
             }
         }
-    } else {
-        PyObject *values = view != NULL ? view_list(view, 1) : PyDict_Values(entries);
-        if (values == NULL) return NULL;
-        PyObject *call[3] = {draw, values, args[2]};
-        PyObject *chosen = sample(NULL, call, 3);
-        Py_DECREF(values);
-        return chosen;
     }
-    PyObject *result = PyTuple_New(count);
-    if (result != NULL && view != NULL) {
-        for (Py_ssize_t taken = 0; taken < count; taken++) {
-            PyObject *value = view->descriptors[count == n ? taken : picks[taken]];
-            Py_INCREF(value);
-            PyTuple_SET_ITEM(result, taken, value);
-        }
-    } else if (result != NULL) {
-        Py_ssize_t pos = 0, at = 0, taken = 0;
-        PyObject *key, *value;
-        while (taken < count && PyDict_Next(entries, &pos, &key, &value)) {
-            if (count == n || at == picks[taken]) {
-                Py_INCREF(value);
-                PyTuple_SET_ITEM(result, taken++, value);
-            }
-            at++;
-        }
-    }
+    PyObject *result = PyTuple_New(count); /* nothing has run since the view was read */
+    for (Py_ssize_t taken = 0; result != NULL && taken < count; taken++)
+        PyTuple_SET_ITEM(result, taken, Py_NewRef(view->descriptors[count == n ? taken : picks[taken]]));
     if (picks != small) PyMem_Free(picks);
     return result;
 }
@@ -692,8 +507,6 @@ static PyObject *sample_values(PyObject *Py_UNUSED(self), PyObject *const *args,
 static PyMethodDef methods[] = {
     {"sample_values", (PyCFunction)(void (*)(void))sample_values, METH_FASTCALL,
      "sample_values(draw, entries, k) -> sample(draw, list(entries.values()), k), without the list"},
-    {"sample", (PyCFunction)(void (*)(void))sample, METH_FASTCALL,
-     "sample(draw, items, k) -> k distinct random elements of items, as overlay.cyclon.sample_python"},
     {"merge", (PyCFunction)(void (*)(void))merge, METH_FASTCALL,
      "merge(entries, me, size, received, replaceable): Cyclon's merge rule, in place"},
     {"pop_oldest", pop_oldest, METH_O,
@@ -704,8 +517,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "overlay._cyclon", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__cyclon(void) {
-    str_random = PyUnicode_InternFromString("random");
-    if (str_random == NULL) return NULL;
+    if (main_interpreter_only("drfemu.overlay._cyclon") < 0 || stock_draw_init() < 0) return NULL;
     for (Py_ssize_t n = 0; n < PASCAL_ROWS; n++)
         for (Py_ssize_t k = 0; k <= n; k++) pascal[n][k] = comb_computed(n, k);
     if (PyType_Ready(&View_Type) < 0) return NULL;

@@ -1,16 +1,24 @@
 /* The gradient's merge (overlay.gradient.rank) in C: the hottest function of every overlay
  * run. Same contract as the Python version, which stays the reference; tests check that the
- * two agree on arbitrary inputs.
+ * two agree on arbitrary and on hostile inputs.
  *
  * rank(me, my_utility, candidates, size, oldest=-inf) -> list
- *   candidates: a list of descriptors (utility, node, stamp). Each node's freshest
- *   descriptor counts (larger stamp; at equal stamps the later in the list); descriptors
- *   stamped before `oldest` and those of `me` are ignored. Returns the `size` most
- *   preferred (thesis eq. 3.9 over the total order (utility, node)): the nodes just above
- *   `me`, nearest first, topped up with the nodes just below it, nearest first.
+ *   candidates: a list of descriptors (utility, node, stamp). Each node's freshest descriptor
+ *   counts (larger stamp; at equal stamps the later in the list); descriptors stamped before
+ *   `oldest` and those of `me` are ignored. Returns the `size` most preferred (thesis eq. 3.9
+ *   over the total order (utility, node)): the nodes just above `me`, nearest first, topped up
+ *   with the nodes just below it, nearest first.
+ *
+ * The fast path takes plain data only: `me` and every node an exact int of 64 bits, utilities,
+ * stamps and `oldest` exact floats other than NaN, `size` an exact int >= 0, every descriptor an
+ * exact 3-tuple. It reads them without running any Python code, so nothing can change the list
+ * under it. Any other input goes, untouched, to the reference (overlay.gradient.rank_python),
+ * which gives Python's answer or exception.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "_accelerator.h"
 #include <string.h>
 
 typedef struct {
@@ -24,8 +32,30 @@ static inline int below(const Entry *x, const Entry *y) { /* x before y in (util
     return x->utility < y->utility || (x->utility == y->utility && x->node < y->node);
 }
 
-static inline double as_double(PyObject *number) {
-    return PyFloat_CheckExact(number) ? PyFloat_AS_DOUBLE(number) : PyFloat_AsDouble(number);
+static int plain_float(PyObject *number, double *out) { /* an exact float other than NaN */
+    if (!PyFloat_CheckExact(number)) return 0;
+    *out = PyFloat_AS_DOUBLE(number);
+    return *out == *out;
+}
+
+static int plain_int(PyObject *number, long long *out) { /* an exact int of 64 bits */
+    if (!PyLong_CheckExact(number)) return 0;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(number, &overflow);
+    return !overflow; /* an exact int raises nothing here */
+}
+
+static PyObject *reference; /* overlay.gradient.rank_python, imported at first need */
+
+static PyObject *call_reference(PyObject *const *args, Py_ssize_t nargs) {
+    if (reference == NULL) {
+        PyObject *module = PyImport_ImportModule("drfemu.overlay.gradient");
+        if (module == NULL) return NULL;
+        reference = PyObject_GetAttrString(module, "rank_python");
+        Py_DECREF(module);
+        if (reference == NULL) return NULL;
+    }
+    return PyObject_Vectorcall(reference, args, (size_t)nargs, NULL);
 }
 
 static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
@@ -33,22 +63,14 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         PyErr_Format(PyExc_TypeError, "rank() takes 4 or 5 arguments (%zd given)", nargs);
         return NULL;
     }
-    long long me = PyLong_AsLongLong(args[0]);
-    if (me == -1 && PyErr_Occurred()) return NULL;
-    double my_utility = PyFloat_AsDouble(args[1]);
-    if (my_utility == -1.0 && PyErr_Occurred()) return NULL;
+    long long me, size_ll;
+    double my_utility, oldest = -Py_HUGE_VAL;
     PyObject *candidates = args[2];
-    if (!PyList_Check(candidates)) {
-        PyErr_SetString(PyExc_TypeError, "rank(): candidates must be a list");
-        return NULL;
-    }
-    Py_ssize_t size = PyNumber_AsSsize_t(args[3], PyExc_OverflowError);
-    if (size == -1 && PyErr_Occurred()) return NULL;
-    double oldest = -Py_HUGE_VAL;
-    if (nargs == 5) {
-        oldest = PyFloat_AsDouble(args[4]);
-        if (oldest == -1.0 && PyErr_Occurred()) return NULL;
-    }
+    if (!plain_int(args[0], &me) || !plain_float(args[1], &my_utility) || !PyList_CheckExact(candidates)
+        || !plain_int(args[3], &size_ll) || size_ll < 0 || size_ll > PY_SSIZE_T_MAX
+        || (nargs == 5 && !plain_float(args[4], &oldest)))
+        return call_reference(args, nargs);
+    Py_ssize_t size = (Py_ssize_t)size_ll;
     Py_ssize_t n = PyList_GET_SIZE(candidates);
     /* Open addressing on the node id, at most half full: slots hold entry index + 1. */
     size_t slots = 16;
@@ -58,6 +80,7 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
     Entry *entries = n <= 128 ? small_entries : PyMem_Malloc(sizeof(Entry) * (size_t)n);
     int *table = slots <= 256 ? small_table : PyMem_Malloc(sizeof(int) * slots);
     PyObject *result = NULL;
+    int handed_off = 0;
     if (entries == NULL || table == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -66,14 +89,13 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
     Py_ssize_t unique = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *d = PyList_GET_ITEM(candidates, i);
-        if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) != 3) {
-            PyErr_SetString(PyExc_TypeError, "a descriptor is a (utility, node, stamp) tuple");
+        double utility, stamp;
+        long long node;
+        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) != 3 || !plain_float(PyTuple_GET_ITEM(d, 0), &utility)
+            || !plain_int(PyTuple_GET_ITEM(d, 1), &node) || !plain_float(PyTuple_GET_ITEM(d, 2), &stamp)) {
+            handed_off = 1; /* nothing has changed yet: the reference decides */
             goto done;
         }
-        double utility = as_double(PyTuple_GET_ITEM(d, 0));
-        long long node = PyLong_AsLongLong(PyTuple_GET_ITEM(d, 1));
-        double stamp = as_double(PyTuple_GET_ITEM(d, 2));
-        if (PyErr_Occurred()) goto done;
         if (stamp < oldest || node == me) continue;
         size_t h = ((unsigned long long)node * 0x9E3779B97F4A7C15ULL) >> 32;
         for (;;) {
@@ -97,7 +119,6 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
      * so (utility, node) orders them totally. */
     Entry mine = {my_utility, me, 0.0, NULL};
     Py_ssize_t cap = size < unique ? size : unique;
-    if (cap < 0) cap = 0;
     Entry small_up[64], small_down[64];
     Entry *up = cap <= 64 ? small_up : PyMem_Malloc(sizeof(Entry) * (size_t)cap);
     Entry *down = cap <= 64 ? small_down : PyMem_Malloc(sizeof(Entry) * (size_t)cap);
@@ -127,7 +148,6 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         }
     }
     Py_ssize_t under = size - n_up < n_down ? size - n_up : n_down;
-    if (under < 0) under = 0;
     result = PyList_New(n_up + under);
     if (result != NULL) {
         for (Py_ssize_t k = 0; k < n_up; k++) {
@@ -145,7 +165,7 @@ selected:
 done:
     if (entries != NULL && entries != small_entries) PyMem_Free(entries);
     if (table != NULL && table != small_table) PyMem_Free(table);
-    return result;
+    return handed_off ? call_reference(args, nargs) : result;
 }
 
 static PyMethodDef methods[] = {
@@ -155,4 +175,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "overlay._rank", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__rank(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__rank(void) {
+    if (main_interpreter_only("drfemu.overlay._rank") < 0) return NULL;
+    return PyModule_Create(&module);
+}

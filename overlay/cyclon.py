@@ -65,8 +65,7 @@ def sample_python(draw: random.Random, items: Sequence[T], k: int) -> tuple[T, .
 
     Every k-subset is equally likely. For the small views of peer sampling one uniform draw
     picks a precomputed subset (≈0.25 µs, against ≈1 µs for a partial Fisher–Yates, which
-    is used when there are more than 4096 subsets). The reference for `overlay/_cyclon.c`'s
-    `sample`, which draws the same numbers and returns the same subsets.
+    is used when there are more than 4096 subsets).
     """
     n = len(items)
     if n <= k:
@@ -110,7 +109,7 @@ The array view finds a node by scanning, so it stays within a few cache lines on
 views; the thesis's `c` is 10 (`--cyclon-view`, at most 10,000)."""
 
 _cyclon = compiled_module("drfemu.overlay._cyclon")
-sample = _cyclon.sample if _cyclon is not None else sample_python
+sample = sample_python  # no hot path draws from a plain sequence: not compiled
 sample_values = _cyclon.sample_values if _cyclon is not None else sample_values_python
 pop_oldest = _cyclon.pop_oldest if _cyclon is not None else pop_oldest_python
 

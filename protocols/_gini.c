@@ -7,19 +7,36 @@
  *   [share] + [-u for every finite u], the Gini being
  *   fsum((2i - n + 1) * x_i) / (n * fsum(x)) over the values sorted ascending (0 when the
  *   total is 0), as protocols.fairness.gini_of_sorted computes it.
- * fsum(values) -> float: the correctly rounded sum of finite floats (what math.fsum returns);
- *   exposed so tests can hold it to math.fsum.
+ * fsum(values) -> float: what math.fsum returns; exposed so tests can hold the exact sum to
+ *   math.fsum.
  *
  * Same floats, same answer: math.fsum is correctly rounded (round half to even), and so is
  * `sum_exactly` below, so each sum is the same double whatever the order of equal values.
- * Anything off the fast path — a value that is not an exact float, a NaN or a negative share
- * (the reference raises ValueError), a sum that overflows — is handed to the reference. */
+ * Utilities that are not a list or tuple are read one item at a time, as the reference reads
+ * them (see lowers_gini). Anything off the fast path — a value that is not an exact float, a NaN or a negative share (the reference raises ValueError), a sum that
+ * overflows — is handed, untouched, to the reference, imported at first need; the fast path
+ * runs no Python code, so nothing can change its input under it. `fsum` hands the same cases
+ * to math.fsum. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "_accelerator.h"
 #include <math.h>
 #include <stdlib.h>
 
-static PyObject *reference; /* protocols.pdgdrf.lowers_gini_python, set by `use_reference` */
+static PyObject *reference; /* protocols.pdgdrf.lowers_gini_python, imported at first need */
+static PyObject *math_fsum; /* math.fsum, likewise */
+static PyObject *itertools_chain; /* itertools.chain, likewise */
+
+static PyObject *imported(PyObject **cache, const char *module_name, const char *name) { /* borrowed */
+    if (*cache == NULL) {
+        PyObject *module = PyImport_ImportModule(module_name);
+        if (module == NULL) return NULL;
+        *cache = PyObject_GetAttrString(module, name);
+        Py_DECREF(module);
+    }
+    return *cache;
+}
 
 /* Shewchuk's exact summation: `partials` holds non-overlapping doubles whose sum is exactly
  * the sum so far; the result is that sum rounded to nearest, ties to even. Returns 0 and sets
@@ -109,31 +126,61 @@ static int decide(double before, double after, double *values, Py_ssize_t count)
     return gini_after < gini_before;
 }
 
-static PyObject *call_reference(PyObject *share, PyObject *task_share, PyObject *utilities) {
-    if (reference == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "protocols._gini: use_reference() was not called");
-        return NULL;
-    }
-    PyObject *args[3] = {share, task_share, utilities};
-    return PyObject_Vectorcall(reference, args, 3, NULL);
+static PyObject *call_reference(PyObject *const *args) {
+    PyObject *function = imported(&reference, "drfemu.protocols.pdgdrf", "lowers_gini_python");
+    return function == NULL ? NULL : PyObject_Vectorcall(function, args, 3, NULL);
 }
+
+static PyObject *decided(PyObject *const *args);
 
 static PyObject *lowers_gini(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_Format(PyExc_TypeError, "lowers_gini() takes 3 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *share = args[0], *task_share = args[1];
-    PyObject *utilities = PySequence_Fast(args[2], "lowers_gini: neighbour_utilities is iterable");
-    if (utilities == NULL) return NULL;
+    PyObject *share = args[0], *task_share = args[1], *utilities = args[2];
+    if (PyList_CheckExact(utilities) || PyTuple_CheckExact(utilities) || !PyFloat_CheckExact(share)
+        || !PyFloat_CheckExact(task_share))
+        return decided(args);
+    /* Another iterable is read one item at a time, as the reference reads it, while the items are
+     * exact floats (reading them runs no Python code of ours); at the first other item the
+     * reference gets those items, that one and the rest of the iterable, in that order. */
+    PyObject *iterator = PyObject_GetIter(utilities), *items = PyList_New(0), *item = NULL, *result = NULL;
+    if (iterator == NULL || items == NULL) goto done;
+    while ((item = PyIter_Next(iterator)) != NULL && PyFloat_CheckExact(item)) {
+        int status = PyList_Append(items, item);
+        Py_CLEAR(item);
+        if (status < 0) goto done;
+    }
+    if (PyErr_Occurred()) goto done;
+    if (item == NULL) { /* all exact floats */
+        PyObject *given[3] = {share, task_share, items};
+        result = decided(given);
+        goto done;
+    }
+    if (PyList_Append(items, item) < 0) goto done;
+    PyObject *chain = imported(&itertools_chain, "itertools", "chain");
+    PyObject *rest = chain == NULL ? NULL : PyObject_CallFunctionObjArgs(chain, items, iterator, NULL);
+    if (rest != NULL) {
+        PyObject *given[3] = {share, task_share, rest};
+        result = call_reference(given);
+        Py_DECREF(rest);
+    }
+done:
+    Py_XDECREF(item);
+    Py_XDECREF(items);
+    Py_XDECREF(iterator);
+    return result;
+}
+
+/* lowers_gini on an exact list or tuple of utilities. */
+static PyObject *decided(PyObject *const *args) {
+    PyObject *share = args[0], *task_share = args[1], *utilities = args[2];
     Py_ssize_t m = PySequence_Fast_GET_SIZE(utilities);
     PyObject **items = PySequence_Fast_ITEMS(utilities);
     double small[6 * 32], *values = small;
     /* the shares, the two populations of m + 1 and gini_of_sorted's 2(m + 1) of scratch */
-    if (m + 1 > 32 && (values = PyMem_Malloc(sizeof(double) * 6 * (size_t)(m + 1))) == NULL) {
-        Py_DECREF(utilities);
-        return PyErr_NoMemory();
-    }
+    if (m + 1 > 32 && (values = PyMem_Malloc(sizeof(double) * 6 * (size_t)(m + 1))) == NULL) return PyErr_NoMemory();
     int answer = -1;
     if (PyFloat_CheckExact(share) && PyFloat_CheckExact(task_share)) {
         Py_ssize_t count = 0;
@@ -152,54 +199,38 @@ static PyObject *lowers_gini(PyObject *Py_UNUSED(self), PyObject *const *args, P
         }
     }
     if (values != small) PyMem_Free(values);
-    PyObject *result;
-    if (answer < 0) {
-        result = call_reference(share, task_share, utilities);
-    } else {
-        result = answer ? Py_True : Py_False;
-        Py_INCREF(result);
-    }
-    Py_DECREF(utilities);
-    return result;
+    if (answer < 0) return call_reference(args);
+    return Py_NewRef(answer ? Py_True : Py_False);
 }
 
-static PyObject *fsum(PyObject *Py_UNUSED(self), PyObject *iterable) {
-    PyObject *values = PySequence_Fast(iterable, "fsum: values is iterable");
-    if (values == NULL) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(values);
-    double *buffer = PyMem_Malloc(sizeof(double) * 2 * (size_t)(n + 1));
-    if (buffer == NULL) {
-        Py_DECREF(values);
-        return PyErr_NoMemory();
-    }
-    int status = 0;
-    for (Py_ssize_t i = 0; i < n && status == 0; i++) {
-        buffer[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(values, i));
-        if (buffer[i] == -1.0 && PyErr_Occurred()) status = -2;
+static PyObject *fsum(PyObject *Py_UNUSED(self), PyObject *values) {
+    int plain = PyList_CheckExact(values) || PyTuple_CheckExact(values);
+    Py_ssize_t n = plain ? PySequence_Fast_GET_SIZE(values) : 0;
+    double *buffer = plain ? PyMem_Malloc(sizeof(double) * 2 * (size_t)(n + 1)) : NULL;
+    if (plain && buffer == NULL) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; plain && i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(values, i);
+        if (PyFloat_CheckExact(item)) buffer[i] = PyFloat_AS_DOUBLE(item);
+        else plain = 0;
     }
     double sum = 0.0;
-    if (status == 0) status = sum_exactly(buffer, n, buffer + n, &sum);
+    if (plain && sum_exactly(buffer, n, buffer + n, &sum) < 0) plain = 0;
     PyMem_Free(buffer);
-    Py_DECREF(values);
-    if (status == -1) PyErr_SetString(PyExc_OverflowError, "fsum: a value or a partial sum is not finite");
-    return status < 0 ? NULL : PyFloat_FromDouble(sum);
-}
-
-static PyObject *use_reference(PyObject *Py_UNUSED(self), PyObject *function) {
-    Py_INCREF(function);
-    Py_XSETREF(reference, function);
-    Py_RETURN_NONE;
+    if (plain) return PyFloat_FromDouble(sum);
+    PyObject *function = imported(&math_fsum, "math", "fsum"); /* not a list or tuple of floats, or not finite */
+    return function == NULL ? NULL : PyObject_CallOneArg(function, values);
 }
 
 static PyMethodDef methods[] = {
     {"lowers_gini", (PyCFunction)(void (*)(void))lowers_gini, METH_FASTCALL,
      "lowers_gini(share, task_share, neighbour_utilities) -> bool, as protocols.pdgdrf.lowers_gini_python"},
-    {"fsum", fsum, METH_O, "fsum(values) -> the correctly rounded sum of finite floats, as math.fsum"},
-    {"use_reference", use_reference, METH_O,
-     "use_reference(function): what lowers_gini calls for inputs off its fast path"},
+    {"fsum", fsum, METH_O, "fsum(values) -> the correctly rounded sum, as math.fsum"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "protocols._gini", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__gini(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__gini(void) {
+    if (main_interpreter_only("drfemu.protocols._gini") < 0) return NULL;
+    return PyModule_Create(&module);
+}

@@ -63,9 +63,7 @@ _chosen: list[GiniTest] = []
 def gini_test() -> GiniTest:
     """The Gini test of this process: the C one where it was built, else `lowers_gini_python`."""
     if not _chosen:
-        compiled = compiled_module("drfemu.protocols._gini")
-        if compiled is not None:
-            compiled.use_reference(lowers_gini_python)  # decides what the C test leaves to it (bad input, overflow)
+        compiled = compiled_module("drfemu.protocols._gini")  # hands what it cannot decide to lowers_gini_python
         _chosen.append(compiled.lowers_gini if compiled is not None else lowers_gini_python)
     return _chosen[0]
 

@@ -253,16 +253,6 @@ def test_small_views_are_arrays_and_large_ones_dicts() -> None:
     assert partner == 1 and partner not in big.entries and len(request.entries) == 5
 
 
-@given(st.integers(0, 2**32), st.integers(0, 40), st.integers(0, 12))
-def test_the_c_sample_draws_what_the_python_sample_draws(seed: int, n: int, k: int) -> None:
-    sample_c = compiled_cyclon().sample
-    items = [(float(i), i, 0.0) for i in range(n)]
-    compiled, python = random.Random(seed), random.Random(seed)
-    for _ in range(3):  # the same subsets, and the generators left in the same state
-        assert sample_c(compiled, items, k) == sample_python(python, items, k)
-    assert compiled.random() == python.random()
-
-
 @given(st.integers(0, 2**32), st.integers(0, 40), st.integers(0, 12), st.lists(st.integers(0, 39), max_size=20))
 def test_the_c_view_sample_draws_what_the_python_view_sample_draws(seed: int, n: int, k: int,
                                                                   dropped: list[int]) -> None:

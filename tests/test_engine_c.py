@@ -194,7 +194,7 @@ print(json.dumps({"events": run["events"], "digest": run["digest"], "result": ru
 
 
 @pytest.mark.parametrize("protocol, extra", [
-    ("drf", {}), ("probe", {"latency": "uniform:1ms:3ms"}), ("pdgdrf", {}), ("dgdrf", {}),
+    ("drf", {}), ("probe", {"latency": "uniform:1ms:3ms"}), ("pdgdrf", {}), ("dgdrf", {}), ("bdgdrf", {}),
     ("dgdrf", {"gradient": "kompics"}),  # the C exchanges fall back to the Kompics gradient's Python
     ("pdgdrf", {"faults": FAULTS, "max_time": "300s"}),  # loss, crashes and restarts, churn
 ])

@@ -1,0 +1,18 @@
+/* What every C accelerator of drfemu shares (nodes/_engine.c, overlay/_cyclon.c,
+ * overlay/_exchange.c, overlay/_rank.c, protocols/_gini.c); setup.py puts nodes/ on their
+ * include path. */
+#ifndef DRFEMU_ACCELERATOR_H
+#define DRFEMU_ACCELERATOR_H
+
+#include <Python.h>
+
+/* The accelerators keep their state in C globals (single-phase init), so they load in the main
+ * interpreter only: elsewhere the import fails, and `protocols.compiled` gives the Python
+ * reference instead. */
+static int main_interpreter_only(const char *module) {
+    if (PyInterpreterState_Get() == PyInterpreterState_Main()) return 0;
+    PyErr_Format(PyExc_ImportError, "%s loads in the main interpreter only", module);
+    return -1;
+}
+
+#endif
