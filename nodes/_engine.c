@@ -151,7 +151,8 @@ static PyObject *deliver(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         Py_ssize_t dst = -1;
         if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2 && PyLong_CheckExact(PyTuple_GET_ITEM(item, 0))) {
             long long raw = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(item, 0), &overflow);
-            dst = overflow || raw < -(long long)boxes || raw >= (long long)boxes ? -1 : list_index((Py_ssize_t)raw, boxes);
+            dst = overflow || raw < -(long long)boxes || raw >= (long long)boxes ? -1
+                                                                                 : list_index((Py_ssize_t)raw, boxes);
         }
         if (dst < 0 || !PyList_CheckExact(PyList_GET_ITEM(mailboxes, dst))) return call_reference(DELIVER, args, nargs);
     }

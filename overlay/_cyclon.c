@@ -6,8 +6,9 @@
  * View(capacity=0): the Cyclon view as C arrays, a mapping node -> descriptor that behaves as
  *   the dict it replaces (below).
  * merge(entries, me, size, received, replaceable) -> None
- *   entries: the view, node -> descriptor (utility, node, stamp), changed in place. The descriptors of `received` that name neither `me` nor a node in the view are
- *   new; they fill the free slots (size - len(entries)); when there are more of them, the
+ *   entries: the view, node -> descriptor (utility, node, stamp), changed in place. The
+ *   descriptors of `received` that name neither `me` nor a node in the view are new; they
+ *   fill the free slots (size - len(entries)); when there are more of them, the
  *   entries sent in the exchange (`replaceable`, in order) that are still in the view make
  *   room, until there is enough; the new descriptors that still do not fit are dropped,
  *   from the last. The rest join the view in the order received.
@@ -54,7 +55,9 @@ static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nar
  * one float per descriptor (issue 18: at 1,000 servers each was a cache miss).
  * Lookups scan the array, so the view is meant for Cyclon's small views
  * (overlay.cyclon.ARRAY_VIEW_MAX); larger views stay dicts. A key is a node id, an int of
- * 64 bits; any other key is simply not held, and a descriptor of another node is refused. */
+ * 64 bits, compared by its value (an int subclass's own __eq__ and __hash__ are not called,
+ * where a dict would call them); any other key is simply not held, and a descriptor of another
+ * node is refused. */
 typedef struct {
     PyObject_HEAD
     Py_ssize_t len, cap;

@@ -138,7 +138,8 @@ static PyObject *with_first(PyObject *first, PyObject *rest) { /* (first, *rest)
     PyObject *result = PyTuple_New(n + 1);
     if (result != NULL) {
         PyTuple_SET_ITEM(result, 0, Py_NewRef(first));
-        for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(result, i + 1, Py_NewRef(PySequence_Fast_GET_ITEM(items, i)));
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(result, i + 1, Py_NewRef(PySequence_Fast_GET_ITEM(items, i)));
     }
     Py_DECREF(items);
     return result;
@@ -516,7 +517,8 @@ static PyObject *on_gradient_shuffle(PyObject *self, PyObject *const *args, Py_s
     INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], gradient_shuffle_type), ON_GRADIENT_SHUFFLE);
     /* self.outbox.append((msg.sender, self.gradient.answer(msg, now))) */
     PyObject *outbox = take(self, p_outbox), *received = outbox == NULL ? NULL : take(args[0], gs_descriptors);
-    PyObject *sender = received == NULL ? NULL : sender_of(received), *g = sender == NULL ? NULL : take(self, p_gradient);
+    PyObject *sender = received == NULL ? NULL : sender_of(received);
+    PyObject *g = sender == NULL ? NULL : take(self, p_gradient);
     PyObject *own = NULL, *view = NULL, *descriptors = NULL, *reply = NULL, *sent = NULL, *result = NULL;
     if (g == NULL) goto done;
     /* Gradient.answer: self._clock = now; self._pending.extend(request.descriptors);

@@ -169,7 +169,8 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"rank", (PyCFunction)(void (*)(void))rank, METH_FASTCALL, "rank(me, my_utility, candidates, size, oldest) -> the most preferred descriptors"},
+    {"rank", (PyCFunction)(void (*)(void))rank, METH_FASTCALL,
+     "rank(me, my_utility, candidates, size, oldest) -> the most preferred descriptors"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,7 +22,8 @@ static int stock_draw_init(void) {
     PyObject *random_class = PyObject_GetAttrString(module, "Random");
     Py_DECREF(module);
     if (random_class == NULL) return -1;
-    PyObject *method = PyType_Check(random_class) ? _PyType_Lookup((PyTypeObject *)random_class, stock_str_random) : NULL;
+    PyObject *method = PyType_Check(random_class) ? _PyType_Lookup((PyTypeObject *)random_class, stock_str_random)
+                                                  : NULL;
     Py_DECREF(random_class);
     if (method == NULL || !Py_IS_TYPE(method, &PyMethodDescr_Type)
         || ((PyMethodDescrObject *)method)->d_method->ml_flags != METH_NOARGS) {

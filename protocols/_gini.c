@@ -13,10 +13,10 @@
  * Same floats, same answer: math.fsum is correctly rounded (round half to even), and so is
  * `sum_exactly` below, so each sum is the same double whatever the order of equal values.
  * Utilities that are not a list or tuple are read one item at a time, as the reference reads
- * them (see lowers_gini). Anything off the fast path — a value that is not an exact float, a NaN or a negative share (the reference raises ValueError), a sum that
- * overflows — is handed, untouched, to the reference, imported at first need; the fast path
- * runs no Python code, so nothing can change its input under it. `fsum` hands the same cases
- * to math.fsum. */
+ * them (see lowers_gini). Anything off the fast path — a value that is not an exact float, a
+ * NaN or a negative share (the reference raises ValueError), a sum that overflows — is handed,
+ * untouched, to the reference, imported at first need; the fast path runs no Python code, so
+ * nothing can change its input under it. `fsum` hands the same cases to math.fsum. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

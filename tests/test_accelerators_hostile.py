@@ -5,7 +5,7 @@ other containers, and repeated configuration. Each case builds two identical fre
 the C on one and the reference on the other, and compares the outcome (the result, as positions
 of the objects it returns, or the exception's type and message) and the state left behind.
 
-Under `scripts/sanitize` (AddressSanitizer and UndefinedBehaviorSanitizer) these are the tests
+Under `.ci/sanitize` (AddressSanitizer and UndefinedBehaviorSanitizer) these are the tests
 that crashed before the issue: a use-after-free or an out-of-bounds read is reported there even
 where a plain build happens to survive it."""
 
@@ -471,8 +471,9 @@ def make_send(kind: str, world: World) -> Any:
 @settings(max_examples=300, deadline=None)
 @given(msg_kinds, st.sampled_from([Note, Shrinking, Huge, Odd]))
 def test_count_types_and_count_items_match_their_references(kinds: list[str], cls: type) -> None:
-    for compiled, reference, args in ((_engine.count_types, count_types_python, ()),  # type: ignore[union-attr]
-                                      (_engine.count_items, count_items_python, (cls, "items"))):  # type: ignore[union-attr]
+    engine: Any = _engine
+    for compiled, reference, args in ((engine.count_types, count_types_python, ()),
+                                      (engine.count_items, count_items_python, (cls, "items"))):
         runs = []
         for count in (compiled, reference):
             world = World()
@@ -595,8 +596,8 @@ try:
                           (CyclonReply, CyclonShuffle, GradientShuffle, GradientReply, JoinRequest), functions, refs)
 except TypeError as error:
     print("refused:", error)
-methods = exchange.peer_methods(Peer, cyclon.Cyclon, gradient.Gradient,
-                                (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest), functions, refs)
+messages = (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest)
+methods = exchange.peer_methods(Peer, cyclon.Cyclon, gradient.Gradient, messages, functions, refs)
 print(sorted(methods))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
