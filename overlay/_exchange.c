@@ -13,8 +13,9 @@
  *   functions: (sample_values, merge, pop_oldest, rank), as overlay.cyclon and overlay.gradient
  *   use them;
  *   references: {name: the Python method}.
- * The configuration is written once: a second call with the same arguments gives the same
- * methods, with others it raises RuntimeError; a call that fails changes nothing.
+ * The configuration is written once: a call that fails leaves the module unconfigured (no
+ * methods exist to run on what it checked so far); once configured, a call with the same
+ * arguments gives the same methods and one with others raises RuntimeError, changing nothing.
  *
  * A method inlines the steps of `Cyclon` and `Gradient` only for a peer whose Cyclon and gradient
  * are of exactly the configured classes, and a message of exactly its class; anything else — a
