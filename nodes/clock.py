@@ -67,6 +67,15 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self._vnow
 
+    def jump_if_idle(self, when: float) -> bool:
+        """Move the clock to `when` and return True when the loop would do exactly that next:
+        nothing is ready to run and no timer is due before `when` (a caller holding the loop's
+        next timer may then run it in place, without a turn of the loop); else False."""
+        if self._ready or (self._scheduled and self._scheduled[0]._when <= when):  # type: ignore[attr-defined]
+            return False
+        self._vnow = when
+        return True
+
 
 def run_virtual(main: Coroutine[Any, Any, T], start: float = 0.0) -> T:
     """Run `main` to completion on a fresh virtual-clock loop and close the loop."""

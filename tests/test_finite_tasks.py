@@ -3,6 +3,7 @@ every protocol on random arrivals and durations."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,3 +195,43 @@ def test_the_saturation_retry_default_depends_on_whether_tasks_end() -> None:
     assert run_params(protocol="dgdrf").saturation_retry_ticks(False) == 50
     assert run_params(protocol="dgdrf").saturation_retry_ticks(True) == 1
     assert run_params(protocol="dgdrf", saturation_retry=0).saturation_retry_ticks(True) == 0
+
+
+# -- the trace replay's progress line (issue 40) ---------------------------------------------------
+
+def test_replay_progress_reads_as_one_line() -> None:
+    from drfemu.experiments.sweeps.online import ReplayProgress
+    assert ReplayProgress(3, 11, {"probe": 0.41, "pdgdrf": 0.775}, 372.4).line() == (
+        "3 of 11 runs done; running: probe 41%, pdgdrf 78%; ETA 6 min 12 s")
+    assert ReplayProgress(0, 2, {}, None).line() == "0 of 2 runs done; running: none; ETA unknown"
+
+
+def test_the_replay_eta_follows_each_runs_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Progress is the lesser of the tasks started and the time to the last task's end on arrival;
+    the ETA divides what is left of the running runs, and the queued runs at the mean wall time
+    of those that ended, among the workers."""
+    from drfemu.experiments.sweeps import online
+    clock = [100.0]
+    monkeypatch.setattr(online.time, "monotonic", lambda: clock[0])
+    pace = online._Pace(end=1000.0, tasks=200, queued=3, workers=2)
+    assert pace.eta() is None
+    pace.heard("a", 250.0, 150)  # a quarter of the time, three quarters of the tasks: a quarter done
+    pace.heard("b", 500.0, 50)  # half the time, a quarter of the tasks: a quarter done
+    assert pace.share == {"a": 0.25, "b": 0.25}
+    clock[0] = 110.0  # 10 s each: 40 s a run, 30 s left each, and one queued run of 40 s
+    assert pace.eta() == pytest.approx((30 + 30 + 40) / 2)
+    pace.ended("a")  # it ended after 10 s: queued runs now count 10 s each
+    assert pace.eta() == pytest.approx((30 + 10) / 2)
+
+
+@pytest.mark.slow
+def test_a_trace_replay_reports_its_progress(tmp_path: Path) -> None:
+    from drfemu.experiments.running.runner import run_point
+    from drfemu.experiments.sweeps.online import ReplayProgress, run_online_protocols
+    heard: list[ReplayProgress] = []
+    results = run_online_protocols(tmp_path, ["pdgdrf", "drf"], run_point, {"seed": 1}, minutes=1, workers=1,
+                                   on_progress=heard.append, every_s=0.05)
+    assert {p: r["status"] for p, r in results.items()} == {"pdgdrf": "finished", "drf": "finished"}
+    assert heard and all(state.total == 2 for state in heard)
+    assert [state.done for state in heard] == sorted(state.done for state in heard)
+    assert any(0 < share <= 1 for state in heard for share in state.running.values())

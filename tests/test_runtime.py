@@ -274,3 +274,45 @@ def test_restarting_an_actor_that_is_up_is_an_error() -> None:
             rt.restart(Recorder(0))
 
     run([Recorder(0)], 0.1, setup=setup)
+
+
+def test_the_loop_holds_one_timer_and_the_instants_run_in_time_order() -> None:
+    """The runtime keeps its instants in a heap of its own (issue 40): however many are pending,
+    the loop holds one timer, and they run in time order — one made during an instant for that
+    same instant, or for an earlier pending one, included — with the clock at each instant's time."""
+    loop = VirtualClockLoop()
+    try:
+        runtime = Runtime(loop, Network(), [Recorder(0)])
+        ran: list[tuple[float, float, str]] = []
+
+        def note(label: str) -> Any:
+            return lambda now: ran.append((now, loop.time(), label))
+
+        for at in (0.5, 0.1, 0.3, 0.2):
+            runtime.call_at(at, note(f"at {at}"))
+        armed = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
+        assert runtime.pending_instants == 4 and len(armed) == 1 and armed[0].when() == 0.1
+        runtime.call_at(0.2, lambda now: (runtime.call_at(now, note("same instant, made at 0.2")),
+                                          runtime.call_at(0.25, note("made at 0.2 for 0.25"))))
+        loop.call_soon(lambda: ran.append((-1.0, loop.time(), "a ready callback first")))
+        runtime.call_at(0.6, runtime.stop)
+        loop.run_until_complete(runtime.finished)
+    finally:
+        loop.close()
+    assert [label for _, _, label in ran] == ["a ready callback first", "at 0.1", "at 0.2", "same instant, made at 0.2",
+                                              "made at 0.2 for 0.25", "at 0.3", "at 0.5"]
+    assert all(now == clock for now, clock, label in ran if now >= 0)
+
+
+def test_the_virtual_loop_jumps_only_when_it_would_anyway() -> None:
+    loop = VirtualClockLoop()
+    try:
+        assert loop.jump_if_idle(2.0) and loop.time() == 2.0
+        loop.call_soon(print)
+        assert not loop.jump_if_idle(3.0) and loop.time() == 2.0  # something is ready to run first
+        loop._ready.clear()  # type: ignore[attr-defined]
+        handle = loop.call_at(2.5, print)
+        assert not loop.jump_if_idle(3.0)  # a timer is due before
+        handle.cancel()
+    finally:
+        loop.close()

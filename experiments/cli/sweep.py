@@ -26,6 +26,7 @@ from drfemu.experiments.cli.common import (
     check_writable,
     err,
     out,
+    progress_reporter,
     write_json,
 )
 from drfemu.protocols.registry import get_protocol
@@ -296,7 +297,7 @@ def trace_replay(
 ) -> None:
     """Every protocol on the Google 2011 trace's own arrivals and run times (docs/results-online.md); resumable."""
     from drfemu.experiments.running.runner import run_point
-    from drfemu.experiments.sweeps.online import run_online_protocols
+    from drfemu.experiments.sweeps.online import ReplayProgress, run_online_protocols
 
     names = [p.strip() for p in protocols_.split(",") if p.strip()]
     for name in names:
@@ -312,8 +313,12 @@ def trace_replay(
         out.print(f"{protocol}: {result['status']} at {result['run_time_s']:,.0f} s virtual in "
                   f"{result['wall_time_s']:,.0f} s wall")
 
-    results = run_online_protocols(out_dir, names, run_point, {"seed": seed}, minutes, load_fraction, seed, workers,
-                                   done)
+    with progress_reporter("trace-replay: starting", every_s=30.0) as say:
+        def progress(state: ReplayProgress) -> None:
+            say(f"trace-replay: {state.line()}")
+
+        results = run_online_protocols(out_dir, names, run_point, {"seed": seed}, minutes, load_fraction, seed,
+                                       workers, done, progress)
     if report is not None:
         from drfemu.experiments.reports.online import write_online_report
 

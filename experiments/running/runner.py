@@ -535,6 +535,7 @@ def run_workload(workload: Workload, params: Mapping[str, Any],
     return run_emulation(RunConfig.build(workload, **params), record=record).to_dict()
 
 
-def run_point(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The result document of the run that canonical `params` describe (a sweep's unit of work)."""
-    return run_emulation(build_run_config(params)).to_dict()
+def run_point(params: Mapping[str, Any], progress: Callable[[float, int], None] | None = None) -> dict[str, Any]:
+    """The result document of the run that canonical `params` describe (a sweep's unit of work);
+    `progress(virtual time, allocations)` hears how it goes, as `run_emulation`'s does."""
+    return run_emulation(build_run_config(params), progress=progress).to_dict()

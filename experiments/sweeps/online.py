@@ -6,13 +6,28 @@ process pool, writing `OUT/<protocol>.json` (the `drfemu run --json` document) a
 finishes. Resumable: a protocol whose result file exists with the same workload and
 parameters is not run again. `experiments.reports.online` turns the directory into
 `docs/results-online.md`.
+
+With `on_progress`, each run sends its virtual time and tasks started from its worker, and
+the caller hears a `ReplayProgress` every few seconds: the runs done, how far each running run
+has got, and a rough ETA. Decision: the time a run ends is not known before it ends, so a run's
+progress is the lesser of two shares it must both complete — of the tasks, started, and of the
+time the last task would end if every task started on arrival (on the trace hour that time is
+5,010 s, and the runs end at 8,400–8,800 s, their queues emptying by then, so the tasks' share
+is the one that binds; on a short cut with one long task, the time's). The ETA assumes each run
+keeps its pace and that a run still queued takes as long as the mean of those that ended (or,
+before any ended, as those running are heading for).
 """
 
 from __future__ import annotations
 
 import json
+import queue as queue_module
+import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import nullcontext
+from dataclasses import dataclass
+from multiprocessing import Manager
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +35,90 @@ from drfemu.experiments.running.params import canonical_params
 from drfemu.experiments.sweeps.records import write_atomic
 from drfemu.experiments.workloads.online import online_case
 
-__all__ = ["run_online_protocols"]
+__all__ = ["ReplayProgress", "run_online_protocols"]
 
-RunPoint = Callable[[Mapping[str, Any]], dict[str, Any]]
+RunPoint = Callable[..., dict[str, Any]]  # (params) or (params, progress) -> result document
 
 
 def _stamp(workload: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
     return {"workload": dict(workload), "params": dict(params)}
 
 
+@dataclass(frozen=True)
+class ReplayProgress:
+    """Where a trace replay stands: runs done of all, how far each running run has got (the
+    module's docstring says how), and a rough ETA in wall seconds (None until some run has
+    reported)."""
+
+    done: int
+    total: int
+    running: dict[str, float]
+    eta_s: float | None
+
+    def line(self) -> str:
+        """One line for a terminal or a log."""
+        running = ", ".join(f"{p} {f:.0%}" for p, f in self.running.items()) or "none"
+        eta = "ETA unknown" if self.eta_s is None else f"ETA {_duration(self.eta_s)}"
+        return f"{self.done} of {self.total} runs done; running: {running}; {eta}"
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+class _Reporter:
+    """A run's progress callback that sends `(protocol, virtual time, tasks started)` to the
+    replay's queue from the run's worker (a class, so that it pickles)."""
+
+    def __init__(self, protocol: str, reports: Any) -> None:
+        self.protocol, self.reports = protocol, reports
+
+    def __call__(self, now: float, allocations: int) -> None:
+        self.reports.put((self.protocol, now, allocations))
+
+
+class _Pace:
+    """The ETA of a replay: when each run was first heard and how far it has got."""
+
+    def __init__(self, end: float, tasks: int, queued: int, workers: int) -> None:
+        self.end, self.tasks, self.queued, self.workers = end, max(1, tasks), queued, workers
+        self.first_heard: dict[str, float] = {}
+        self.share: dict[str, float] = {}
+        self.walls: list[float] = []
+
+    def heard(self, protocol: str, now: float, allocations: int) -> None:
+        self.first_heard.setdefault(protocol, time.monotonic())
+        in_time = now / self.end if self.end > 0 else 1.0
+        self.share[protocol] = min(1.0, in_time, allocations / self.tasks)
+
+    def ended(self, protocol: str) -> None:
+        started = self.first_heard.pop(protocol, None)
+        self.share.pop(protocol, None)
+        self.queued -= 1
+        if started is not None:
+            self.walls.append(time.monotonic() - started)
+
+    def eta(self) -> float | None:
+        now = time.monotonic()
+        totals = {p: (now - self.first_heard[p]) / f for p, f in self.share.items() if f > 0}
+        if not totals and not self.walls:
+            return None
+        per_run = sum(self.walls) / len(self.walls) if self.walls else sum(totals.values()) / len(totals)
+        left = sum(total - (now - self.first_heard[p]) for p, total in totals.items())
+        waiting = self.queued - len(self.share)
+        return max(0.0, (left + max(0, waiting) * per_run) / self.workers)
+
+
 def run_online_protocols(out: Path, protocols: Sequence[str], run_point: RunPoint, params: Mapping[str, Any],
                          minutes: float = 60.0, load_fraction: float = 0.8, seed: int = 1, workers: int = 2,
-                         on_done: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
-    """Run `protocols` on the trace replay; returns each protocol's result document."""
+                         on_done: Callable[[str, dict[str, Any]], None] | None = None,
+                         on_progress: Callable[[ReplayProgress], None] | None = None,
+                         every_s: float = 5.0) -> dict[str, dict[str, Any]]:
+    """Run `protocols` on the trace replay; returns each protocol's result document. With
+    `on_progress`, the runs report from their workers and `on_progress` hears where the replay
+    stands every `every_s` seconds of wall time (then `run_point` is called with a second
+    argument, the run's progress callback, as `runner.run_point` takes it)."""
     out.mkdir(parents=True, exist_ok=True)
     case = online_case(minutes, load_fraction, None, seed)
     workload_path = out / "workload.json"
@@ -49,19 +135,37 @@ def run_online_protocols(out: Path, protocols: Sequence[str], run_point: RunPoin
                 results[protocol] = done["result"]
                 continue
         todo.append(protocol)
-    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
-        points = {p: canonical_params({**params, "protocol": p, "workload": str(workload_path)}) for p in todo}
-        running = {pool.submit(run_point, point): p for p, point in points.items()}
+    points = {p: canonical_params({**params, "protocol": p, "workload": str(workload_path)}) for p in todo}
+    last_end = max((t.submit + t.duration for user in case.users for t in user.tasks or ()), default=0.0)
+    pace = _Pace(last_end, sum(len(user.tasks or ()) for user in case.users), len(todo),
+                 max(1, min(workers, len(todo) or 1)))
+    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool, \
+            (Manager() if on_progress is not None else nullcontext()) as manager:
+        reports = manager.Queue() if manager is not None else None
+        running: dict[Future[dict[str, Any]], str] = {
+            (pool.submit(run_point, point, _Reporter(p, reports)) if reports is not None
+             else pool.submit(run_point, point)): p
+            for p, point in points.items()}
         while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            finished, _ = wait(running, timeout=every_s if on_progress is not None else None,
+                               return_when=FIRST_COMPLETED)
+            while reports is not None:
+                try:
+                    pace.heard(*reports.get_nowait())
+                except queue_module.Empty:
+                    break
             for future in finished:
                 protocol = running.pop(future)
                 result = future.result()
                 stamp = _stamp(source, {**params, "protocol": protocol})
                 write_atomic(out / f"{protocol}.json", json.dumps({"stamp": stamp, "result": result}) + "\n")
                 results[protocol] = result
+                pace.ended(protocol)
                 if on_done is not None:
                     on_done(protocol, result)
+            if on_progress is not None and running:
+                on_progress(ReplayProgress(len(protocols) - len(running), len(protocols),
+                                           {p: pace.share[p] for p in running.values() if p in pace.share}, pace.eta()))
     return {p: results[p] for p in protocols}
 
 
