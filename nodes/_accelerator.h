@@ -15,4 +15,18 @@ static int main_interpreter_only(const char *module) {
     return -1;
 }
 
+/* `module_name.name`, imported at the first call and kept in *cache (borrowed); NULL with the
+ * import's error. Each accelerator reaches its Python reference so, when it first hands it a
+ * call: importing it when the extension loads would import the Python module that loads the
+ * extension. */
+static inline PyObject *imported(PyObject **cache, const char *module_name, const char *name) {
+    if (*cache == NULL) {
+        PyObject *module = PyImport_ImportModule(module_name);
+        if (module == NULL) return NULL;
+        *cache = PyObject_GetAttrString(module, name);
+        Py_DECREF(module);
+    }
+    return *cache;
+}
+
 #endif

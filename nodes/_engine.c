@@ -50,18 +50,28 @@ static const struct { const char *module, *name; } reference_names[REFERENCES] =
 };
 
 static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nargs) {
-    if (references[which] == NULL) {
-        PyObject *module = PyImport_ImportModule(reference_names[which].module);
-        if (module == NULL) return NULL;
-        references[which] = PyObject_GetAttrString(module, reference_names[which].name);
-        Py_DECREF(module);
-        if (references[which] == NULL) return NULL;
-    }
-    return PyObject_Vectorcall(references[which], args, (size_t)nargs, NULL);
+    PyObject *function = imported(&references[which], reference_names[which].module, reference_names[which].name);
+    return function == NULL ? NULL : PyObject_Vectorcall(function, args, (size_t)nargs, NULL);
 }
 
 static int plain_class(PyTypeObject *type) { /* dict lookups with it as key and `x.__class__` run no Python code */
     return Py_IS_TYPE(type, &PyType_Type) && _PyType_Lookup(type, str_class) == object_class;
+}
+
+/* 1 when `out` is an exact list of exact (dst, msg) tuples — exactly 2 long, or at least 2 with
+ * `pairs` 0 — whose messages are of plain classes; runs no Python code. A batch is runs of one
+ * class, so a class is checked once per run. */
+static int plain_sends(PyObject *out, int pairs) {
+    if (!PyList_CheckExact(out)) return 0;
+    PyTypeObject *checked = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) {
+        PyObject *item = PyList_GET_ITEM(out, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) < 2 || (pairs && PyTuple_GET_SIZE(item) != 2))
+            return 0;
+        PyTypeObject *type = Py_TYPE(PyTuple_GET_ITEM(item, 1));
+        if (type != checked && !plain_class(checked = type)) return 0;
+    }
+    return 1;
 }
 
 /* Where a Python list of `size` items puts index `i` (negative ones count from the end), or -1. */
@@ -199,15 +209,7 @@ fail:
  * carry, types in the order of their first message. Runs of one type (the common case: a
  * batch of one periodic driver) cost one dict update per run. */
 static PyObject *count_types(PyObject *Py_UNUSED(self), PyObject *out) {
-    int plain = PyList_CheckExact(out);
-    PyTypeObject *checked = NULL; /* the last class found plain: a batch is runs of one class */
-    for (Py_ssize_t i = 0; plain && i < PyList_GET_SIZE(out); i++) {
-        PyObject *item = PyList_GET_ITEM(out, i);
-        plain = PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) >= 2;
-        PyTypeObject *type = plain ? Py_TYPE(PyTuple_GET_ITEM(item, 1)) : NULL;
-        if (plain && type != checked) plain = plain_class(checked = type);
-    }
-    if (!plain) return call_reference(COUNT_TYPES, &out, 1);
+    if (!plain_sends(out, 0)) return call_reference(COUNT_TYPES, &out, 1);
     PyObject *kinds = PyDict_New(); /* type keys of plain classes: no Python code runs below */
     if (kinds == NULL) return NULL;
     PyObject *run_type = NULL; /* borrowed: kept alive by the messages of `out` */
@@ -292,15 +294,8 @@ static PyObject *send_method(PyObject *Py_UNUSED(self), PyObject *cls) {
 }
 
 static PyObject *count_items(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    int plain = nargs == 3 && PyList_CheckExact(args[0]) && PyUnicode_CheckExact(args[2]);
-    PyTypeObject *checked = NULL; /* as in count_types */
-    for (Py_ssize_t i = 0; plain && i < PyList_GET_SIZE(args[0]); i++) {
-        PyObject *item = PyList_GET_ITEM(args[0], i);
-        plain = PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2;
-        PyTypeObject *type = plain ? Py_TYPE(PyTuple_GET_ITEM(item, 1)) : NULL;
-        if (plain && type != checked) plain = plain_class(checked = type);
-    }
-    if (!plain) return call_reference(COUNT_ITEMS, args, nargs);
+    if (nargs != 3 || !PyUnicode_CheckExact(args[2]) || !plain_sends(args[0], 1))
+        return call_reference(COUNT_ITEMS, args, nargs);
     PyObject *out = args[0], *cls = args[1], *field = args[2];
     Py_ssize_t total = 0;
     PyObject *big = NULL; /* the sum as a Python int, once it no longer fits */

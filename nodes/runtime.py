@@ -199,6 +199,7 @@ class Runtime:
         self._armed: asyncio.TimerHandle | None = None  # the loop's one timer: for `_due[0]`
         self._armed_us = -1
         self._processing = False
+        self._jump: Callable[[float], bool] | None = getattr(loop, "jump_if_idle", None)  # a virtual clock's
         self._tick_hooks: list[Callable[[float, int], None]] = []
         self._ticks: Periodic | None = None
         self._drivers: list[Periodic] = []
@@ -244,7 +245,7 @@ class Runtime:
         without a turn of it per instant. At most `INSTANTS_PER_TURN`, so signals and other
         callbacks wait no longer than that."""
         self._armed = None
-        jump = getattr(self.loop, "jump_if_idle", None)
+        jump = self._jump
         self._processing = True
         try:
             for _ in range(INSTANTS_PER_TURN):

@@ -35,14 +35,8 @@ static const char *reference_names[3] = {"merge_python", "pop_oldest_python", "s
 enum { MERGE, POP_OLDEST, SAMPLE_VALUES };
 
 static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nargs) {
-    if (references[which] == NULL) {
-        PyObject *module = PyImport_ImportModule("drfemu.overlay.cyclon");
-        if (module == NULL) return NULL;
-        references[which] = PyObject_GetAttrString(module, reference_names[which]);
-        Py_DECREF(module);
-        if (references[which] == NULL) return NULL;
-    }
-    return PyObject_Vectorcall(references[which], args, (size_t)nargs, NULL);
+    PyObject *function = imported(&references[which], "drfemu.overlay.cyclon", reference_names[which]);
+    return function == NULL ? NULL : PyObject_Vectorcall(function, args, (size_t)nargs, NULL);
 }
 
 /* -- View: a Cyclon view as arrays -------------------------------------------------------------
@@ -348,17 +342,17 @@ static PyTypeObject View_Type = {
     .tp_methods = view_methods,
 };
 
-/* 1 when `items` is an exact tuple of plain descriptors: exact tuples of 3 or more whose node is
- * an exact int of 64 bits. */
-static int plain_descriptors(PyObject *items) {
-    if (!PyTuple_CheckExact(items)) return 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
-        PyObject *d = PyTuple_GET_ITEM(items, i);
-        long long id;
-        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) < 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(d, 1))
-            || node_id(PyTuple_GET_ITEM(d, 1), &id) != 1)
-            return 0;
-    }
+/* 1 with *id when `d` is a plain descriptor: an exact tuple of 3 or more whose node is an exact
+ * int of 64 bits; else 0. Runs no Python code. */
+static int plain_descriptor(PyObject *d, long long *id) {
+    return PyTuple_CheckExact(d) && PyTuple_GET_SIZE(d) >= 3 && PyLong_CheckExact(PyTuple_GET_ITEM(d, 1))
+           && node_id(PyTuple_GET_ITEM(d, 1), id) == 1;
+}
+
+static int plain_descriptors(PyObject *items) { /* an exact tuple of plain descriptors */
+    long long id;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++)
+        if (!plain_descriptor(PyTuple_GET_ITEM(items, i), &id)) return 0;
     return 1;
 }
 
@@ -387,8 +381,7 @@ static PyObject *merge(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssiz
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *d = PyTuple_GET_ITEM(received, i);
         long long id;
-        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) < 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(d, 1))
-            || node_id(PyTuple_GET_ITEM(d, 1), &id) != 1) {
+        if (!plain_descriptor(d, &id)) {
             handed_off = 1; /* nothing has changed yet */
             goto done;
         }

@@ -48,14 +48,8 @@ static int plain_int(PyObject *number, long long *out) { /* an exact int of 64 b
 static PyObject *reference; /* overlay.gradient.rank_python, imported at first need */
 
 static PyObject *call_reference(PyObject *const *args, Py_ssize_t nargs) {
-    if (reference == NULL) {
-        PyObject *module = PyImport_ImportModule("drfemu.overlay.gradient");
-        if (module == NULL) return NULL;
-        reference = PyObject_GetAttrString(module, "rank_python");
-        Py_DECREF(module);
-        if (reference == NULL) return NULL;
-    }
-    return PyObject_Vectorcall(reference, args, (size_t)nargs, NULL);
+    PyObject *function = imported(&reference, "drfemu.overlay.gradient", "rank_python");
+    return function == NULL ? NULL : PyObject_Vectorcall(function, args, (size_t)nargs, NULL);
 }
 
 static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {

@@ -28,16 +28,6 @@ static PyObject *reference; /* protocols.pdgdrf.lowers_gini_python, imported at 
 static PyObject *math_fsum; /* math.fsum, likewise */
 static PyObject *itertools_chain; /* itertools.chain, likewise */
 
-static PyObject *imported(PyObject **cache, const char *module_name, const char *name) { /* borrowed */
-    if (*cache == NULL) {
-        PyObject *module = PyImport_ImportModule(module_name);
-        if (module == NULL) return NULL;
-        *cache = PyObject_GetAttrString(module, name);
-        Py_DECREF(module);
-    }
-    return *cache;
-}
-
 /* Shewchuk's exact summation: `partials` holds non-overlapping doubles whose sum is exactly
  * the sum so far; the result is that sum rounded to nearest, ties to even. Returns 0 and sets
  * *sum, or -1 when a partial or the result is not finite (the caller falls back). */
