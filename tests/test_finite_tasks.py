@@ -224,14 +224,42 @@ def test_the_replay_eta_follows_each_runs_pace(monkeypatch: pytest.MonkeyPatch) 
     assert pace.eta() == pytest.approx((30 + 10) / 2)
 
 
+class _RunHeldUntilSeen:
+    """A run point that, once its run ends, waits (up to two minutes) until the caller's progress
+    has shown the run running with a share in (0, 1] (a file in `seen`): the run's end and its
+    last report may otherwise reach a loaded caller in the same poll, and the test would depend on
+    the host's speed."""
+
+    def __init__(self, seen: Path) -> None:
+        self.seen = seen
+
+    def __call__(self, params: dict[str, Any], progress: Any) -> dict[str, Any]:
+        import time
+
+        from drfemu.experiments.running.runner import run_point
+        result = run_point(params, progress)
+        deadline = time.monotonic() + 120.0
+        while not (self.seen / params["protocol"]).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return result
+
+
 @pytest.mark.slow
 def test_a_trace_replay_reports_its_progress(tmp_path: Path) -> None:
-    from drfemu.experiments.running.runner import run_point
     from drfemu.experiments.sweeps.online import ReplayProgress, run_online_protocols
+    seen = tmp_path / "seen"
+    seen.mkdir()
     heard: list[ReplayProgress] = []
-    results = run_online_protocols(tmp_path, ["pdgdrf", "drf"], run_point, {"seed": 1}, minutes=1, workers=1,
-                                   on_progress=heard.append, every_s=0.05)
+
+    def hear(state: ReplayProgress) -> None:
+        heard.append(state)
+        for protocol, share in state.running.items():
+            if 0 < share <= 1:
+                (seen / protocol).touch()
+
+    results = run_online_protocols(tmp_path / "out", ["pdgdrf", "drf"], _RunHeldUntilSeen(seen), {"seed": 1},
+                                   minutes=1, workers=1, on_progress=hear, every_s=0.05)
     assert {p: r["status"] for p, r in results.items()} == {"pdgdrf": "finished", "drf": "finished"}
     assert heard and all(state.total == 2 for state in heard)
     assert [state.done for state in heard] == sorted(state.done for state in heard)
-    assert any(0 < share <= 1 for state in heard for share in state.running.values())
+    assert sorted(path.name for path in seen.iterdir()) == ["drf", "pdgdrf"]
