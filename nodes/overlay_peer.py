@@ -46,9 +46,9 @@ __all__ = ["EXCHANGE_IMPLEMENTATION", "PYTHON_EXCHANGES", "OverlayPeer", "bootst
 class OverlayPeer(Actor):
     """Node `actor_id` with a Cyclon view of `cyclon_view` and a gradient view of `view_size`."""
 
-    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "rejoin_via",
-                 "idle_cyclon_every", "idle_gradient_every", "_idle_rounds", "unanswered", "reconnect_every",
-                 "_cyclon_rounds")
+    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "feeds_gradient",
+                 "rejoin_via", "idle_cyclon_every", "idle_gradient_every", "_idle_rounds", "unanswered",
+                 "reconnect_every", "_cyclon_rounds")
 
     def __init__(
         self,
@@ -69,6 +69,9 @@ class OverlayPeer(Actor):
         self.cyclon_exchanges = 0
         self.gradient_exchanges = 0
         self.gossip_gradient = True  # False: answer gradient exchanges but start none
+        # False: Cyclon's samples are not offered to the gradient. For a node whose gradient nothing
+        # reads (protocols on fixed random neighbours): unread, the offers were kept for ever.
+        self.feeds_gradient = True
         self.rejoin_via = -1  # the bootstrap service to ask when the Cyclon view empties (-1: none)
         self.idle_cyclon_every = 1  # see `sparse_cyclon_round`
         self.idle_gradient_every = 1  # see `sparse_gradient_round`
@@ -80,7 +83,8 @@ class OverlayPeer(Actor):
     def join(self, entries: Sequence[tuple[float, int, float]]) -> None:
         """Start from the bootstrap service's Cyclon view, offered to the gradient too."""
         self.cyclon.bootstrap(entries)
-        self.gradient.offer(self.cyclon.samples())
+        if self.feeds_gradient:
+            self.gradient.offer(self.cyclon.samples())
 
     def cyclon_round(self, now: float) -> None:
         started = self.cyclon.initiate(self.gradient.descriptor(now))
@@ -158,12 +162,14 @@ class OverlayPeer(Actor):
     @handles(CyclonShuffle)
     def _on_cyclon_shuffle(self, msg: CyclonShuffle, now: float) -> None:
         self.outbox.append((msg.sender, self.cyclon.answer(msg)))
-        self.gradient.offer(msg.entries)
+        if self.feeds_gradient:
+            self.gradient.offer(msg.entries)
 
     @handles(CyclonReply)
     def _on_cyclon_reply(self, msg: CyclonReply, now: float) -> None:
         self.cyclon.complete(msg)
-        self.gradient.offer(msg.entries)
+        if self.feeds_gradient:
+            self.gradient.offer(msg.entries)
 
     @handles(GradientShuffle)
     def _on_gradient_shuffle(self, msg: GradientShuffle, now: float) -> None:

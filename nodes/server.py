@@ -53,6 +53,7 @@ from drfemu.nodes.overlay_peer import OverlayPeer
 from drfemu.nodes.streams import NodeStreams
 from drfemu.overlay.gradient import NEG_INF, Gradient
 from drfemu.protocols.cluster import drfh_heuristic
+from drfemu.protocols.compiled import compiled_module
 from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.events import TaskAllocated, TaskFinished
 from drfemu.protocols.fragmentation import DemandMix
@@ -167,6 +168,7 @@ class ServerNode(OverlayPeer):
         super().__init__(actor_id, config.view_size, config.cyclon_view, config.shuffle_length,
                          streams.python("overlay"), NEG_INF, config.max_age, config.gradient)
         self.rejoin_via = config.rejoin_via
+        self.feeds_gradient = config.gradient_period is not None  # no gradient rounds: nothing reads it
         self.reconnect_every = config.reconnect_every
         self.idle_cyclon_every = config.idle_cyclon_every
         self.idle_gradient_every = config.idle_gradient_every
@@ -527,14 +529,29 @@ class ServerNode(OverlayPeer):
 
     # -- the tick -------------------------------------------------------------------------
     def on_tick(self, now: float) -> None:
+        """The allocation tick: the rule's `on_tick(self, now)`. Where the engine is built, its C
+        method (`_engine.rule_tick_method`) takes this one's place, without a frame of its own."""
         self.rule.on_tick(self, now)
 
 
-def _to_rule(handler: Callable[..., None]) -> Callable[[ServerNode, Any, float], None]:
+def to_rule_python(handler: Callable[..., None]) -> Callable[[ServerNode, Any, float], None]:
+    """A server's dispatch entry for its rule's `handler`: `handler(node.rule, node, msg, now)`.
+    The reference for `nodes._engine.rule_handler`, which makes the same entry without a Python
+    frame of its own (one per message a rule handles)."""
     def dispatch(node: ServerNode, msg: Any, now: float) -> None:
         handler(node.rule, node, msg, now)
 
     return dispatch
+
+
+on_tick_python = ServerNode.on_tick
+"""`ServerNode.on_tick` in Python: the reference for `_engine.rule_tick_method`."""
+
+_engine = compiled_module("drfemu.nodes._engine")
+_to_rule: Callable[[Callable[..., None]], Callable[[ServerNode, Any, float], None]] = (
+    _engine.rule_handler if _engine is not None else to_rule_python)
+if _engine is not None:
+    setattr(ServerNode, "on_tick", _engine.rule_tick_method(ServerNode))  # noqa: B010 - a method made in C
 
 
 def _acknowledging(handler: Callable[[ServerNode, Any, float], None]) -> Callable[[ServerNode, Any, float], None]:

@@ -42,6 +42,7 @@
 static PyTypeObject *peer_type, *cyclon_type, *gradient_type;
 static PyTypeObject *cyclon_shuffle_type, *cyclon_reply_type, *gradient_shuffle_type, *gradient_reply_type;
 static PyObject *join_request, *sample_fn, *merge_fn, *pop_oldest_fn, *rank_fn;
+static Py_ssize_t compact_at = PY_SSIZE_T_MAX; /* Gradient.COMPACT_AT, read when configured */
 static PyObject *configured_with; /* the arguments of the one configuration, to compare a repeat with */
 static PyObject *configured_methods;
 static PyObject *one, *minus_one, *empty_tuple;
@@ -53,7 +54,7 @@ static const char *method_names[METHODS] = {"cyclon_round", "gradient_round", "_
 static PyObject *references[METHODS];
 
 static Py_ssize_t p_id, p_outbox, p_cyclon, p_gradient, p_cyclon_exchanges, p_gradient_exchanges, p_gossip_gradient,
-    p_rejoin_via;
+    p_feeds_gradient, p_rejoin_via;
 static Py_ssize_t c_me, c_size, c_length, c_rng, c_entries, c_partner, c_sent;
 static Py_ssize_t g_me, g_size, g_utility, g_max_age, g_rng, g_clock, g_own, g_view, g_pending, g_stale;
 static Py_ssize_t cs_entries, cr_sender, cr_entries, gs_descriptors, gr_descriptors;
@@ -202,14 +203,29 @@ fail:
     return NULL;
 }
 
-static int offer(PyObject *g, PyObject *descriptors) { /* Gradient.offer: self._pending.extend(descriptors) */
+static int offer(PyObject *g, PyObject *descriptors) {
+    /* Gradient.offer: self._pending.extend(descriptors); self._bound_pending() (its test inlined:
+     * the compaction itself is the Python method, run once in thousands of offers) */
     PyObject *pending = take(g, g_pending);
     int status = pending == NULL ? -1 : extend(pending, descriptors);
     Py_XDECREF(pending);
-    return status;
+    if (status < 0) return -1;
+    pending = take(g, g_pending);
+    if (pending == NULL) return -1;
+    int over = PyList_CheckExact(pending) && PyList_GET_SIZE(pending) > compact_at;
+    Py_DECREF(pending);
+    if (!over) return 0;
+    PyObject *done = PyObject_CallMethod(g, "_compact", NULL);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
 }
 
-static int offer_to_peer(PyObject *self, PyObject *msg, Py_ssize_t field) { /* self.gradient.offer(msg.<field>) */
+static int offer_to_peer(PyObject *self, PyObject *msg, Py_ssize_t field) {
+    /* if self.feeds_gradient: self.gradient.offer(msg.<field>) */
+    PyObject *feeds = take(self, p_feeds_gradient);
+    int on = feeds == NULL ? -1 : PyObject_IsTrue(feeds);
+    Py_XDECREF(feeds);
+    if (on <= 0) return on;
     PyObject *g = take(self, p_gradient), *descriptors = g == NULL ? NULL : take(msg, field);
     int status = -1;
     if (descriptors != NULL && Py_IS_TYPE(g, gradient_type)) {
@@ -678,7 +694,7 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
         {peer, "id", &p_id}, {peer, "outbox", &p_outbox}, {peer, "cyclon", &p_cyclon},
         {peer, "gradient", &p_gradient}, {peer, "cyclon_exchanges", &p_cyclon_exchanges},
         {peer, "gradient_exchanges", &p_gradient_exchanges}, {peer, "gossip_gradient", &p_gossip_gradient},
-        {peer, "rejoin_via", &p_rejoin_via},
+        {peer, "feeds_gradient", &p_feeds_gradient}, {peer, "rejoin_via", &p_rejoin_via},
         {cyclon, "me", &c_me}, {cyclon, "size", &c_size}, {cyclon, "length", &c_length}, {cyclon, "rng", &c_rng},
         {cyclon, "entries", &c_entries}, {cyclon, "_partner", &c_partner}, {cyclon, "_sent", &c_sent},
         {gradient, "me", &g_me}, {gradient, "size", &g_size}, {gradient, "utility", &g_utility},
@@ -690,6 +706,16 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
     };
     for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
         if (offset_of(slots[i].cls, slots[i].name, slots[i].offset) < 0) goto done;
+    PyObject *limit = PyObject_GetAttrString(gradient, "COMPACT_AT");
+    Py_ssize_t compact = limit != NULL && PyLong_CheckExact(limit) ? PyLong_AsSsize_t(limit) : -1;
+    Py_XDECREF(limit);
+    if (compact < 0) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "peer_methods: the gradient's COMPACT_AT is an int >= 0");
+        }
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < 4; i++)
         if (!PyCallable_Check(PyTuple_GET_ITEM(functions, i))) {
             PyErr_SetString(PyExc_TypeError, "peer_methods: the functions are callables");
@@ -711,6 +737,7 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
     Py_XSETREF(merge_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 1)));
     Py_XSETREF(pop_oldest_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 2)));
     Py_XSETREF(rank_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 3)));
+    compact_at = compact;
     for (int i = 0; i < METHODS; i++) Py_XSETREF(references[i], Py_NewRef(chosen[i]));
     configured_methods = Py_NewRef(result);
     configured_with = Py_NewRef(with);

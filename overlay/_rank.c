@@ -9,6 +9,11 @@
  *   over the total order (utility, node)): the nodes just above `me`, nearest first, topped up
  *   with the nodes just below it, nearest first.
  *
+ * freshest(candidates) -> list | None
+ *   Each node's freshest descriptor (larger stamp; at equal stamps the later), in the order of
+ *   each node's first descriptor: all `rank` ever takes of `candidates`. None when a candidate
+ *   is not a plain descriptor (overlay.gradient.freshest_python, the reference).
+ *
  * The fast path takes plain data only: `me` and every node an exact int of 64 bits, utilities,
  * stamps and `oldest` exact floats other than NaN, `size` an exact int >= 0, every descriptor an
  * exact 3-tuple. It reads them without running any Python code, so nothing can change the list
@@ -45,11 +50,40 @@ static int plain_int(PyObject *number, long long *out) { /* an exact int of 64 b
     return !overflow; /* an exact int raises nothing here */
 }
 
-static PyObject *reference; /* overlay.gradient.rank_python, imported at first need */
+static PyObject *reference, *freshest_reference; /* overlay.gradient's, imported at first need */
 
 static PyObject *call_reference(PyObject *const *args, Py_ssize_t nargs) {
     PyObject *function = imported(&reference, "drfemu.overlay.gradient", "rank_python");
     return function == NULL ? NULL : PyObject_Vectorcall(function, args, (size_t)nargs, NULL);
+}
+
+/* `d` read as an Entry if it is a plain descriptor (else 0, and nothing read is kept). */
+static int plain_descriptor(PyObject *d, Entry *out) {
+    if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) != 3 || !plain_float(PyTuple_GET_ITEM(d, 0), &out->utility)
+        || !plain_int(PyTuple_GET_ITEM(d, 1), &out->node) || !plain_float(PyTuple_GET_ITEM(d, 2), &out->stamp))
+        return 0;
+    out->descriptor = d;
+    return 1;
+}
+
+/* Keep `e` as its node's freshest entry: open addressing on the node id in `table` (`slots` a
+ * power of two, at most half full; a slot holds entry index + 1). The fresher wins; at equal
+ * stamps the later. */
+static void keep_freshest(Entry e, Entry *entries, Py_ssize_t *unique, Py_ssize_t *table, size_t slots) {
+    size_t h = ((unsigned long long)e.node * 0x9E3779B97F4A7C15ULL) >> 32;
+    for (;; h++) {
+        h &= slots - 1;
+        Py_ssize_t at = table[h];
+        if (at == 0) { /* first descriptor of this node */
+            table[h] = *unique + 1;
+            entries[(*unique)++] = e;
+            return;
+        }
+        if (entries[at - 1].node == e.node) {
+            if (e.stamp >= entries[at - 1].stamp) entries[at - 1] = e;
+            return;
+        }
+    }
 }
 
 static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
@@ -70,43 +104,25 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
     size_t slots = 16;
     while (slots < 2 * (size_t)n) slots <<= 1;
     Entry small_entries[128];
-    int small_table[256];
+    Py_ssize_t small_table[256];
     Entry *entries = n <= 128 ? small_entries : PyMem_Malloc(sizeof(Entry) * (size_t)n);
-    int *table = slots <= 256 ? small_table : PyMem_Malloc(sizeof(int) * slots);
+    Py_ssize_t *table = slots <= 256 ? small_table : PyMem_Malloc(sizeof(Py_ssize_t) * slots);
     PyObject *result = NULL;
     int handed_off = 0;
     if (entries == NULL || table == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    memset(table, 0, sizeof(int) * slots);
+    memset(table, 0, sizeof(Py_ssize_t) * slots);
     Py_ssize_t unique = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PyList_GET_ITEM(candidates, i);
-        double utility, stamp;
-        long long node;
-        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) != 3 || !plain_float(PyTuple_GET_ITEM(d, 0), &utility)
-            || !plain_int(PyTuple_GET_ITEM(d, 1), &node) || !plain_float(PyTuple_GET_ITEM(d, 2), &stamp)) {
+        Entry e;
+        if (!plain_descriptor(PyList_GET_ITEM(candidates, i), &e)) {
             handed_off = 1; /* nothing has changed yet: the reference decides */
             goto done;
         }
-        if (stamp < oldest || node == me) continue;
-        size_t h = ((unsigned long long)node * 0x9E3779B97F4A7C15ULL) >> 32;
-        for (;;) {
-            h &= slots - 1;
-            int at = table[h];
-            if (at == 0) { /* first descriptor of this node */
-                table[h] = (int)unique + 1;
-                entries[unique++] = (Entry){utility, node, stamp, d};
-                break;
-            }
-            Entry *e = &entries[at - 1];
-            if (e->node == node) { /* the fresher wins; at equal stamps the later */
-                if (stamp >= e->stamp) *e = (Entry){utility, node, stamp, d};
-                break;
-            }
-            h++;
-        }
+        if (e.stamp < oldest || e.node == me) continue;
+        keep_freshest(e, entries, &unique, table, slots);
     }
     /* The `size` nearest above me, ascending, and the `size` nearest below, descending: a
      * bounded insertion into each, O(unique * size), no full sort. Nodes are unique here,
@@ -162,7 +178,42 @@ done:
     return handed_off ? call_reference(args, nargs) : result;
 }
 
+static PyObject *freshest(PyObject *Py_UNUSED(self), PyObject *candidates) {
+    if (!PyList_CheckExact(candidates)) goto reference;
+    Py_ssize_t n = PyList_GET_SIZE(candidates);
+    size_t slots = 16;
+    while (slots < 2 * (size_t)n) slots <<= 1;
+    Entry *entries = PyMem_Malloc(sizeof(Entry) * (size_t)(n > 0 ? n : 1));
+    Py_ssize_t *table = PyMem_Calloc(slots, sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (entries == NULL || table == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t unique = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Entry e;
+        if (!plain_descriptor(PyList_GET_ITEM(candidates, i), &e)) {
+            PyMem_Free(entries);
+            PyMem_Free(table);
+            goto reference; /* nothing has changed: the reference decides */
+        }
+        keep_freshest(e, entries, &unique, table, slots);
+    }
+    result = PyList_New(unique);
+    if (result != NULL)
+        for (Py_ssize_t k = 0; k < unique; k++) PyList_SET_ITEM(result, k, Py_NewRef(entries[k].descriptor));
+done:
+    PyMem_Free(entries);
+    PyMem_Free(table);
+    return result;
+reference:;
+    PyObject *function = imported(&freshest_reference, "drfemu.overlay.gradient", "freshest_python");
+    return function == NULL ? NULL : PyObject_CallOneArg(function, candidates);
+}
+
 static PyMethodDef methods[] = {
+    {"freshest", freshest, METH_O, "freshest(candidates) -> each node's freshest descriptor, or None"},
     {"rank", (PyCFunction)(void (*)(void))rank, METH_FASTCALL,
      "rank(me, my_utility, candidates, size, oldest) -> the most preferred descriptors"},
     {NULL, NULL, 0, NULL},

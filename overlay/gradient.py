@@ -45,6 +45,7 @@ import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
+from typing import ClassVar
 
 from drfemu.overlay.messages import Descriptor, GradientReply, GradientShuffle
 from drfemu.protocols.compiled import compiled_module
@@ -107,9 +108,27 @@ def rank_python(me: int, my_utility: float, candidates: list[Descriptor], size: 
     return view
 
 
+def freshest_python(candidates: list[Descriptor]) -> list[Descriptor] | None:
+    """Each node's freshest descriptor (the larger stamp; at equal stamps the later), in the order
+    of each node's first: all `rank` ever takes of `candidates`, whatever is added before or after
+    them at equal stamps. None unless every candidate is a plain descriptor — an exact 3-tuple of
+    a float utility and stamp other than NaN and an int node — since otherwise their order could
+    matter. The reference for `overlay/_rank.c`'s `freshest`."""
+    kept: dict[int, Descriptor] = {}
+    for d in candidates:
+        if (type(d) is not tuple or len(d) != 3 or type(d[0]) is not float or d[0] != d[0]
+                or type(d[1]) is not int or type(d[2]) is not float or d[2] != d[2]):
+            return None
+        held = kept.get(d[1])
+        if held is None or d[2] >= held[2]:
+            kept[d[1]] = d
+    return list(kept.values())
+
+
 _rank = compiled_module("drfemu.overlay._rank")
 rank_c = _rank.rank if _rank is not None else None
 rank = rank_c if rank_c is not None else rank_python
+freshest = _rank.freshest if _rank is not None else freshest_python
 RANK_IMPLEMENTATION = "C" if _rank is not None else "Python"
 
 
@@ -151,6 +170,10 @@ class Gradient(OwnDescriptor):
 
     __slots__ = ("me", "size", "rng", "utility", "max_age", "_clock", "_view", "_pending", "_stale")
 
+    COMPACT_AT: ClassVar[int] = 4096
+    """Pending candidates held before they are compacted (`_compact`); `overlay/_exchange.c` reads
+    it once, when it is configured."""
+
     def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF,
                  max_age: float = float("inf")) -> None:
         if size < 1:
@@ -178,6 +201,24 @@ class Gradient(OwnDescriptor):
     def offer(self, descriptors: Iterable[Descriptor]) -> None:
         """Candidates to consider at the next merge (Cyclon samples, received views)."""
         self._pending.extend(descriptors)
+        self._bound_pending()
+
+    def _bound_pending(self) -> None:
+        """Compact the pending candidates once there are more than `COMPACT_AT` (`_compact`)."""
+        pending = self._pending
+        if type(pending) is list and len(pending) > self.COMPACT_AT:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Keep, of the pending candidates, each node's freshest descriptor (`freshest`): all a
+        merge would ever take of them, so every merge gives what it would have (the view, read
+        last, still wins ties). Decision (issue 40): a gradient that is not read for long —
+        `ddrf-gradient`'s after its servers froze — kept every Cyclon sample it was offered,
+        5.4 GiB on the trace hour. With a candidate that is not a plain descriptor pending,
+        nothing is compacted (their order could then matter)."""
+        kept = freshest(self._pending)
+        if kept is not None:
+            self._pending = kept
 
     def forget(self, node: int) -> None:
         """Drop every descriptor of `node` (a failure detector says it crashed)."""
@@ -240,11 +281,13 @@ class Gradient(OwnDescriptor):
         before merging), then queue the request's descriptors."""
         self._clock = now
         self._pending.extend(request.descriptors)
+        self._bound_pending()
         return GradientReply((self.descriptor(now), *self._view))
 
     def complete(self, reply: GradientReply) -> None:
         """Queue the partner's descriptors."""
         self._pending.extend(reply.descriptors)
+        self._bound_pending()
 
     def _merge(self) -> None:
         candidates = self._pending

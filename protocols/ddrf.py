@@ -70,19 +70,20 @@ class DdrfRule(ServerRule):
 
     STALE_ROUNDS: ClassVar[int] = 10
 
-    __slots__ = ("reported", "_round", "_asked_at")
+    __slots__ = ("reported", "_round", "_asked_at", "_said")
 
     def __init__(self) -> None:
         self.reported: dict[int, float] = {}
         self._round = 0  # polling rounds so far
         self._asked_at: dict[int, int] = {}  # a server that polled this one -> the round it last did
+        self._said: MinShareReply | None = None  # the last reply, sent again while its share holds
 
     def start(self, server: Server) -> None:
         self.reported = {n: INF for n in server.neighbors}
 
     def on_tick(self, server: Server, now: float) -> None:
         homes = server.homes
-        if not homes:
+        if not homes.records:
             return
         self._round += 1
         if self._round % self.STALE_ROUNDS == 0:
@@ -117,7 +118,10 @@ class DdrfRule(ServerRule):
     def on_min_share_request(self, server: Server, msg: MinShareRequest, now: float) -> None:
         self.reported[msg.sender] = msg.share
         self._asked_at[msg.sender] = self._round
-        server.send(msg.sender, MinShareReply(server.id, server.homes.min_share()))
+        share, reply = server.homes.min_share(), self._said
+        if reply is None or reply.share != share:  # messages are immutable: an unchanged reply is reused
+            reply = self._said = MinShareReply(server.id, share)
+        server.send(msg.sender, reply)
 
     @handles(MinShareReply)
     def on_min_share_reply(self, server: Server, msg: MinShareReply, now: float) -> None:

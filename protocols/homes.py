@@ -90,6 +90,8 @@ class HomeUsers:
 
     def min_share(self) -> float:
         """`min G_i` over the counted users; `+∞` when there are none."""
+        if not self.records:  # most servers home no user, and every poll asks
+            return INF
         return min((r.share for _, r in self.counted()), default=INF)
 
     def utility(self) -> float:

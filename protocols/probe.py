@@ -21,6 +21,13 @@ room than a large one at 90 %; a neighbour where the task does not fit ranks las
 Decisions, following the thesis: neighbours are a fixed random graph of out-degree `P`; a
 server only ever places on itself. Ties in load go to the neighbour listed first.
 
+`--probe-poll-every k` (ours, issue 40; default 1, the thesis's every tick) has a server poll
+its neighbours on its 1st, (k+1)-th, … tick only: the loads it forwards by and the band's
+minimum it hears are then up to k ticks old. The polls are nearly all of a probe run's traffic
+(on the trace hour 87 % of its messages), so it is the probe's cheaper emulation, with a
+different protocol; at most `HEARD_TICKS`, so that a minimum heard is still remembered at the
+next poll. `docs/performance.md` measures it on the trace hour.
+
 **Tasks probed again, allocated in share order** (issue 38). The thesis's probe
 (`--probe-retry 0 --probe-band 0`, kept for the reproduction) lets a copy wait where it was
 sent, so a task whose copies sit on full servers is never placed (the thesis's "that task and
@@ -164,11 +171,15 @@ class ProbeRule(ServerRule):
                     unit="ticks", echo="probe_retry_ticks"),
               Param("probe_band", Kind.FLOAT, 0.5, "probe: a server proposes a copy only while its share is at most "
                     "the lowest share it heard lately plus this many of the user's task shares (0: no band, the "
-                    "thesis's probe).", ge=0, le=1e6, echo="probe_band"))
+                    "thesis's probe).", ge=0, le=1e6, echo="probe_band"),
+              Param("probe_poll_every", Kind.INT, 1, "probe: a server polls its neighbours' loads on every this "
+                    "many-th tick (1: every tick, the thesis's; a cheaper emulation that changes the protocol).",
+                    ge=1, le=HEARD_TICKS, unit="ticks", echo="probe_poll_every_ticks"))
     TICKS_ALL = True
     STRANDS = False  # re-probed by default; with --probe-retry 0 (the thesis's probe) copies wait for ever
 
-    __slots__ = ("band", "d", "heard", "held_back", "low", "low_known", "mode", "reports", "retry", "stored", "ticks")
+    __slots__ = ("band", "d", "heard", "held_back", "low", "low_known", "mode", "poll_every", "reports", "retry",
+                 "stored", "ticks", "said_load", "said_lowest")
 
     @staticmethod
     def check_params(values: Mapping[str, Any]) -> None:
@@ -182,8 +193,9 @@ class ProbeRule(ServerRule):
         return int(values["probe_retry"])
 
     def __init__(self, probe_d: int = 2, probe_load: str = "cpu", probe_retry: int = 1,
-                 probe_band: float = 0.5) -> None:
+                 probe_band: float = 0.5, probe_poll_every: int = 1) -> None:
         self.d = probe_d
+        self.poll_every = probe_poll_every
         self.mode = probe_load
         self.retry = probe_retry  # the users act on it (`reprobe_ticks`); here: 0 keeps every copy, as the thesis
         self.band = probe_band
@@ -194,6 +206,10 @@ class ProbeRule(ServerRule):
         self.low_known = False
         self.reports: dict[int, LoadReply | LoadsReply] = {}  # neighbour -> its last load report
         self.stored: dict[int, tuple[int, float, Vector]] = {}  # user -> (task, share, demand) of its latest task
+        # The last load reply and lowest-share notice sent, sent again while what they say holds
+        # (messages are immutable; a server answers each neighbour every tick, mostly unchanged).
+        self.said_load: LoadReply | None = None
+        self.said_lowest: tuple[tuple[float, int, int] | None, LowestShare | None] = (None, None)
 
     def start(self, server: Server) -> None:
         """Before the first poll every neighbour counts as idle."""
@@ -208,8 +224,11 @@ class ProbeRule(ServerRule):
         if held is None or held[0] < task:
             self.stored[user] = (task, share, demand)
 
-    def _hear(self, user: int, task: int, share: float) -> None:
-        """Note the share a copy of `user`'s `task` carries (a late copy of an older task is stale)."""
+    @handles(LowestShare)
+    def hear(self, server: Server, msg: TaskRequest | ProbeTask | LowestShare, now: float) -> None:
+        """Note the share a copy of a user's task carries (a late copy of an older task is stale);
+        it is also how a `LowestShare` is handled."""
+        user, task, share = msg.user, msg.task, msg.share
         heard = self.heard.get(user)
         if heard is not None and task < heard[3]:
             return
@@ -227,7 +246,7 @@ class ProbeRule(ServerRule):
 
     def _lowest(self) -> tuple[float, int, int] | None:
         """(share, user, task) of the band's minimum, or None. Asked at every load request, so it
-        is computed once a tick and kept up to date by `_hear` (a tick can make entries too old)."""
+        is computed once a tick and kept up to date by `hear` (a tick can make entries too old)."""
         if not self.low_known:
             now = self.ticks
             self.low = min(((share, user, task) for user, (share, last, since, task) in self.heard.items()
@@ -245,7 +264,7 @@ class ProbeRule(ServerRule):
     @handles(TaskRequest)
     def on_task_request(self, server: Server, msg: TaskRequest, now: float) -> None:
         if self.band:
-            self._hear(msg.user, msg.task, msg.share)
+            self.hear(server, msg, now)
         if self._could_hold(server, msg.demand):
             self._store(msg.user, msg.task, msg.share, msg.demand)
         load, reports, demand = LOADS[self.mode], self.reports, msg.demand
@@ -257,16 +276,17 @@ class ProbeRule(ServerRule):
     @handles(ProbeTask)
     def on_probe_task(self, server: Server, msg: ProbeTask, now: float) -> None:
         if self.band:
-            self._hear(msg.user, msg.task, msg.share)
+            self.hear(server, msg, now)
         if self._could_hold(server, msg.demand):
             self._store(msg.user, msg.task, msg.share, msg.demand)
 
     def on_tick(self, server: Server, now: float) -> None:
         self.ticks += 1
         self.low_known = False
-        poll = LoadRequest(server.id)
-        for neighbour in server.neighbors:
-            server.send(neighbour, poll)
+        if self.poll_every == 1 or self.ticks % self.poll_every == 1:
+            poll = LoadRequest(server.id)
+            for neighbour in server.neighbors:
+                server.send(neighbour, poll)
         if not self.stored:
             return
         stored = self.stored
@@ -290,16 +310,19 @@ class ProbeRule(ServerRule):
             server.send(msg.sender, LoadsReply(server.id, used_fractions(server.free, server.capacity),
                                                tuple(server.free)))
         else:
-            server.send(msg.sender, LoadReply(server.id, cpu_load(server)))
+            load, reply = cpu_load(server), self.said_load
+            if reply is None or reply.load != load:
+                reply = self.said_load = LoadReply(server.id, load)
+            server.send(msg.sender, reply)
         if self.band:
-            lowest = self._lowest()
+            lowest = self.low if self.low_known else self._lowest()
             if lowest is not None:
-                server.send(msg.sender, LowestShare(lowest[1], lowest[2], lowest[0]))
+                said, notice = self.said_lowest
+                if notice is None or said is not lowest:
+                    notice = LowestShare(lowest[1], lowest[2], lowest[0])
+                    self.said_lowest = (lowest, notice)
+                server.send(msg.sender, notice)
 
     @handles(LoadReply, LoadsReply)
     def on_load_reply(self, server: Server, msg: LoadReply | LoadsReply, now: float) -> None:
         self.reports[msg.sender] = msg
-
-    @handles(LowestShare)
-    def on_lowest_share(self, server: Server, msg: LowestShare, now: float) -> None:
-        self._hear(msg.user, msg.task, msg.share)

@@ -17,6 +17,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 import pytest
@@ -27,7 +28,7 @@ from drfemu.nodes.actor import Actor
 from drfemu.nodes.network import count_items_python, count_types_python
 from drfemu.nodes.runtime import deliver_python
 from drfemu.overlay import cyclon as cyclon_module
-from drfemu.overlay.gradient import rank_python
+from drfemu.overlay.gradient import freshest_python, rank_python
 from drfemu.protocols.compiled import SKIP_REASON, compiled_module
 from drfemu.protocols.messages import handles, message
 from drfemu.protocols.pdgdrf import lowers_gini_python
@@ -165,6 +166,16 @@ def named(value: Any, originals: list[Any]) -> Any:
     return ("=", repr(value))
 
 
+def hostile_candidates(descriptors: list[Any], shape: str, world: World) -> list[Any]:
+    """The gradient's candidates, made in `world` from drawn (utility, node, stamp) kinds: tuples,
+    or with `shape` "short" 2-tuples, "list" lists."""
+    candidates = world.hold([])
+    for u, node, stamp in descriptors:
+        fields = (make(*u, world), make(*node, world), make(*stamp, world))
+        candidates.append(fields[:2] if shape == "short" else list(fields) if shape == "list" else fields)
+    return candidates
+
+
 # -- the gradient's merge ---------------------------------------------------------------------
 
 @needs(_rank, "overlay._rank")
@@ -177,15 +188,26 @@ def test_rank_matches_its_reference_on_any_input(descriptors: list[Any], me: Any
     runs = []
     for rank in (_rank.rank, rank_python):  # type: ignore[union-attr]
         world = World()
-        candidates = world.hold([])
-        for u, node, stamp in descriptors:
-            fields = (make(*u, world), make(*node, world), make(*stamp, world))
-            candidates.append(fields[:2] if shape == "short" else list(fields) if shape == "list" else fields)
+        candidates = hostile_candidates(descriptors, shape, world)
         originals = list(candidates)
         args = [make(*me, world), make(*my_utility, world), candidates, size]
         if oldest is not None:
             args.append(make(*oldest, world))
         runs.append(outcome(rank, tuple(args), originals))
+    assert runs[0] == runs[1]
+
+
+@needs(_rank, "overlay._rank")
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(mostly_plain, mostly_plain_ints, mostly_plain), max_size=12),
+       st.sampled_from(["tuple", "short", "list", "a tuple of them"]))
+def test_freshest_matches_its_reference_on_any_input(descriptors: list[Any], shape: str) -> None:
+    runs = []
+    for freshest in (_rank.freshest, freshest_python):  # type: ignore[union-attr]
+        world = World()
+        candidates = hostile_candidates(descriptors, shape, world)
+        originals = list(candidates)
+        runs.append(outcome(freshest, (tuple(candidates) if shape == "a tuple of them" else candidates,), originals))
     assert runs[0] == runs[1]
 
 
@@ -484,6 +506,153 @@ def test_count_types_and_count_items_match_their_references(kinds: list[str], cl
         assert runs[0] == runs[1]
 
 
+class RuleNode:
+    """A server whose `rule` attribute is whatever the case puts there."""
+
+    def __init__(self, rule: Any) -> None:
+        if rule is not None:
+            self.rule = rule
+
+
+class RuleWithProperty:
+    @property
+    def rule(self) -> Any:
+        raise LookupError("no rule here")
+
+
+def rule_handler_case(kind: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """(handler, args, keywords) of one call of a server's dispatch entry."""
+    heard: list[Any] = []
+
+    def handler(rule: Any, node: Any, msg: Any, now: Any) -> str:
+        heard.append((rule, msg, now))
+        return "discarded"  # the entry returns None whatever the handler returns
+
+    def failing(rule: Any, node: Any, msg: Any, now: Any) -> None:
+        raise ValueError(f"handler failed on {msg!r}")
+
+    node = RuleNode("the rule")
+    return {
+        "plain": (handler, (node, "msg", 1.5), {}),
+        "keywords": (handler, (node, "msg"), {"now": 2.0}),
+        "all keywords": (handler, (), {"node": node, "msg": "m", "now": 0.0}),
+        "too few": (handler, (node, "msg"), {}),
+        "too many": (handler, (node, "msg", 1.0, "extra"), {}),
+        "unknown keyword": (handler, (node, "msg", 1.0), {"then": 3}),
+        "no rule": (handler, (RuleNode(None), "msg", 1.0), {}),
+        "rule raises": (handler, (RuleWithProperty(), "msg", 1.0), {}),
+        "handler raises": (failing, (node, "msg", 1.0), {}),
+        "not callable": ("not a function", (node, "msg", 1.0), {}),
+    }[kind]
+
+
+@needs(_engine, "nodes._engine")
+@pytest.mark.parametrize("kind", ["plain", "keywords", "all keywords", "too few", "too many", "unknown keyword",
+                                  "no rule", "rule raises", "handler raises", "not callable"])
+def test_rule_handler_matches_its_reference_on_any_call(kind: str) -> None:
+    from drfemu.nodes.server import to_rule_python
+    engine: Any = _engine
+    results = []
+    for make in (engine.rule_handler, to_rule_python):
+        handler, args, keywords = rule_handler_case(kind)
+        entry = make(handler)
+        try:
+            value = ("value", entry(*args, **keywords))
+        except Exception as error:  # noqa: BLE001 - the point is to compare any exception
+            value = ("raised", type(error), str(error).replace("to_rule_python.<locals>.", ""))
+        results.append(value)
+    assert results[0] == results[1]
+    assert kind != "plain" or results[0] == ("value", None)
+
+
+class Ticking:
+    """An actor whose `on_tick` records its arguments (or is whatever the case puts there)."""
+
+    def __init__(self, on_tick: Any = None) -> None:
+        self.heard: list[Any] = []
+        if on_tick is not None:
+            self.on_tick = on_tick
+
+    def on_tick(self, now: Any, *more: Any) -> str:
+        self.heard.append((now, *more))
+        return "discarded"
+
+
+TICK_CALLS: dict[str, Callable[[Any], tuple[tuple[Any, ...], dict[str, Any]]]] = {
+    "plain": lambda actor: ((actor, 1.5), {}),
+    "keyword": lambda actor: ((actor,), {"now": 2.0}),
+    "too few": lambda actor: ((actor,), {}),
+    "too many": lambda actor: ((actor, 1.0, "extra"), {}),
+    "unknown keyword": lambda actor: ((actor, 1.0), {"then": 3}),
+    "no on_tick": lambda actor: ((object(), 1.0), {}),
+    "on_tick not callable": lambda actor: ((Ticking(on_tick="not a function"), 1.0), {}),
+}
+
+
+@needs(_engine, "nodes._engine")
+@pytest.mark.parametrize("kind", list(TICK_CALLS))
+def test_call_on_tick_matches_its_reference_on_any_call(kind: str) -> None:
+    from drfemu.nodes.runtime import call_on_tick_python
+    engine: Any = _engine
+    results = []
+    for call_on_tick in (engine.call_on_tick, call_on_tick_python):
+        actor = Ticking()
+        args, keywords = TICK_CALLS[kind](actor)
+        results.append((outcome(partial(call_on_tick, *args, **keywords), (), []), actor.heard))
+    assert results[0] == results[1]
+
+
+class Rule:
+    def __init__(self) -> None:
+        self.heard: list[Any] = []
+
+    def on_tick(self, server: Any, now: Any, *more: Any) -> str:
+        self.heard.append((now, *more))
+        return "discarded"
+
+
+@needs(_engine, "nodes._engine")
+@pytest.mark.parametrize("kind", ["plain", "keyword", "too few", "too many", "unknown keyword", "no rule",
+                                  "rule raises", "subclass", "not a server"])
+def test_the_servers_tick_method_matches_its_reference_on_any_call(kind: str) -> None:
+    from drfemu.nodes.server import ServerNode, on_tick_python
+    engine: Any = _engine
+
+    class Server:
+        """Stands in for a ServerNode: the method descriptor is made for this class."""
+
+        __slots__ = ("__weakref__", "rule")
+
+    class Sub(Server):
+        __slots__ = ()
+
+    class Broken(Server):
+        __slots__ = ()
+
+        @property  # type: ignore[misc]
+        def rule(self) -> Any:
+            raise LookupError("no rule here")
+
+    methods = (engine.rule_tick_method(Server), on_tick_python)
+    results = []
+    for method in methods:
+        node: Any = {"no rule": Server, "rule raises": Broken, "subclass": Sub}.get(kind, Server)()
+        rule = Rule()
+        if kind != "no rule" and kind != "rule raises":
+            node.rule = rule
+        target: Any = object() if kind == "not a server" else node
+        args, keywords = {"keyword": ((), {"now": 2.0}), "too few": ((), {}), "too many": ((1.0, "x"), {}),
+                          "unknown keyword": ((1.0,), {"then": 3})}.get(kind, ((1.5,), {}))
+        done = outcome(partial(method, target, *args, **keywords), (), [])
+        if done[0] == "raised":  # the descriptor names its class, the reference its function
+            done = ("raised", done[1])
+        results.append((done, rule.heard))
+    assert results[0] == results[1] or kind == "not a server"
+    if kind == "not a server":  # the C method refuses an object of another class; Python reads its `rule`
+        assert results[0][0][0] == "raised" and results[0][0][1] is TypeError
+    assert ServerNode.on_tick is not on_tick_python  # the servers run the C method
+
+
 # -- the overlay exchanges --------------------------------------------------------------------
 
 def _exchange_worlds() -> Any:
@@ -494,7 +663,7 @@ def _exchange_worlds() -> Any:
 def _state(peer: Any) -> Any:
     c, g = peer.cyclon, peer.gradient
     return repr((list(c.entries.items()), c._partner, c._sent, g._view, g._pending, g._own, g._clock, g._stale,
-                 peer.outbox, peer.cyclon_exchanges, peer.gradient_exchanges))
+                 peer.outbox, peer.cyclon_exchanges, peer.gradient_exchanges, type(peer.feeds_gradient)))
 
 
 hostile_steps = st.lists(st.one_of(
@@ -505,7 +674,15 @@ hostile_steps = st.lists(st.one_of(
     st.tuples(st.just("cyclon_reply"), received_nodes),
     st.tuples(st.just("gradient_shuffle"), received_nodes.filter(bool)),
     st.tuples(st.just("gradient_reply"), received_nodes),
+    st.tuples(st.just("feeds"), st.sampled_from([True, False, 0, 1, "", "refuses"])),
 ), max_size=12)
+
+
+class RefusesTruth:
+    """A `feeds_gradient` that cannot say whether it is true."""
+
+    def __bool__(self) -> bool:
+        raise ValueError("neither true nor false")
 
 
 @needs(_exchange, "overlay._exchange")
@@ -534,6 +711,10 @@ def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(prog
                 return tuple((0.25, make(kind, node, world), 1.0) for kind, node in nodes)
 
             kind = step[0]
+            if kind == "feeds":  # offer Cyclon's samples to the gradient, or not (`feeds_gradient`)
+                peer.feeds_gradient = RefusesTruth() if step[1] == "refuses" else step[1]
+                runs.append(("set",))
+                continue
             if kind == "cyclon_round":
                 call, args = method("cyclon_round"), (peer, now[step[1]])
             elif kind == "gradient_round":
@@ -587,7 +768,7 @@ from drfemu.overlay import cyclon, gradient
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinRequest
 class Peer:
     __slots__ = ("id", "outbox", "cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges",
-                 "gossip_gradient", "rejoin_via")
+                 "gossip_gradient", "feeds_gradient", "rejoin_via")
 refs = {name: print for name in ("cyclon_round", "gradient_round", "_on_cyclon_shuffle", "_on_cyclon_reply",
                                  "_on_gradient_shuffle", "_on_gradient_reply")}
 functions = (cyclon.sample_values, cyclon.merge, cyclon.pop_oldest, gradient.rank)

@@ -52,7 +52,7 @@ def test_the_registry_prints_as_json(capsys: pytest.CaptureFixture[str]) -> None
     entries = json.loads(capsys.readouterr().out)
     assert [e["name"] for e in entries] == list(PROTOCOLS)
     probe = next(e for e in entries if e["name"] == "probe")
-    assert probe["gateway"] == "random" and probe["own_parameters"] == ["probe_d", "probe_load", "probe_retry", "probe_band"] and "neighbors" in probe["parameters"]
+    assert probe["gateway"] == "random" and probe["own_parameters"] == ["probe_d", "probe_load", "probe_retry", "probe_band", "probe_poll_every"] and "neighbors" in probe["parameters"]
 
 
 def test_one_extra_draw_in_one_node_leaves_every_other_nodes_draws_unchanged() -> None:

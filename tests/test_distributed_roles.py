@@ -46,6 +46,18 @@ def node(rule: ServerRule | None = None, sid: int = 0, capacity: tuple[float, ..
     return s
 
 
+@pytest.mark.parametrize("gradient_period", [None, 0.1])
+def test_only_a_server_whose_gradient_runs_is_offered_cyclons_samples(gradient_period: float | None) -> None:
+    """A protocol on fixed random neighbours never reads its servers' gradients: offered every
+    Cyclon sample, unread, they were kept for the whole run (5.5 GB on the probe's trace hour)."""
+    from drfemu.overlay.messages import CyclonReply, CyclonShuffle
+    s = node(ProbeRule() if gradient_period is None else DdrfRule(), gradient_period=gradient_period)
+    assert s.feeds_gradient is (gradient_period is not None)
+    s.receive(CyclonShuffle(((0.0, 5, 0.0), (0.0, 6, 0.0))), 0.0)
+    s.receive(CyclonReply(7, ((0.0, 7, 0.0),)), 0.0)
+    assert [d[1] for d in s.gradient._pending] == ([] if gradient_period is None else [5, 6, 7])
+
+
 def request(user: int, task: int, share: float, demand: tuple[float, ...] = (1.0, 1.0)) -> TaskRequest:
     return TaskRequest(user, task, demand, share)
 
@@ -319,6 +331,32 @@ def test_probe_forwards_to_the_two_least_loaded_neighbours() -> None:
     s.receive(LoadReply(3, 0.5), 0.0)
     s.receive(request(100, 0, 0.3), 0.0)
     assert s.take_outbox() == [(2, ProbeTask(100, 0, (1.0, 1.0), 0.3)), (3, ProbeTask(100, 0, (1.0, 1.0), 0.3))]
+
+
+@pytest.mark.parametrize("every, polled", [(1, [1, 2, 3, 4, 5, 6, 7]), (3, [1, 4, 7])])
+def test_probe_polls_on_every_kth_tick_only_when_asked(every: int, polled: list[int]) -> None:
+    s = node(ProbeRule(probe_d=2, probe_poll_every=every), capacity=(4.0, 4.0), homed={}, neighbors=[1, 2, 3])
+    ticks = []
+    for tick in range(1, 8):
+        s.on_tick(tick / 10)
+        polls = [dst for dst, m in s.take_outbox() if isinstance(m, LoadRequest)]
+        if polls:
+            assert polls == [1, 2, 3]
+            ticks.append(tick)
+    assert ticks == polled
+
+
+def test_a_probe_answers_every_poll_with_what_holds_now() -> None:
+    """A reply unchanged since the last poll is the same message sent again; a changed load is a
+    new one (messages are immutable)."""
+    s = probe(capacity=(4.0, 4.0))
+    s.receive(LoadRequest(1), 0.0)
+    s.receive(LoadRequest(2), 0.0)
+    first, second = (m for _, m in s.take_outbox())
+    assert first == second == LoadReply(s.id, 0.0) and first is second
+    s.free[0] = 1.0
+    s.receive(LoadRequest(3), 0.1)
+    assert s.take_outbox() == [(3, LoadReply(s.id, 0.75))]
 
 
 def test_probe_tick_polls_and_proposes_the_lowest_share_task_that_fits() -> None:

@@ -189,3 +189,47 @@ def test_infinite_values_do_not_break_the_order() -> None:
     g = gradient(3, NEG_INF, size=2)
     g.offer([(NEG_INF, 1, 0.0), (-INF, 2, 0.0), (NEG_INF, 4, 0.0), (-0.2, 5, 0.0)])
     assert [d[1] for d in g.view] == [4, 5]
+
+
+# -- compacting what waits for a merge (issue 40) --------------------------------------------------
+
+class SmallCompactions(Gradient):
+    """A gradient that compacts its pending candidates after a few, so that a test sees many."""
+
+    __slots__ = ()
+    COMPACT_AT = 3
+
+
+plain_descriptors = st.lists(st.tuples(st.sampled_from([-1.0, -0.5, 0.0, 0.25, NEG_INF]), st.integers(0, 6),
+                                       st.sampled_from([0.0, 1.0, 2.0, 3.0])), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(plain_descriptors, max_size=8), plain_descriptors, st.sampled_from([INF, 1.5, 2.5]),
+       st.sampled_from([-0.5, 0.1]))
+def test_compacting_the_pending_candidates_changes_no_merge(offers: list[list[tuple[float, int, float]]],
+                                                           view: list[tuple[float, int, float]], max_age: float,
+                                                           utility: float) -> None:
+    """Each node's freshest descriptor (at equal stamps the later) is all a merge takes of the
+    pending candidates, so a gradient that compacts them merges to the same view, the same
+    descriptor objects, as the full list would, stale ones and ties with the view included."""
+    g = SmallCompactions(3, 2, random.Random(1), utility, max_age)
+    g._clock = 3.0
+    g._view = rank_python(3, utility, list(view), 2)  # a view is what a merge made
+    view = list(g._view)
+    everything: list[tuple[float, int, float]] = []
+    for batch in offers:
+        g.offer(batch)
+        everything += batch
+    assert len(g._pending) <= max(SmallCompactions.COMPACT_AT, 7)  # at most one per node after a compaction
+    expected = rank_python(3, utility, everything + list(view), 2, 3.0 - max_age)
+    g._stale = True  # merge even if nothing was offered
+    merged = g.view
+    assert merged == expected and all(a is b for a, b in zip(merged, expected))
+
+
+def test_candidates_that_are_not_plain_descriptors_are_never_compacted() -> None:
+    g = SmallCompactions(0, 2, random.Random(1))
+    odd = [(0.5, 1, float("nan")), (0.5, 1, 1.0), (0.5, 1, 2.0), (0.25, 2, 1.0)]
+    g.offer(odd)
+    assert g._pending == odd

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "ResultDocument", "RunResult", "result_schema"]
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
 Number = float | None  # JSON has no infinity or NaN: a non-finite figure is null
