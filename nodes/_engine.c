@@ -28,15 +28,6 @@
  *   rule's handler, without a Python frame of its own); a call of another shape goes to the
  *   reference's closure.
  *
- * call_on_tick(actor, now) -> None: actor.on_tick(now) (nodes.runtime.call_on_tick_python, the
- *   allocation tick's action), without a Python frame of its own.
- *
- * rule_tick_method(cls) -> the method `on_tick` for class `cls` (a ServerNode): node.on_tick(now)
- *   calls node.rule.on_tick(node, now) and returns None (nodes.server.on_tick_python).
- *
- * The three hand a call of another shape (other arguments, keywords), untouched, to their
- * reference.
- *
  * `deliver`, `count_types` and `count_items` first check, without running any Python code, that
  * their input is plain — exact (dst, msg) tuples, exact int destinations that index the lists,
  * message classes without a metaclass or a `__class__` of their own — and otherwise hand it,
@@ -52,28 +43,21 @@
 
 #include "_accelerator.h"
 
-static PyObject *str_dispatch, *str_outbox, *str_drain, *str_check_handled, *str_class, *str_rule, *str_on_tick;
+static PyObject *str_dispatch, *str_outbox, *str_drain, *str_check_handled, *str_class, *str_rule;
 static PyObject *object_class; /* object's `__class__` descriptor */
 
-enum { DELIVER, COUNT_TYPES, COUNT_ITEMS, TO_RULE, CALL_ON_TICK, ON_TICK, REFERENCES };
+enum { DELIVER, COUNT_TYPES, COUNT_ITEMS, TO_RULE, REFERENCES };
 static PyObject *references[REFERENCES];
 static const struct { const char *module, *name; } reference_names[REFERENCES] = {
     {"drfemu.nodes.runtime", "deliver_python"},
     {"drfemu.nodes.network", "count_types_python"},
     {"drfemu.nodes.network", "count_items_python"},
     {"drfemu.nodes.server", "to_rule_python"},
-    {"drfemu.nodes.runtime", "call_on_tick_python"},
-    {"drfemu.nodes.server", "on_tick_python"},
 };
 
 static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *function = imported(&references[which], reference_names[which].module, reference_names[which].name);
     return function == NULL ? NULL : PyObject_Vectorcall(function, args, (size_t)nargs, NULL);
-}
-
-static PyObject *call_reference_kw(int which, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    PyObject *function = imported(&references[which], reference_names[which].module, reference_names[which].name);
-    return function == NULL ? NULL : PyObject_Vectorcall(function, args, nargsf, kwnames);
 }
 
 static int plain_class(PyTypeObject *type) { /* dict lookups with it as key and `x.__class__` run no Python code */
@@ -454,54 +438,7 @@ static PyObject *rule_handler(PyObject *Py_UNUSED(self), PyObject *handler) {
     return (PyObject *)made;
 }
 
-/* The allocation tick without Python frames of the engine's own: the driver's action, and a
- * server's `on_tick`. */
-static PyObject *none_of(PyObject *done) {
-    if (done == NULL) return NULL;
-    Py_DECREF(done);
-    Py_RETURN_NONE;
-}
-
-static PyObject *call_on_tick(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    if (nargs != 2 || kwnames != NULL) return call_reference_kw(CALL_ON_TICK, args, (size_t)nargs, kwnames);
-    return none_of(PyObject_VectorcallMethod(str_on_tick, args, 2, NULL));
-}
-
-static PyObject *rule_on_tick(PyObject *node, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    if (nargs != 1 || kwnames != NULL) { /* the reference, with the node in front */
-        Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
-        PyObject **call = PyMem_Malloc(sizeof(PyObject *) * (size_t)(total + 1));
-        if (call == NULL) return PyErr_NoMemory();
-        call[0] = node;
-        for (Py_ssize_t i = 0; i < total; i++) call[i + 1] = args[i];
-        PyObject *done = call_reference_kw(ON_TICK, call, (size_t)(nargs + 1), kwnames);
-        PyMem_Free(call);
-        return done;
-    }
-    PyObject *rule = PyObject_GetAttr(node, str_rule);
-    if (rule == NULL) return NULL;
-    PyObject *call[3] = {rule, node, args[0]};
-    PyObject *done = PyObject_VectorcallMethod(str_on_tick, call, 3, NULL);
-    Py_DECREF(rule);
-    return none_of(done);
-}
-
-static PyMethodDef rule_tick_def = {"on_tick", (PyCFunction)(void (*)(void))rule_on_tick,
-                                    METH_FASTCALL | METH_KEYWORDS, "The allocation tick: self.rule.on_tick(self, now)."};
-
-static PyObject *rule_tick_method(PyObject *Py_UNUSED(self), PyObject *cls) {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "rule_tick_method(cls): cls is a class");
-        return NULL;
-    }
-    return PyDescr_NewMethod((PyTypeObject *)cls, &rule_tick_def);
-}
-
 static PyMethodDef methods[] = {
-    {"call_on_tick", (PyCFunction)(void (*)(void))call_on_tick, METH_FASTCALL | METH_KEYWORDS,
-     "call_on_tick(actor, now): actor.on_tick(now)"},
-    {"rule_tick_method", rule_tick_method, METH_O,
-     "rule_tick_method(cls) -> the C `on_tick` method for class cls (a ServerNode)"},
     {"rule_handler", rule_handler, METH_O,
      "rule_handler(handler) -> h, with h(node, msg, now) calling handler(node.rule, node, msg, now)"},
     {"send_method", send_method, METH_O, "send_method(cls) -> the C `send` method for class cls (an Actor)"},
@@ -524,9 +461,7 @@ PyMODINIT_FUNC PyInit__engine(void) {
     str_check_handled = PyUnicode_InternFromString("check_handled");
     str_class = PyUnicode_InternFromString("__class__");
     str_rule = PyUnicode_InternFromString("rule");
-    str_on_tick = PyUnicode_InternFromString("on_tick");
-    if (!str_dispatch || !str_outbox || !str_drain || !str_check_handled || !str_class || !str_rule || !str_on_tick)
-        return NULL;
+    if (!str_dispatch || !str_outbox || !str_drain || !str_check_handled || !str_class || !str_rule) return NULL;
     if (PyType_Ready(&RuleHandlerType) < 0) return NULL;
     if (main_interpreter_only("drfemu.nodes._engine") < 0) return NULL;
     object_class = _PyType_Lookup(&PyBaseObject_Type, str_class);

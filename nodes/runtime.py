@@ -105,12 +105,8 @@ class _Instant:
         self.timers: list[tuple[Actor | None, Callable[[float], None]]] = []
 
 
-def call_on_tick_python(actor: Actor, now: float) -> None:
-    """The allocation tick's action: `actor.on_tick(now)` (the reference for `_engine.call_on_tick`)."""
+def _call_on_tick(actor: Actor, now: float) -> None:
     actor.on_tick(now)
-
-
-_call_on_tick = _engine.call_on_tick if _engine is not None else call_on_tick_python
 
 
 def _creation_order(driver: Periodic) -> int:

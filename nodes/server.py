@@ -529,8 +529,6 @@ class ServerNode(OverlayPeer):
 
     # -- the tick -------------------------------------------------------------------------
     def on_tick(self, now: float) -> None:
-        """The allocation tick: the rule's `on_tick(self, now)`. Where the engine is built, its C
-        method (`_engine.rule_tick_method`) takes this one's place, without a frame of its own."""
         self.rule.on_tick(self, now)
 
 
@@ -544,14 +542,9 @@ def to_rule_python(handler: Callable[..., None]) -> Callable[[ServerNode, Any, f
     return dispatch
 
 
-on_tick_python = ServerNode.on_tick
-"""`ServerNode.on_tick` in Python: the reference for `_engine.rule_tick_method`."""
-
 _engine = compiled_module("drfemu.nodes._engine")
 _to_rule: Callable[[Callable[..., None]], Callable[[ServerNode, Any, float], None]] = (
     _engine.rule_handler if _engine is not None else to_rule_python)
-if _engine is not None:
-    setattr(ServerNode, "on_tick", _engine.rule_tick_method(ServerNode))  # noqa: B010 - a method made in C
 
 
 def _acknowledging(handler: Callable[[ServerNode, Any, float], None]) -> Callable[[ServerNode, Any, float], None]:

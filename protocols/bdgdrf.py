@@ -110,9 +110,8 @@ class BdgdrfRule(ServerRule):
 
     def on_tick(self, server: Server, now: float) -> None:
         homes = server.homes
-        if not homes.records:  # no user homed here: nothing to allocate, only rumours to pass on
-            if self.learnt != self.told:  # (`_spread`'s own first test, made here: most ticks stop at it)
-                self._spread(server)
+        if not homes:  # no user homed here: nothing to allocate, only rumours to pass on (the same steps)
+            self._spread(server)
             return
         lowest = homes.lowest()
         gradient = server.gradient

@@ -83,7 +83,7 @@ class DdrfRule(ServerRule):
 
     def on_tick(self, server: Server, now: float) -> None:
         homes = server.homes
-        if not homes.records:
+        if not homes:
             return
         self._round += 1
         if self._round % self.STALE_ROUNDS == 0:

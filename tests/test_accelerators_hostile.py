@@ -17,7 +17,6 @@ import random
 import subprocess
 import sys
 from collections.abc import Callable
-from functools import partial
 from typing import Any, ClassVar
 
 import pytest
@@ -563,94 +562,6 @@ def test_rule_handler_matches_its_reference_on_any_call(kind: str) -> None:
         results.append(value)
     assert results[0] == results[1]
     assert kind != "plain" or results[0] == ("value", None)
-
-
-class Ticking:
-    """An actor whose `on_tick` records its arguments (or is whatever the case puts there)."""
-
-    def __init__(self, on_tick: Any = None) -> None:
-        self.heard: list[Any] = []
-        if on_tick is not None:
-            self.on_tick = on_tick
-
-    def on_tick(self, now: Any, *more: Any) -> str:
-        self.heard.append((now, *more))
-        return "discarded"
-
-
-TICK_CALLS: dict[str, Callable[[Any], tuple[tuple[Any, ...], dict[str, Any]]]] = {
-    "plain": lambda actor: ((actor, 1.5), {}),
-    "keyword": lambda actor: ((actor,), {"now": 2.0}),
-    "too few": lambda actor: ((actor,), {}),
-    "too many": lambda actor: ((actor, 1.0, "extra"), {}),
-    "unknown keyword": lambda actor: ((actor, 1.0), {"then": 3}),
-    "no on_tick": lambda actor: ((object(), 1.0), {}),
-    "on_tick not callable": lambda actor: ((Ticking(on_tick="not a function"), 1.0), {}),
-}
-
-
-@needs(_engine, "nodes._engine")
-@pytest.mark.parametrize("kind", list(TICK_CALLS))
-def test_call_on_tick_matches_its_reference_on_any_call(kind: str) -> None:
-    from drfemu.nodes.runtime import call_on_tick_python
-    engine: Any = _engine
-    results = []
-    for call_on_tick in (engine.call_on_tick, call_on_tick_python):
-        actor = Ticking()
-        args, keywords = TICK_CALLS[kind](actor)
-        results.append((outcome(partial(call_on_tick, *args, **keywords), (), []), actor.heard))
-    assert results[0] == results[1]
-
-
-class Rule:
-    def __init__(self) -> None:
-        self.heard: list[Any] = []
-
-    def on_tick(self, server: Any, now: Any, *more: Any) -> str:
-        self.heard.append((now, *more))
-        return "discarded"
-
-
-@needs(_engine, "nodes._engine")
-@pytest.mark.parametrize("kind", ["plain", "keyword", "too few", "too many", "unknown keyword", "no rule",
-                                  "rule raises", "subclass", "not a server"])
-def test_the_servers_tick_method_matches_its_reference_on_any_call(kind: str) -> None:
-    from drfemu.nodes.server import ServerNode, on_tick_python
-    engine: Any = _engine
-
-    class Server:
-        """Stands in for a ServerNode: the method descriptor is made for this class."""
-
-        __slots__ = ("__weakref__", "rule")
-
-    class Sub(Server):
-        __slots__ = ()
-
-    class Broken(Server):
-        __slots__ = ()
-
-        @property  # type: ignore[misc]
-        def rule(self) -> Any:
-            raise LookupError("no rule here")
-
-    methods = (engine.rule_tick_method(Server), on_tick_python)
-    results = []
-    for method in methods:
-        node: Any = {"no rule": Server, "rule raises": Broken, "subclass": Sub}.get(kind, Server)()
-        rule = Rule()
-        if kind != "no rule" and kind != "rule raises":
-            node.rule = rule
-        target: Any = object() if kind == "not a server" else node
-        args, keywords = {"keyword": ((), {"now": 2.0}), "too few": ((), {}), "too many": ((1.0, "x"), {}),
-                          "unknown keyword": ((1.0,), {"then": 3})}.get(kind, ((1.5,), {}))
-        done = outcome(partial(method, target, *args, **keywords), (), [])
-        if done[0] == "raised":  # the descriptor names its class, the reference its function
-            done = ("raised", done[1])
-        results.append((done, rule.heard))
-    assert results[0] == results[1] or kind == "not a server"
-    if kind == "not a server":  # the C method refuses an object of another class; Python reads its `rule`
-        assert results[0][0][0] == "raised" and results[0][0][1] is TypeError
-    assert ServerNode.on_tick is not on_tick_python  # the servers run the C method
 
 
 # -- the overlay exchanges --------------------------------------------------------------------
