@@ -11,12 +11,12 @@ handed the function that runs a point), so it sits above them, beside the CLI.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from drfemu.experiments.running.params import CASE, GOOGLE, canonical_params, run_params
+from drfemu.experiments.running.pools import available_cores, checked_pool_size
 from drfemu.experiments.running.results import RunResult
 from drfemu.experiments.running.runner import RunConfig, build_run_config, labelled_log, run_emulation, run_point
 from drfemu.experiments.sweeps.config import Sweep, load_sweep, sweep_from_document
@@ -89,7 +89,8 @@ def sweep(config: str | Path | Mapping[str, Any] | Sweep, out: str | Path, *, wo
 
     `config`: a TOML file (`docs/experiments.md`), a dict of the same structure, whose
     relative workload and fault paths are taken from the current folder, or a loaded `Sweep`. Runs go to a pool of
-    `workers` processes (default: the machine's cores; 1: this process) or to the
+    `workers` processes (default: the machine's cores; 1: this process; at most
+    `running.pools.max_workers()`, and never more than there are runs) or to the
     dask.distributed scheduler at `dask`. A protocol registered in this process with
     `register_protocol` reaches pool workers only where they fork (Linux's default); for any
     other pool, install it as an entry point. `on_start(todo, skipped)` hears the plan once,
@@ -97,14 +98,13 @@ def sweep(config: str | Path | Mapping[str, Any] | Sweep, out: str | Path, *, wo
     """
     if workers is not None and dask is not None:
         raise InputError("give workers or dask, not both (a Dask cluster has its own workers)")
-    if workers is not None and workers < 1:
-        raise InputError("workers must be at least 1")
+    if workers is not None:
+        checked_pool_size(workers)
     if isinstance(config, Sweep):
         plan = config
     else:
         plan = load_sweep(Path(config)) if isinstance(config, (str, Path)) else sweep_from_document(config)
-    executor = dask_cluster(dask, run_point) if dask is not None else process_pool(workers or os.cpu_count() or 1,
-                                                                                     run_point)
+    executor = dask_cluster(dask, run_point) if dask is not None else process_pool(workers or available_cores(), run_point)
     return run_sweep(plan, Path(out), executor, on_record=on_record, on_start=on_start)
 
 

@@ -26,12 +26,15 @@ def to_us(seconds: float) -> int:
     return int(round(seconds * US_PER_S))
 
 
+_ZERO = re.compile(r"^\s*0*\.?0+\s*$")
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs)\s*$")
 
 
 def parse_duration(text: str) -> float:
     """Parse '1ms', '0.5 s' or '250us' into seconds. A unit is required: a bare '100' is refused
-    rather than guessed."""
+    rather than guessed; only zero needs none ('0' is 0 s in any unit)."""
+    if _ZERO.match(text):
+        return 0.0
     match = _DURATION.match(text)
     if not match:
         hint = " (a unit is required)" if re.fullmatch(r"\s*[0-9.eE+-]+\s*", text) else ""

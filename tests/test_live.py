@@ -99,7 +99,7 @@ def test_ten_thousand_bad_datagrams_are_counted_and_crash_no_node() -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["live", "--bind", "192.0.2.1"], "--bind 192.0.2.1: cannot bind a UDP socket there"),  # TEST-NET-1: no host has it
-    (["live", "--time-scale", "0"], "--time-scale must be above 0"),
+    (["live", "--time-scale", "0"], "--time-scale must be in (0, 1000]"),
     (["live", "--listen", "nowhere"], "--listen: expected HOST:PORT"),
     (["live-worker", "--coordinator", "nowhere", "--index", "0"], "--coordinator: expected HOST:PORT"),
 ])
@@ -110,7 +110,9 @@ def test_bad_live_options_are_refused_in_one_line_before_any_worker_starts(
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_worker_that_cannot_reach_its_coordinator_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_worker_that_cannot_reach_its_coordinator_says_so_in_one_line(capsys: pytest.CaptureFixture[str],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRFEMU_LIVE_SECRET", "a-secret-of-sixteen-characters")
     with socket.socket() as closed:  # a port nothing listens at
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]

@@ -4,11 +4,15 @@ Bad input — an `InputError`: a bad option, a malformed workload, an unknown pr
 printed as one line `drfemu: error: …` on stderr with exit status 2, never with a traceback.
 A capacity violation (a protocol bug caught by the checks) exits with status 3. Any other
 exception is a bug in drfemu: its traceback is printed, then one line, and the exit status
-is 70 (`EX_SOFTWARE`).
+is 70 (`EX_SOFTWARE`). An `OSError` no command answered itself — a path of the user's that
+cannot be read or written, a disk that filled up mid-run — is one line naming the path and the
+system's reason, exit 2; a closed stdout (`drfemu … | head`) ends quietly with 141. SIGINT,
+SIGTERM and SIGHUP stop every command alike (`cli.stopping`): exit 130, 143 or 129.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -22,6 +26,7 @@ import drfemu.experiments.cli.workload  # noqa: F401  (registers its commands)
 from drfemu.experiments.cli.common import INTERNAL_ERROR, INTERRUPTED, app
 from drfemu.experiments.cli.live import live, live_signature
 from drfemu.experiments.cli.run import run, run_signature
+from drfemu.experiments.cli.stopping import signals_stop_the_command, stop_reason, stop_status, stopped
 from drfemu.experiments.live.channel import LiveError
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.resources import CapacityViolation
@@ -35,6 +40,8 @@ def _install_run_command() -> None:
     app.registered_commands[:] = [c for c in app.registered_commands if c.name not in ("run", "live")]
     app.command("run")(run)
     app.command("live")(live)
+    commands = app.registered_commands
+    commands.insert(0, commands.pop(next(i for i, c in enumerate(commands) if c.name == "run")))  # first in --help
 
 
 def _fail(message: str, status: int) -> int:
@@ -46,12 +53,20 @@ def _fail(message: str, status: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `drfemu` script; returns the exit status."""
     _install_run_command()
+    with signals_stop_the_command():
+        status = _run(argv)
+    if status == INTERRUPTED and stopped():  # an interrupt path that answered 130 for any signal
+        return stop_status()
+    return status
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         status = app(args=argv, prog_name="drfemu", standalone_mode=False)
     except typer.Exit as done:
         return int(done.exit_code)
-    except typer.Abort:
-        return _fail("aborted", INTERRUPTED)
+    except typer.Abort:  # typer's answer to KeyboardInterrupt: Ctrl-C, SIGTERM or SIGHUP
+        return _fail(stop_reason(), stop_status())
     except typer.TyperException as error:  # usage errors: unknown option, bad value, ...
         if type(error).__name__ == "NoArgsIsHelpError":  # `drfemu` or a group given no command
             print(error.format_message())  # type: ignore[attr-defined]
@@ -63,10 +78,34 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"live run failed: {error}", 1)
     except CapacityViolation as error:
         return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)
+    except BrokenPipeError:  # `drfemu … | head`: the reader left; say nothing more to it
+        _quiet_stdout()
+        return 141  # 128 + SIGPIPE, as a shell reports it
+    except OSError as error:  # a user's path that cannot be read or written, or a full disk
+        return _fail(f"error: {_os_error_line(error)}", 2)
     except Exception as error:  # noqa: BLE001 - anything else is a bug: show where it happened
         traceback.print_exc()
         return _fail(f"internal error (a bug in drfemu, please report it with the traceback above): "
                      f"{type(error).__name__}: {error}", INTERNAL_ERROR)
     if status == INTERRUPTED:  # typer's answer to Ctrl-C: the status, without a word
-        return _fail("interrupted", INTERRUPTED)
+        return _fail(stop_reason(), stop_status())
     return status if isinstance(status, int) else 0
+
+
+def _os_error_line(error: OSError) -> str:
+    """One line for an `OSError` no command turned into its own message: the path(s) it names and
+    the system's reason (a write to a full disk names no path)."""
+    reason = error.strerror or str(error)
+    if error.filename is None:
+        return f"cannot read or write: {reason}"
+    paths = f"{error.filename} → {error.filename2}" if error.filename2 is not None else str(error.filename)
+    return f"{paths}: {reason}"
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

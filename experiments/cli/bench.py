@@ -12,6 +12,7 @@ from rich.table import Table
 from drfemu.experiments.cli.common import (
     CliError,
     app,
+    check_plot_path,
     check_writable,
     duration_option,
     err,
@@ -40,7 +41,7 @@ def bench(
     protocols: Annotated[str, typer.Option(help="With --scale: protocols, comma-separated.")] = "pdgdrf,dgdrf",
     span: Annotated[str, typer.Option(help="With --scale: virtual time each point runs.")] = "10s",
     neighbors: Annotated[int, typer.Option(help="With --scale: gradient neighbours P.")] = 2,
-    figure: Annotated[Path | None, typer.Option(help="With --scale: write the log-log figure here (PNG).")] = None,
+    figure: Annotated[Path | None, typer.Option(help="With --scale: write the log-log figure here (.png, .pdf, .svg, …).")] = None,
     baseline: Annotated[Path | None, typer.Option(help="With --scale: an earlier curve (its --json), drawn dashed "
                                                        "in the figure beside this one.")] = None,
 ) -> None:
@@ -49,6 +50,15 @@ def bench(
     --scale, the cost of the distributed protocols as the cluster grows)."""
     if live and scale:
         raise CliError("--live and --scale measure different things; give one of them")
+    if not scale and (figure is not None or baseline is not None):
+        raise CliError("--figure and --baseline draw the cost curve: give them with --scale")
+    if not 1 <= repeats <= 100:
+        raise CliError("--repeats must be in [1, 100]")
+    for name, value, high in (("--actors", actors, 1_000_000), ("--in-flight", in_flight, 10_000)):
+        if value is not None and not 1 <= value <= high:
+            raise CliError(f"{name} must be in [1, {high:,}]")
+    if json_path is not None:
+        check_writable(json_path, "--json")
     if scale:
         _bench_scale(json_path, figure, baseline, servers, protocols, span, neighbors)
         return
@@ -89,9 +99,8 @@ def _bench_scale(json_path: Path | None, figure: Path | None, baseline: Path | N
         sizes.append(int(item))
     names = [name.strip() for name in protocols.split(",") if name.strip()]
     span_s = duration_option(span, "span")
-    for path in (json_path, figure):
-        if path is not None:
-            check_writable(path)
+    if figure is not None:
+        check_plot_path(figure, "--figure")
     earlier = _scale_baseline(baseline) if baseline is not None else []
     table = Table(title=f"cost curve: {span_s:g} s of virtual time a point, P = {neighbors}", box=box.SIMPLE_HEAD,
                   caption="wall/virt: wall seconds per virtual second; MiB: the point's peak RSS")

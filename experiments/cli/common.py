@@ -6,7 +6,9 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -35,6 +37,22 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(given: bool) -> None:
+    if given:
+        from importlib.metadata import version
+
+        print(f"drfemu {version('drfemu')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", help="Print drfemu's version and exit.", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    """Emulate distributed, gossip-overlay cluster schedulers that allocate multi-resource tasks fairly."""
 
 
 workload_app = typer.Typer(help="Build workload files.", no_args_is_help=True)
@@ -69,15 +87,79 @@ def duration_option(text: str, name: str) -> float:
     return seconds
 
 
-def check_writable(path: Path) -> None:
-    """Refuse, before any work, an output path that cannot be written."""
+def check_writable(path: Path, option: str | None = None) -> None:
+    """Refuse, before any work, an output path that cannot be written.
+
+    The check writes: it opens an existing file for writing without truncating it, or creates the
+    file and removes it again (`os.access` is not enough: `/proc` passes it and refuses the write).
+    """
+    name = f"{option} {path}" if option else str(path)
     if path.is_dir():
-        raise CliError(f"cannot write {path}: it is a directory")
+        raise CliError(f"cannot write {name}: it is a directory")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise CliError(f"cannot write {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise CliError(f"cannot write {path}: permission denied")
+        raise CliError(f"cannot write {name}: directory {parent} does not exist")
+    existed = path.exists()
+    try:
+        descriptor = os.open(path, os.O_WRONLY | (0 if existed else os.O_CREAT | os.O_EXCL), 0o644)
+    except OSError as error:
+        raise CliError(f"cannot write {name}: {error.strerror}") from None
+    os.close(descriptor)
+    if not existed:
+        path.unlink()
+
+
+def check_plot_path(path: Path, option: str) -> None:
+    """Refuse a figure path whose extension matplotlib cannot write (it must name a file), or
+    that cannot be written."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = set(FigureCanvasBase.get_supported_filetypes())
+    if path.suffix.lower().lstrip(".") not in formats or not path.stem:
+        raise CliError(f"{option} {path}: name a figure file ending in one of "
+                       f"{', '.join('.' + f for f in sorted(formats))}")
+    check_writable(path, option)
+
+
+@contextmanager
+def output_directory(path: Path, option: str = "--out") -> Iterator[Path]:
+    """`path` as a directory to write into: created (with its parents) if missing and checked
+    writable with a probe file; if the command then fails (an exception), every directory this
+    created is removed again, with what was written into it. A command that ends by `typer.Exit`
+    or is interrupted keeps what it wrote: it can be read, or resumed."""
+    if path.exists() and not path.is_dir():
+        raise CliError(f"{option} {path}: not a directory")
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=path, prefix=".drfemu-probe-")
+        probe.close()
+    except OSError as error:
+        _remove_created(missing)
+        raise CliError(f"cannot write into {option} {path}: {error.strerror}") from None
+    try:
+        yield path
+    except typer.Exit:  # the command ended as it meant to (some runs failed, or it was stopped): keep
+        raise
+    except Exception:
+        _remove_created(missing)
+        raise
+
+
+def _remove_created(created: list[Path]) -> None:
+    if created:
+        shutil.rmtree(created[-1], ignore_errors=True)  # the outermost directory this command made
+
+
+def pool_size(requested: int | None, work: int, option: str = "--workers") -> int:
+    """Worker processes for `work` independent jobs: the request (default: the machine's cores),
+    never more than there are jobs; a request beyond the machine's bound
+    (`running.pools.max_workers`) is refused."""
+    from drfemu.experiments.running.pools import available_cores, checked_pool_size
+
+    if requested is not None:
+        checked_pool_size(requested, option)
+    return max(1, min(requested or available_cores(), work))
 
 
 @contextmanager
@@ -102,11 +184,34 @@ def progress_reporter(start: str, every_s: float = 5.0) -> Iterator[Callable[[st
     yield report
 
 
-def write_json(path: Path, document: dict[str, Any]) -> None:
+def eta(started: float, done: int, total: int) -> str:
+    """`ETA 1 min 20 s` from the pace so far (`started`: `time.monotonic()` at the start)."""
+    if done <= 0:
+        return "ETA –"
+    left = (time.monotonic() - started) / done * (total - done)
+    return f"ETA {left / 60:.0f} min {left % 60:02.0f} s" if left >= 60 else f"ETA {left:.0f} s"
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write an output file whole or not at all: a regular file through a temporary beside it and a
+    rename (a full disk leaves any earlier file as it was), anything else (`/dev/stdout`, a pipe)
+    directly. A failure is one line naming the path."""
     try:
-        path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        if path.exists() and not path.is_file():
+            path.write_text(text, encoding="utf-8")
+            return
+        temporary = path.with_name(f".{path.name}.drfemu-tmp")
+        try:
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
     except OSError as error:
         raise CliError(f"cannot write {path}: {error.strerror}") from None
+
+
+def write_json(path: Path, document: dict[str, Any]) -> None:
+    write_text(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
 
 
 def read_json(path: Path, prefix: str = "") -> Any:
@@ -124,7 +229,8 @@ def read_json(path: Path, prefix: str = "") -> Any:
 @contextmanager
 def run_log_file(path: Path | None) -> Iterator[Callable[[dict[str, Any]], None] | None]:
     """A structlog JSON-lines writer of the run log's records (`drfemu run --log`;
-    `experiments.running.run_log`), or None."""
+    `experiments.running.run_log`), or None. A write that fails mid-run (a full disk) is one
+    line naming the file; the lines written before it stay whole."""
     if path is None:
         yield None
         return
@@ -138,12 +244,19 @@ def run_log_file(path: Path | None) -> Iterator[Callable[[dict[str, Any]], None]
     )
 
     def write(record: dict[str, Any]) -> None:
-        logger.info(**record)
+        try:
+            logger.info(**record)
+        except OSError as error:
+            raise CliError(f"cannot write --log {path}: {error.strerror}") from None
 
     try:
         yield write
     finally:
-        handle.close()
+        try:
+            handle.close()
+        except OSError as error:
+            if sys.exc_info()[0] is None:  # not already failing with the same cause
+                raise CliError(f"cannot write --log {path}: {error.strerror}") from None
 
 
 def option_help(p: Param) -> str:

@@ -20,6 +20,7 @@ from drfemu.experiments.cli.common import (
     read_json,
     run_log_file,
     write_json,
+    write_text,
 )
 from drfemu.experiments.cli.run import resolve_run_options, run_signature, summary_table, warn_unplaceable
 
@@ -120,6 +121,6 @@ def live_report_command(
     if out_path is None:
         print(text, end="")
         return
-    check_writable(out_path)
-    out_path.write_text(text, encoding="utf-8")
+    check_writable(out_path, "--out")
+    write_text(out_path, text)
     out.print(f"wrote {out_path}")

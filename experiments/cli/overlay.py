@@ -13,12 +13,14 @@ from rich.table import Table
 from drfemu.experiments.cli.common import (
     CliError,
     app,
+    check_plot_path,
     check_writable,
     declared_options,
     out,
     output_option,
     progress_reporter,
     write_json,
+    write_text,
 )
 from drfemu.experiments.running.overlay_config import OverlayConfig, overlay_params
 
@@ -42,9 +44,10 @@ def overlay(**options: Any) -> None:
     """Run Cyclon and the gradient overlay alone and print their convergence per round."""
     json_path: Path | None = options.pop("json_path")
     plot: Path | None = options.pop("plot")
-    for path in (json_path, plot):
-        if path is not None:
-            check_writable(path)
+    if json_path is not None:
+        check_writable(json_path, "--json")
+    if plot is not None:
+        check_plot_path(plot, "--plot")
     if options.get("utilities") not in (None, "random", "google") and options.get("nodes") is not None:
         raise CliError("--nodes cannot be combined with a workload file (its servers are the nodes)")
     config = OverlayConfig.build(**options)
@@ -86,7 +89,7 @@ def overlay_signature() -> inspect.Signature:
     parameters among them under their run spelling (`--neighbors`, not `--view`)."""
     return inspect.Signature([*declared_options(overlay_params()),
                               output_option("json_path", "--json", "Write the result as JSON."),
-                              output_option("plot", "--plot", "Write a PNG of convergence (and recovery).")])
+                              output_option("plot", "--plot", "Write a figure of convergence (and recovery): .png, .pdf, .svg, …")])
 
 
 overlay.__signature__ = overlay_signature()  # type: ignore[attr-defined]
@@ -105,8 +108,8 @@ def overlay_study_command(
     from drfemu.experiments.running.overlay_study import overlay_study
 
     if csv is not None:
-        check_writable(csv)
+        check_writable(csv, "--csv")
     markdown, rows = overlay_study(seeds, rounds, perturbations)
     sys.stdout.write(markdown)
     if csv is not None:
-        csv.write_text("\n".join(",".join(row) for row in rows) + "\n", encoding="utf-8")
+        write_text(csv, "\n".join(",".join(row) for row in rows) + "\n")

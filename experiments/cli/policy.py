@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
+import time
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -13,7 +16,11 @@ from drfemu.experiments.cli.common import (
     CliError,
     app,
     check_writable,
+    eta,
     out,
+    output_directory,
+    pool_size,
+    progress_reporter,
     write_json,
 )
 
@@ -39,8 +46,15 @@ def policy(
     """Run one policy of the library on one pool and print each user's allocation."""
     from drfemu.experiments.policies.run import PolicyOptions, run_policy
 
-    document = run_policy(name, _vector(capacity, "--capacity"), [_vector(d, "--demand") for d in demand],
-                          PolicyOptions(divisible, alpha, beta))
+    if json_path is not None:
+        check_writable(json_path, "--json")
+    pool, demands = _vector(capacity, "--capacity"), [_vector(d, "--demand") for d in demand]
+    document = run_policy(name, pool, demands, PolicyOptions(divisible, alpha, beta))
+    for i, vector in enumerate(demands, start=1):
+        over = [r for r, (x, c) in enumerate(zip(vector, pool)) if x > c]
+        if over:
+            print(f"drfemu: warning: user {i} demands more than the whole pool of resource "
+                  f"{', '.join(str(r + 1) for r in over)}: it gets no task", file=sys.stderr)
     table = Table(title=f"drfemu policy {name} — capacity {document['capacity']}"
                         + (" (divisible)" if divisible else ""))
     for column in ("user", "demand", "tasks", "allocation", "dominant share"):
@@ -74,56 +88,71 @@ def experiment(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run an experiment of the policy library and print it next to the seed's numbers."""
-    from drfemu.experiments.policies.experiments import adrf_vs_swm
-
-    if plots is not None:
-        try:
-            plots.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise CliError(f"--plots: cannot create {plots}: {error.strerror}") from None
-        check_writable(plots / "probe.png")
+    if name not in EXPERIMENTS:
+        raise CliError(f"unknown experiment {name!r} (known: {', '.join(EXPERIMENTS)})")
+    if plots is not None and name != "online":
+        raise CliError("--plots draws the online experiment's figures; give it with online")
     if json_path is not None:
-        check_writable(json_path)
-    if name == "adrf-swm":
-        result = adrf_vs_swm(draws=draws, seed=seed)
-        table = Table(title=f"ADRF against the SWM optimum: {draws} draws of 10–80 Google 2011 users "
-                            f"(mean {result['mean_users']:.1f}; seed {seed})")
-        for column in ("α", "SWM welfare", "ADRF β=d-max", "gap", "β=D-max gap", "β=d-rstar gap", "seed 002 gap"):
-            table.add_column(column, justify="right")
-        for row in result["rows"]:
-            table.add_row(f"{row['alpha']:g}", f"{row['swm_mean_welfare']:.1f}", f"{row['adrf_d-max_mean_welfare']:.1f}",
-                          f"{row['adrf_d-max_mean_gap']:.2%}", f"{row['adrf_D-max_mean_gap']:.2%}",
-                          f"{row['adrf_d-rstar_mean_gap']:.2%}",
-                          f"{row['seed_gap']:.2%} ({row['seed_swm']:g} vs {row['seed_adrf']:g})" if "seed_gap" in row
-                          else "-")
-    elif name == "online":
-        from drfemu.experiments.running.runner import run_point
-        from drfemu.experiments.sweeps.online import online_rules
-        from drfemu.experiments.workloads.online import check_online_options
-
-        if workers < 1:
-            raise CliError("--workers must be at least 1")
-        check_online_options(minutes, load_fraction)  # the options first, then what the machine lacks
-        if importlib.util.find_spec("cvxpy") is None:
-            raise CliError("experiment online sets each rule against the SWM optimum, which needs cvxpy: "
-                           "pip install 'drfemu[optimum]'")
-        result = online_rules(run_point, load_fraction=load_fraction, tick=tick, workers=workers, minutes=minutes)
-        table = Table(title=f"Online rules on the emulator, the trace's first {minutes:g} min: "
-                            f"{result['tasks']:,} tasks of "
-                            f"{result['users']} users, one pool of {result['capacity'][0]:.1f} CPU × "
-                            f"{result['capacity'][1]:.1f} memory ({load_fraction:g} of the mean load), tick {tick:g} s")
-        for column in ("rule", "mean RMSE vs SWM", "median RMSE", "median delay s", "p90 delay s", "makespan s"):
-            table.add_column(column, justify="right")
-        for row in result["rows"]:
-            table.add_row(row["rule"], f"{row['mean_rmse']:.2%}", f"{row['median_rmse']:.2%}",
-                          f"{row['median_delay_s']:.0f}", f"{row['p90_delay_s']:.0f}", f"{row['makespan_s']:.0f}")
-        if plots is not None:
-            from drfemu.experiments.policies.plots import plot_online
-
-            for path in plot_online(result, plots):
-                out.print(f"wrote {path}")
-    else:
-        raise CliError(f"unknown experiment {name!r} (known: adrf-swm, online)")
+        check_writable(json_path, "--json")
+    with output_directory(plots, "--plots") if plots is not None else nullcontext():
+        table, result = (_adrf_swm(draws, seed) if name == "adrf-swm"
+                         else _online(load_fraction, tick, workers, minutes, plots))
     out.print(table)
     if json_path is not None:
         write_json(json_path, result)
+
+
+EXPERIMENTS = ("adrf-swm", "online")
+
+
+def _adrf_swm(draws: int, seed: int) -> tuple[Table, dict[str, Any]]:
+    from drfemu.experiments.policies.experiments import MAX_DRAWS, adrf_vs_swm
+
+    if not 1 <= draws <= MAX_DRAWS:
+        raise CliError(f"--draws must be in [1, {MAX_DRAWS:,}]")
+    started = time.monotonic()
+    with progress_reporter("adrf-swm: starting") as report:
+        def progress(done: int, total: int) -> None:
+            report(f"adrf-swm: {done:,} of {total:,} draws, {eta(started, done, total)}")
+
+        result = adrf_vs_swm(draws=draws, seed=seed, progress=progress)
+    table = Table(title=f"ADRF against the SWM optimum: {draws} draws of 10–80 Google 2011 users "
+                        f"(mean {result['mean_users']:.1f}; seed {seed})")
+    for column in ("α", "SWM welfare", "ADRF β=d-max", "gap", "β=D-max gap", "β=d-rstar gap", "seed 002 gap"):
+        table.add_column(column, justify="right")
+    for row in result["rows"]:
+        table.add_row(f"{row['alpha']:g}", f"{row['swm_mean_welfare']:.1f}", f"{row['adrf_d-max_mean_welfare']:.1f}",
+                      f"{row['adrf_d-max_mean_gap']:.2%}", f"{row['adrf_D-max_mean_gap']:.2%}",
+                      f"{row['adrf_d-rstar_mean_gap']:.2%}",
+                      f"{row['seed_gap']:.2%} ({row['seed_swm']:g} vs {row['seed_adrf']:g})" if "seed_gap" in row
+                      else "-")
+    return table, result
+
+
+def _online(load_fraction: float, tick: float, workers: int, minutes: float,
+            plots: Path | None) -> tuple[Table, dict[str, Any]]:
+    from drfemu.experiments.running.runner import run_point
+    from drfemu.experiments.sweeps.online import ONLINE_RULES, online_rules
+    from drfemu.experiments.workloads.online import check_online_options
+
+    workers = pool_size(workers, len(ONLINE_RULES))
+    check_online_options(minutes, load_fraction)  # the options first, then what the machine lacks
+    if importlib.util.find_spec("cvxpy") is None:
+        raise CliError("experiment online sets each rule against the SWM optimum, which needs cvxpy: "
+                       "pip install 'drfemu[optimum]'")
+    result = online_rules(run_point, load_fraction=load_fraction, tick=tick, workers=workers, minutes=minutes)
+    table = Table(title=f"Online rules on the emulator, the trace's first {minutes:g} min: "
+                        f"{result['tasks']:,} tasks of "
+                        f"{result['users']} users, one pool of {result['capacity'][0]:.1f} CPU × "
+                        f"{result['capacity'][1]:.1f} memory ({load_fraction:g} of the mean load), tick {tick:g} s")
+    for column in ("rule", "mean RMSE vs SWM", "median RMSE", "median delay s", "p90 delay s", "makespan s"):
+        table.add_column(column, justify="right")
+    for row in result["rows"]:
+        table.add_row(row["rule"], f"{row['mean_rmse']:.2%}", f"{row['median_rmse']:.2%}",
+                      f"{row['median_delay_s']:.0f}", f"{row['p90_delay_s']:.0f}", f"{row['makespan_s']:.0f}")
+    if plots is not None:
+        from drfemu.experiments.policies.plots import plot_online
+
+        for path in plot_online(result, plots):
+            out.print(f"wrote {path}")
+    return table, result

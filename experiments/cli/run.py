@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from drfemu.experiments.cli.common import (
+    CliError,
     app,
     check_writable,
     declared_options,
@@ -127,6 +128,9 @@ def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> dict[st
     params = canonical_params(given)
     for option in unread_given(given):
         print(f"drfemu: warning: {option} is not read by protocol {params['protocol']}; ignored", file=sys.stderr)
+    if params["faults"] is not None and not Path(params["faults"]).read_text(encoding="utf-8", errors="replace").strip():
+        print(f"drfemu: warning: --faults {given['faults']} is empty: no fault is played (resilience is on, as with "
+              "configs/faults/none.toml)", file=sys.stderr)
     for path in paths:
         if path is not None:
             check_writable(path)
@@ -134,7 +138,12 @@ def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> dict[st
 
 
 def warn_unplaceable(result: RunResult, case: Workload) -> None:
+    """A warning per user whose task fits on no server; a run where that is every user is
+    meaningless (nothing could be allocated), and is refused in one line, exit 2."""
     demands = {u.id: list(u.demand) for u in case.users}
+    if case.users and len(result["unplaceable_users"]) == len(case.users):
+        raise CliError(f"no user's task fits on any of the {len(case.servers)} servers (each demand exceeds every "
+                       "server's capacity in some resource): nothing could be allocated")
     for user in result["unplaceable_users"]:
         print(f"drfemu: warning: user {user!r} demands {demands[user]}, which fits on no server; "
               "it is reported and left out of the metrics", file=sys.stderr)

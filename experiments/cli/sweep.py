@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,12 +22,17 @@ from rich.progress import (
 from drfemu.experiments.cli.common import (
     CliError,
     app,
+    check_plot_path,
     check_writable,
     err,
     out,
+    output_directory,
+    pool_size,
     progress_reporter,
     write_json,
+    write_text,
 )
+from drfemu.experiments.cli.stopping import resumable, stopped
 from drfemu.protocols.registry import get_protocol
 
 
@@ -36,7 +40,7 @@ from drfemu.protocols.registry import get_protocol
 def sweep(
     config: Annotated[Path, typer.Argument(help="Sweep config (TOML), see configs/.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for the run records and tables.")],
-    workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores; at most 4 per core, never more than runs).")] = None,
     dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
 ) -> None:
     """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""
@@ -45,22 +49,17 @@ def sweep(
 
     if dask is not None and workers is not None:
         raise CliError("give --workers or --dask, not both (a Dask cluster has its own workers)")
-    if workers is not None and workers < 1:
-        raise CliError("--workers must be at least 1")
     plan = load_sweep(config)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise CliError(f"cannot create {out_dir}: {error.strerror}") from None
-    n_workers = workers or os.cpu_count() or 1
+    n_workers = pool_size(workers, len(plan.runs))
+    check_sweep_directory(out_dir)
     points = sum(len(e.points) for e in plan.experiments)
-    out.print(f"sweep {config}: {len(plan.experiments)} experiment(s), {points} points, {len(plan.runs)} distinct runs "
-              f"on {'Dask at ' + dask if dask else f'{n_workers} worker process(es)'}")
     failures: list[str] = []
     done = [0]
-    stop_requested: list[int] = []  # Ctrl-C seen; checked after each run in case its exception was swallowed
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("ETA"), TimeRemainingColumn(), console=err, disable=not err.is_terminal) as bar:
+    with output_directory(out_dir), \
+            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                     TextColumn("ETA"), TimeRemainingColumn(), console=err, disable=not err.is_terminal) as bar:
+        out.print(f"sweep {config}: {len(plan.experiments)} experiment(s), {points} points, {len(plan.runs)} distinct "
+                  f"runs on {'Dask at ' + dask if dask else f'{n_workers} worker process(es)'}")
         task = bar.add_task("sweep", total=None)
 
         def on_start(todo: int, skipped: int) -> None:
@@ -69,7 +68,7 @@ def sweep(
                 out.print(f"{skipped} run(s) already finished in {out_dir}: skipped")
 
         def on_record(record: dict[str, Any], finished: int, todo: int) -> None:
-            if stop_requested:
+            if stopped():
                 raise KeyboardInterrupt  # the signal's own exception was swallowed (e.g. by a finaliser)
             done[0] = finished
             ok = record["status"] == "ok"
@@ -81,20 +80,10 @@ def sweep(
                 print(f"[{finished}/{todo}] {record['id']} {'ok' if ok else 'FAILED'}"
                       + (f" {wall:.1f} s" if wall is not None else ""), file=sys.stderr, flush=True)
 
-        def on_interrupt(signum: int, frame: object) -> None:
-            stop_requested.append(signum)
-            raise KeyboardInterrupt
-
-        previous = signal.signal(signal.SIGINT, on_interrupt)
-        try:
+        with resumable(lambda: f"{done[0]} run(s) of this sweep finished; tables rewritten from the records on "
+                                "disk"):
             summary = api.sweep(plan, out_dir, workers=None if dask else n_workers, dask=dask, on_start=on_start,
                                 on_record=on_record)
-        except KeyboardInterrupt:
-            print(f"drfemu: interrupted after {done[0]} run(s) of this sweep; run the same command to resume",
-                  file=sys.stderr)
-            raise typer.Exit(130) from None
-        finally:
-            signal.signal(signal.SIGINT, previous)
     out.print(f"{summary.total} runs: {summary.skipped} already finished, {summary.ran} ran ({summary.failed} failed) "
               f"in {summary.wall_s / 60:.1f} min; tables {out_dir / 'runs.csv'}"
               + (f", {summary.parquet}" if summary.parquet else " (no Parquet: pip install 'drfemu[sweep]')"))
@@ -102,6 +91,29 @@ def sweep(
         print(f"drfemu: run failed: {failure}", file=sys.stderr)
     if failures:
         raise typer.Exit(1)
+
+
+def protocol_list(text: str) -> list[str]:
+    """The protocols of a comma-separated --protocols, each known; at least one."""
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names:
+        raise CliError("--protocols names no protocol (drfemu protocols lists them)")
+    for name in names:
+        get_protocol(name)
+    return names
+
+
+def check_sweep_directory(path: Path) -> None:
+    """Refuse an --out that holds files but is no sweep's (a sweep writes into its folder; it
+    must not scatter its files among someone else's)."""
+    if path.is_dir() and not (path / "sweep.json").exists():
+        try:
+            empty = next(path.iterdir(), None) is None
+        except OSError as error:
+            raise CliError(f"--out {path}: {error.strerror}") from None
+        if not empty:
+            raise CliError(f"--out {path}: a folder that holds files and no sweep (no sweep.json); "
+                           "give a new or empty folder, or an earlier sweep's to resume it")
 
 
 @app.command()
@@ -113,7 +125,8 @@ def report(
     from drfemu.experiments.reports.render import write_report
 
     target = out_dir if out_dir is not None else sweep_dir / "report"
-    written = write_report(sweep_dir, target)
+    with output_directory(target):
+        written = write_report(sweep_dir, target)
     out.print(f"report: {written.tables} tables, {written.figures} figures from {written.runs} finished runs "
               f"({written.missing} points without a result) → {target / 'report.md'}, {target / 'report.html'}")
 
@@ -136,13 +149,22 @@ def grid(
     if from_json is not None:
         try:
             rows = json.loads(from_json.read_text(encoding="utf-8"))["runs"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise CliError(f"--from-json {from_json}: not a grid file ({type(error).__name__})") from None
+        except OSError as error:
+            raise CliError(f"--from-json {from_json}: {error.strerror}") from None
+        except (ValueError, KeyError, TypeError):
+            raise CliError(f"--from-json {from_json}: not a grid file (JSON with a list of runs under \"runs\", "
+                           "as grid --json writes)") from None
     else:
         rows = sweep_rows(sweep_dir)  # type: ignore[arg-type]
     if not rows:
         raise CliError(f"{sweep_dir or from_json} holds no run of the grid")
-    out_path.write_text(render(rows), encoding="utf-8")
+    try:
+        page = render(rows)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        if from_json is None:
+            raise  # rows made here: a bug
+        raise CliError(f"--from-json {from_json}: its runs are not grid runs (write it with grid --json)") from None
+    write_text(out_path, page)
     if json_path is not None:
         write_json(json_path, {"runs": rows})
     out.print(f"wrote {out_path} from {len(rows)} runs")
@@ -159,11 +181,10 @@ def check(
     from drfemu.experiments.running.check import check_runs
     from drfemu.experiments.sweeps.config import load_sweep
 
-    if workers < 1:
-        raise CliError("--workers must be at least 1")
     if json_path is not None:
-        check_writable(json_path)
+        check_writable(json_path, "--json")
     plan = load_sweep(config)
+    workers = pool_size(workers, len(plan.runs))
     out.print(f"check {config}: {len(plan.runs)} run(s), each twice here and once in a fresh process")
     verdicts = []
     for verdict in check_runs(list(plan.runs.items()), workers):
@@ -198,12 +219,18 @@ def fault_report_command(
 
     if not (sweep_dir / "runs").is_dir():
         raise CliError(f"{sweep_dir}: no runs/ directory (run drfemu sweep configs/faults.toml --out {sweep_dir})")
-    check_writable(out_path)
+    check_writable(out_path, "--out")
+    if figure is not None:
+        check_plot_path(figure, "--figure")
     figure = figure if figure is not None else out_path.parent / "figures" / "faults-crash.png"
+    records = load_records(sweep_dir)
+    if not any(r["status"] == "ok" and r["params"].get("faults") for r in records.values()):
+        raise CliError(f"{sweep_dir}: no finished run with a fault scenario "
+                       f"({len(records)} record(s)); sweep configs/faults.toml into it first")
     link = os.path.relpath(figure, out_path.parent)
     before = out_path.read_text(encoding="utf-8") if out_path.is_file() else ""
-    page = fault_report(load_records(sweep_dir), figure, link)  # the study and the campaign share the page:
-    out_path.write_text(with_campaign(page, campaign_section(before)), encoding="utf-8")  # keep the campaign's
+    page = fault_report(records, figure, link)  # the study and the campaign share the page:
+    write_text(out_path, with_campaign(page, campaign_section(before)))  # keep the campaign's
     out.print(f"wrote {out_path} and {figure}")
 
 
@@ -212,7 +239,7 @@ def faults_campaign(
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for the scenarios, twins and one line per case.")],
     schedules: Annotated[int, typer.Option(help="Random fault schedules (cases) to run.")] = 500,
     seed: Annotated[int, typer.Option(help="Seed of the draw: the same seed names the same cases.")] = 1,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    workers: Annotated[int, typer.Option(help="Worker processes (never more than cases).")] = 2,
     sizes: Annotated[str, typer.Option(help="Cluster sizes drawn from, SERVERSxUSERS, comma-separated.")] = (
         "6x2,10x3,20x5,30x6,50x10,100x20"),
     protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols, or 'all'.")] = "all",
@@ -222,29 +249,28 @@ def faults_campaign(
 ) -> None:
     """Random fault schedules × every protocol × endless and finite users, each checked for lost and
     duplicated tasks, capacity, its log, its end and determinism (docs/faults.md). Exit 1 if any failed."""
-    from drfemu.experiments.reports.fault_campaign import campaign_markdown, campaign_rows, failed, with_campaign
-    from drfemu.experiments.running.runner import run_workload
-    from drfemu.experiments.sweeps.campaign import campaign_cases, parse_sizes, run_campaign
+    from drfemu.experiments.sweeps.campaign import campaign_cases, parse_sizes
     from drfemu.experiments.workloads.fault_schedules import ScheduleBounds
     from drfemu.protocols.registry import PROTOCOLS
 
-    if schedules < 1:
-        raise CliError("--schedules must be at least 1")
-    if workers < 1:
-        raise CliError("--workers must be at least 1")
+    workers = pool_size(workers, schedules)
     if not 0 <= max_loss <= 0.2:
         raise CliError("--max-loss must be in [0, 0.2]: the protocols promise to end at up to 20 % loss")
-    names = (sorted(PROTOCOLS) if protocols_.strip() == "all"
-             else [p.strip() for p in protocols_.split(",") if p.strip()])
-    for name in names:
-        get_protocol(name)
+    names = sorted(PROTOCOLS) if protocols_.strip() == "all" else protocol_list(protocols_)
     if report is not None:
-        check_writable(report)
+        check_writable(report, "--report")
     drawn = campaign_cases(schedules, seed, names, parse_sizes(sizes), ScheduleBounds(max_loss=max_loss))
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise CliError(f"cannot create {out_dir}: {error.strerror}") from None
+    with output_directory(out_dir), resumable(f"each finished case is kept in {out_dir / 'campaign.jsonl'}"):
+        records = _campaign(drawn, out_dir, workers, schedules, names, sizes, seed)
+    _campaign_table_and_page(records, out_dir, report, schedules, seed, sizes, max_loss)
+
+
+def _campaign(drawn: Any, out_dir: Path, workers: int, schedules: int, names: list[str], sizes: str,
+              seed: int) -> list[dict[str, Any]]:
+    from drfemu.experiments.reports.fault_campaign import failed
+    from drfemu.experiments.running.runner import run_workload
+    from drfemu.experiments.sweeps.campaign import run_campaign
+
     out.print(f"fault campaign: {schedules} cases over {len(names)} protocol(s), sizes {sizes}, seed {seed}, "
               f"{workers} worker(s)")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -257,8 +283,14 @@ def faults_campaign(
                 progress.console.print(f"case {record['index']} ({record['protocol']}, {record['scenario']}): "
                                        f"{failure}")
 
-        records = run_campaign(drawn, out_dir, run_workload, workers, on_record)
+        return run_campaign(drawn, out_dir, run_workload, workers, on_record)
+
+
+def _campaign_table_and_page(records: list[dict[str, Any]], out_dir: Path, report: Path | None, schedules: int,
+                             seed: int, sizes: str, max_loss: float) -> None:
     from rich.table import Table
+
+    from drfemu.experiments.reports.fault_campaign import campaign_markdown, campaign_rows, failed, with_campaign
 
     shown = ("protocol", "endless", "finite", "stalled by design", "min share / fault-free (median / worst)",
              "finite run length / fault-free (median / worst)")
@@ -275,7 +307,7 @@ def faults_campaign(
         command = (f"drfemu faults-campaign --schedules {schedules} --seed {seed} --sizes {sizes} "
                    f"--max-loss {max_loss:g} --out {out_dir} --report {report}")
         before = report.read_text(encoding="utf-8") if report.is_file() else ""
-        report.write_text(with_campaign(before, campaign_markdown(records, command)), encoding="utf-8")
+        write_text(report, with_campaign(before, campaign_markdown(records, command)))
         out.print(f"wrote {report}")
     out.print(f"{len(records) - bad} of {len(records)} cases passed; records in {out_dir / 'campaign.jsonl'}")
     if bad:
@@ -298,16 +330,17 @@ def trace_replay(
     """Every protocol on the Google 2011 trace's own arrivals and run times (docs/results-online.md); resumable."""
     from drfemu.experiments.running.runner import run_point
     from drfemu.experiments.sweeps.online import ReplayProgress, run_online_protocols
+    from drfemu.experiments.workloads.online import check_online_options
 
-    names = [p.strip() for p in protocols_.split(",") if p.strip()]
-    for name in names:
-        get_protocol(name)
-    if workers < 1:
-        raise CliError("--workers must be at least 1")
+    names = protocol_list(protocols_)
+    check_online_options(minutes, load_fraction)
+    n_workers = pool_size(workers, len(names))
     if report is not None:
         from drfemu.experiments.reports.online import kept_part
 
         kept_part(report)  # a page that would lose its text is refused before anything runs
+        check_writable(report, "--report")
+        check_writable(report.with_suffix(".html"), "--report")
 
     def done(protocol: str, result: dict[str, Any]) -> None:
         out.print(f"{protocol}: {result['status']} at {result['run_time_s']:,.0f} s virtual in "
@@ -317,8 +350,9 @@ def trace_replay(
         def progress(state: ReplayProgress) -> None:
             say(f"trace-replay: {state.line()}")
 
-        results = run_online_protocols(out_dir, names, run_point, {"seed": seed}, minutes, load_fraction, seed,
-                                       workers, done, progress)
+        with output_directory(out_dir), resumable(f"each finished protocol's result is kept in {out_dir}"):
+            results = run_online_protocols(out_dir, names, run_point, {"seed": seed}, minutes, load_fraction, seed,
+                                           n_workers, done, progress)
     if report is not None:
         from drfemu.experiments.reports.online import write_online_report
 

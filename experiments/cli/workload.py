@@ -9,7 +9,9 @@ import typer
 
 from drfemu.experiments.cli.common import (
     CliError,
+    check_writable,
     out,
+    output_directory,
     workload_app,
     write_json,
 )
@@ -19,7 +21,7 @@ from drfemu.experiments.workloads.processes import ARRIVALS, DURATIONS
 from drfemu.experiments.workloads.synthetic import synthetic_case
 
 OutputFile = Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")]
-DrawSeed = Annotated[int, typer.Option(help="Seed of the draw.")]
+DrawSeed = Annotated[int, typer.Option(help="Seed of the draw.", min=0, max=2**63 - 1)]
 
 
 @workload_app.command("google")
@@ -30,6 +32,7 @@ def workload_google(
     seed: DrawSeed = 1,
 ) -> None:
     """Write a Google 2011 test case (thesis §5.1) as a workload file."""
+    check_writable(output, "--output")
     case = google_case(machines, users, seed)
     write_json(output, case.to_dict())
     out.print(f"wrote {output}: {machines} machines, {users} users (seed {seed})")
@@ -42,7 +45,7 @@ def workload_online(
     load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the mean offered CPU and memory "
                                                      "load (both reach it).")] = 0.8,
     machines: Annotated[int | None, typer.Option(help="Exactly this many machines instead.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the machine draw.")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the machine draw.", min=0, max=2**63 - 1)] = 1,
     pool: Annotated[bool, typer.Option(help="One pool server of exactly the load fraction (seed 002's model).")] = (
         False),
 ) -> None:
@@ -50,6 +53,7 @@ def workload_online(
     time and run time, on trace machines sized to the offered load (docs/workloads.md)."""
     from drfemu.experiments.workloads.online import online_case
 
+    check_writable(output, "--output")
     case = online_case(minutes, load_fraction, machines, seed, pool)
     write_json(output, case.to_dict())
     source = case.source
@@ -70,7 +74,8 @@ def workload_extract(
 
     if not trace_dir.is_dir():
         raise CliError(f"{trace_dir} is not a directory")
-    machines, rows, jobs = build_extract(trace_dir, out_dir)
+    with output_directory(out_dir, "OUT_DIR"):
+        machines, rows, jobs = build_extract(trace_dir, out_dir)
     out.print(f"{machines} machines, {rows} user-request rows, {jobs} first-hour jobs written to {out_dir}")
 
 
@@ -92,6 +97,7 @@ def workload_synthetic(
     """Write a synthetic workload with any number of resources (optionally some scarce: the GPU case)."""
     names = tuple(name.strip() for name in resources.split(",") if name.strip())
     rare = tuple(name.strip() for name in scarce.split(",") if name.strip())
+    check_writable(output, "--output")
     case = synthetic_case(servers, users, names, seed, rare, holders, demanders, tasks, arrivals, durations)
     write_json(output, case.to_dict())
     extra = f", scarce {', '.join(rare)} (holders {holders:g}, demanders {demanders:g})" if rare else ""
@@ -110,6 +116,7 @@ def workload_gpu_cluster(
 ) -> None:
     """Write a GPU-sharing cluster (cores, GiB, GPUs; servers of four kinds, fractional and whole-GPU users);
     `--workload gpu-cluster` draws the same case from --machines, --users and --case-seed."""
+    check_writable(output, "--output")
     case = gpu_cluster_case(servers, users, seed, gpu_users, whole)
     write_json(output, case.to_dict())
     out.print(f"wrote {output}: {servers} servers, {users} users (GPU users {gpu_users:g}, whole {whole:g}; "

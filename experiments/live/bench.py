@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +26,7 @@ import numpy as np
 from drfemu.experiments.live.channel import event_loop
 from drfemu.experiments.live.coordinator import quantiles_of
 from drfemu.experiments.running.bench import Ping, PingActor
+from drfemu.experiments.running.pools import checked_pool_size, worker_pool
 from drfemu.nodes.gc_tuning import tuned_gc
 from drfemu.nodes.latency import ConstantLatency
 from drfemu.nodes.live import LiveRuntime
@@ -112,17 +112,22 @@ def _worker(index: int, processes: int, actors: int, in_flight: int, seconds: fl
         loop.close()
 
 
+MAX_SECONDS = 3600.0  # an hour of pings is more than any rate needs
+
+
 def run_live_bench(processes: int = 2, actors: int = 200, in_flight: int = 4, seconds: float = 5.0,
                    warmup: float = 1.0, seed: int = 1) -> LiveBenchResult:
     """Run the live ping benchmark once (see the module's docstring)."""
-    if processes < 1 or actors < processes or in_flight < 1 or seconds <= 0 or warmup < 0:
-        raise InputError("bench --live needs processes >= 1, actors >= processes, in-flight >= 1 and seconds > 0")
+    if not (1 <= processes <= actors and 1 <= in_flight and 0 < seconds <= MAX_SECONDS and 0 <= warmup <= MAX_SECONDS):
+        raise InputError(f"bench --live needs processes >= 1, actors >= processes, in-flight >= 1 and seconds in "
+                         f"(0, {MAX_SECONDS:g}]")
+    checked_pool_size(processes, "--processes")
     context = multiprocessing.get_context("spawn")
     manager = context.Manager()
     try:
         ports = manager.Queue()
         goes = [manager.Queue() for _ in range(processes)]
-        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+        with worker_pool(processes, mp_context=context) as pool:
             futures = [pool.submit(_worker, i, processes, actors, in_flight, seconds, warmup, seed, ports, goes[i])
                        for i in range(processes)]
             addresses: dict[int, Any] = {}

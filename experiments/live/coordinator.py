@@ -32,8 +32,11 @@ Decisions:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hmac
 import json
 import math
+import os
 import signal
 import socket
 import sys
@@ -45,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from drfemu.experiments.live.channel import (
+    CHALLENGE,
     CLOCK,
     CLOCK_BODY,
     ERROR,
@@ -53,11 +57,15 @@ from drfemu.experiments.live.channel import (
     GO,
     HELLO,
     REPORT,
+    SECRET_ENV,
     SETUP,
     STOP,
     LiveError,
     event_loop,
+    new_challenge,
+    proof,
     read_frame,
+    run_secret,
     settle,
     until_signalled,
     write_frame,
@@ -66,6 +74,7 @@ from drfemu.experiments.live.channel import (
 from drfemu.experiments.live.merge import EventMerge
 from drfemu.experiments.running.harness import Harness, RunOutcome
 from drfemu.experiments.running.ledger import TaskLedger
+from drfemu.experiments.running.pools import checked_pool_size
 from drfemu.experiments.running.runner import (
     RunConfig,
     RunResult,
@@ -86,9 +95,13 @@ __all__ = ["BIN_EDGES", "LiveError", "LiveOptions", "quantiles_of", "run_live"]
 
 START_MARGIN = 0.5  # wall seconds between "go" and protocol time 0, for the frames to arrive
 HANDSHAKE_TIMEOUT = 60.0  # wall seconds a worker may take to connect and bind its sockets
+HELLO_LIMIT = 4096  # bytes of a hello: a client that announces more is refused before it is read
 REPORT_TIMEOUT = 30.0
 BIN_EDGES = LATENCY_FLOOR_S * np.logspace(0, LATENCY_BINS // LATENCY_BINS_PER_DECADE,
                                           LATENCY_BINS + 1)  # the edges of `nodes.live.latency_bin`'s bins
+
+
+MAX_TIME_SCALE = 1000.0  # wall seconds per protocol second: a 100 ms tick every 100 s
 
 
 @dataclass(frozen=True)
@@ -149,10 +162,24 @@ def _check(config: RunConfig, options: LiveOptions) -> None:
         raise InputError("drfemu live does not play fault scenarios (--faults); run them virtually")
     if options.processes < 0 or options.remote < 0 or options.processes + options.remote < 1:
         raise InputError("a live run needs at least one worker (--processes, --remote-workers)")
-    if not options.time_scale > 0:
-        raise InputError(f"--time-scale must be above 0, got {options.time_scale}")
+    if options.processes:
+        checked_pool_size(options.processes, "--processes")
+    if not 0 < options.time_scale <= MAX_TIME_SCALE:
+        raise InputError(f"--time-scale must be in (0, {MAX_TIME_SCALE:g}], got {options.time_scale}")
+    host, port = options.listen
+    if not 0 <= port <= 65535:
+        raise InputError(f"--listen {host}:{port}: a port is in [0, 65535] (0: any free one)")
     if options.processes:
         _check_bindable(options.bind)
+
+
+def worker_count(options: LiveOptions, nodes: int) -> LiveOptions:
+    """`options` with no more local workers than there are nodes to deal out (each worker runs at
+    least one node); `InputError` if the remote workers alone outnumber the nodes."""
+    if options.remote > nodes or (options.remote == nodes and options.processes):
+        raise InputError(f"{options.processes + options.remote} workers for {nodes} nodes: each worker needs a node "
+                         f"(at most {nodes} in all)")
+    return dataclasses.replace(options, processes=min(options.processes, nodes - options.remote))
 
 
 def _check_bindable(host: str) -> None:
@@ -164,24 +191,56 @@ def _check_bindable(host: str) -> None:
         raise InputError(f"--bind {host}: cannot bind a UDP socket there ({error.strerror or error})") from None
 
 
-async def _coordinate(params: Mapping[str, Any], config: RunConfig, options: LiveOptions,
-                      loop_name: str, log: Callable[..., Any] | None,
+async def _admit(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, secret: str) -> dict[str, Any] | str:
+    """Challenge a client that connected; its hello if it proves it holds `secret`, else why not.
+    Nothing but the challenge is sent to it before."""
+    challenge = new_challenge()
+    write_frame(writer, CHALLENGE, challenge)
+    try:
+        kind, body = await asyncio.wait_for(read_frame(reader, HELLO_LIMIT), HANDSHAKE_TIMEOUT)
+    except (asyncio.IncompleteReadError, ConnectionError, TimeoutError) as error:
+        return f"no hello ({type(error).__name__ if not str(error) else error})"
+    if kind != HELLO:
+        return f"sent a {chr(kind)!r} frame before its hello"
+    try:
+        hello = json.loads(body)
+        given = hello["proof"]
+        hello["worker"] = int(hello["worker"])
+    except (ValueError, KeyError, TypeError):
+        return "its hello is not a worker's"
+    if not isinstance(given, str) or not hmac.compare_digest(given, proof(secret, challenge)):
+        return f"it did not prove it holds the run's secret ({SECRET_ENV})"
+    return dict(hello)
+
+
+async def _coordinate(params: Mapping[str, Any], config: RunConfig, options: LiveOptions, secret: tuple[str, bool],
+                      size: int, loop_name: str, log: Callable[..., Any] | None,
                       progress: Callable[[float, int], None] | None) -> RunResult:
-    size = len(build_nodes(config, RandomStreams(config.params.seed)).actors)
     count = options.processes + options.remote
     codec = Codec()
     arrivals: asyncio.Queue[_Worker] = asyncio.Queue()
 
+    admitting: dict[asyncio.Future[Any], asyncio.StreamWriter] = {}
+    closing: list[bool] = []
+
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        admitting[task] = writer
         try:
-            kind, body = await read_frame(reader)
-        except (asyncio.IncompleteReadError, ConnectionError):
+            hello = await _admit(reader, writer, secret[0])
+        finally:
+            del admitting[task]
+        if closing:  # the run ended while this client was to prove itself
             writer.close()
             return
-        if kind != HELLO:
+        if isinstance(hello, str):
+            peer = writer.get_extra_info("peername")
+            where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "a client"
+            print(f"drfemu live: refused {where}: {hello}", file=sys.stderr)
             writer.close()
             return
-        await arrivals.put(_Worker(reader, writer, json.loads(body)))
+        await arrivals.put(_Worker(reader, writer, hello))
 
     server = await asyncio.start_server(accept, *options.listen)
     host, port = server.sockets[0].getsockname()[:2]
@@ -191,9 +250,11 @@ async def _coordinate(params: Mapping[str, Any], config: RunConfig, options: Liv
         for index in range(options.processes):
             children.append(await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "drfemu.experiments.live.worker", f"{host}:{port}", str(index),
-                stdin=asyncio.subprocess.DEVNULL, start_new_session=True))  # Ctrl-C reaches the coordinator only
+                stdin=asyncio.subprocess.DEVNULL, start_new_session=True,  # Ctrl-C reaches the coordinator only
+                env={**os.environ, SECRET_ENV: secret[0]}))
         if options.remote:
-            print(f"drfemu live: waiting for {options.remote} remote worker(s): "
+            shown = f"{SECRET_ENV}={secret[0]}" if secret[1] else f"{SECRET_ENV}=<the same as here>"
+            print(f"drfemu live: waiting for {options.remote} remote worker(s): {shown} "
                   f"drfemu live-worker --coordinator {host}:{port} --index N (N = {options.processes}..{count - 1})",
                   file=sys.stderr)
         deadline = time.monotonic() + HANDSHAKE_TIMEOUT
@@ -232,8 +293,15 @@ async def _coordinate(params: Mapping[str, Any], config: RunConfig, options: Liv
                        {"addresses": {k: list(v) for k, v in addresses.items()}, "start": start_wall})
         return await _observe(config, workers, options, loop_name, log, progress)
     finally:
+        closing.append(True)
+        pending = set(admitting)  # clients still to prove themselves: closed, their admission ends at once
+        for writer in admitting.values():
+            writer.close()
+        await asyncio.gather(*pending, return_exceptions=True)
         for worker in workers.values():
             worker.writer.close()
+        while not arrivals.empty():  # admitted after the run had its workers
+            arrivals.get_nowait().writer.close()
         for child in children:
             if child.returncode is None:
                 try:
@@ -427,11 +495,17 @@ def run_live(params: Mapping[str, Any], options: LiveOptions, notice: Callable[[
     Ctrl-C stops every worker before it propagates."""
     config = build_run_config(params)
     _check(config, options)
+    size = len(build_nodes(config, RandomStreams(config.params.seed)).actors)
+    dealt = worker_count(options, size)
+    if dealt.processes < options.processes and notice is not None:
+        notice(f"{size} nodes: starting {dealt.processes} worker process(es), not {options.processes} "
+               "(each worker runs at least one node)")
+    secret = run_secret()
     loop, name = event_loop()
     if name != "uvloop" and notice is not None:
         notice("uvloop is not installed: the live run uses the standard asyncio loop")
     try:
-        return until_signalled(loop, _coordinate(params, config, options, name, log, progress))
+        return until_signalled(loop, _coordinate(params, config, dealt, secret, size, name, log, progress))
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

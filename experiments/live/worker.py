@@ -1,7 +1,8 @@
 """One worker process of a live run (`python -m experiments.live.worker HOST:PORT INDEX
 [BIND]`, or `drfemu live-worker` on another machine).
 
-It connects to the coordinator, builds every node of the run from the parameters it is sent
+It connects to the coordinator, answers its challenge with proof that it holds the run's secret
+(`DRFEMU_LIVE_SECRET`, `channel.proof`), builds every node of the run from the parameters it is sent
 (`runner.build_nodes`: the same objects and random streams as everywhere), keeps the ones
 dealt to it and runs them on a `nodes.live.LiveRuntime`, each on its own UDP socket at its
 bind address. It forwards the nodes' events, and after every allocation tick its protocol
@@ -21,6 +22,7 @@ import traceback
 from typing import Any
 
 from drfemu.experiments.live.channel import (
+    CHALLENGE,
     CLOCK,
     CLOCK_BODY,
     ERROR,
@@ -30,9 +32,11 @@ from drfemu.experiments.live.channel import (
     HELLO,
     READY,
     REPORT,
+    SECRET_ENV,
     SETUP,
     LiveError,
     event_loop,
+    proof,
     read_frame,
     settle,
     until_signalled,
@@ -65,7 +69,7 @@ def _histogram(values: list[float]) -> list[int]:
     return counts
 
 
-async def _worker(coordinator: tuple[str, int], index: int, bind: str | None) -> str | None:
+async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, secret: str) -> str | None:
     """Serve the coordinator; the reason this worker could not (also sent to the coordinator),
     or None."""
     try:
@@ -74,10 +78,20 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None) ->
         return f"cannot reach the coordinator at {coordinator[0]}:{coordinator[1]}: {error.strerror or error}"
     failure: str | None = None
     codec = Codec()
-    write_json(writer, HELLO, {"worker": index, "fingerprint": codec.fingerprint, "pid": os.getpid()})
     runtime = None
     try:
-        kind, body = await read_frame(reader)
+        try:
+            kind, challenge = await read_frame(reader, CHALLENGE_LIMIT)
+            if kind != CHALLENGE:
+                raise ConnectionError
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return f"{coordinator[0]}:{coordinator[1]} is not a drfemu live coordinator (no challenge)"
+        write_json(writer, HELLO, {"worker": index, "fingerprint": codec.fingerprint, "pid": os.getpid(),
+                                   "proof": proof(secret, challenge)})
+        try:
+            kind, body = await read_frame(reader)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return f"the coordinator refused this worker (is {SECRET_ENV} the run's?)"
         if kind != SETUP:
             raise LiveError(f"expected the setup frame, got {chr(kind)!r}")
         setup = json.loads(body)
@@ -154,15 +168,21 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None) ->
     return failure
 
 
+CHALLENGE_LIMIT = 64  # bytes: a coordinator's challenge is 32
+
+
 def worker_main(coordinator: str, index: int, bind: str | None = None) -> str | None:
     """Run one live worker until its coordinator stops it or goes away, or a signal stops it;
     the reason it failed, or None."""
     host, _, port = coordinator.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isdigit() or not 0 < int(port) <= 65535:
         raise InputError(f"--coordinator: expected HOST:PORT, got {coordinator!r}")
+    secret = os.environ.get(SECRET_ENV)
+    if not secret:
+        raise InputError(f"{SECRET_ENV} is not set: set it to the secret drfemu live printed (or was given)")
     loop, _ = event_loop()
     try:
-        return until_signalled(loop, _worker((host, int(port)), index, bind))
+        return until_signalled(loop, _worker((host, int(port)), index, bind, secret))
     finally:
         loop.close()
 

@@ -170,8 +170,11 @@ figcaption{margin-bottom:0.4em}tr.ref td,tr.ref th{color:#666;font-style:italic}
 
 
 def write_report(sweep_dir: Path, out: Path) -> ReportSummary:
-    """Write report.md, report.html and figures/*.png for the sweep in `sweep_dir`."""
+    """Write report.md, report.html and figures/*.png for the sweep in `sweep_dir`; `InputError`
+    if it has no finished run."""
     experiments = load_points(sweep_dir)
+    if not any(p.status == "ok" for _, points in experiments for p in points):
+        raise InputError(f"{sweep_dir} holds no finished run yet: nothing to report")
     figures_dir = out / "figures"
     try:
         figures_dir.mkdir(parents=True, exist_ok=True)

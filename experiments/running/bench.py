@@ -27,10 +27,10 @@ import heapq
 import multiprocessing
 import random
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
+from drfemu.experiments.running.pools import worker_pool
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.gc_tuning import tuned_gc
@@ -223,7 +223,7 @@ def run_bench(
     naive_samples: list[float] = []
     bare_samples: list[float] = []
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=context, max_tasks_per_child=1) as pool:
+    with worker_pool(1, mp_context=context, max_tasks_per_child=1) as pool:
         for _ in range(repeats):
             samples.append(pool.submit(_sample, "runtime", actors, in_flight, latency, messages, seed).result())
             naive_samples.append(pool.submit(_sample, "naive", actors, in_flight, latency, naive_messages, seed).result())

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import multiprocessing
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from drfemu.experiments.running.pools import worker_pool
 from drfemu.experiments.running.runner import build_run_config, run_emulation
 from drfemu.nodes.trace import Diverged, EventTrace
 
@@ -127,7 +128,7 @@ def check_runs(runs: Sequence[tuple[str, Mapping[str, Any]]], workers: int = 1) 
     size of the fresh-process pool (at least 1; the reference and the rerun run here, while
     the pool replays earlier runs)."""
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
+    with worker_pool(max(1, workers), mp_context=context) as pool:
         pending: list[tuple[str, Mapping[str, Any], dict[str, Any], dict[str, Any], Future[dict[str, Any]]]] = []
         for run, params in runs:
             reference = traced_run(params)

@@ -23,7 +23,7 @@ MAX_OVERLAY_NODES = 200_000  # a documented bound: about 0.6 GB of node state at
 OWN: tuple[Param, ...] = (
     Param("nodes", Kind.INT, None, "Nodes (default 1000; with a workload file for --utilities, its server count).",
           ge=2, le=MAX_OVERLAY_NODES),
-    Param("rounds", Kind.INT, 50, "Rounds (allocation ticks) with static utilities.", ge=0, le=10**7, unit="rounds"),
+    Param("rounds", Kind.INT, 50, "Rounds (allocation ticks) with static utilities.", ge=1, le=10**7, unit="rounds"),
     Param("utilities", Kind.TEXT, "random", "random | google | a workload JSON file (utility of eq. 4.2)."),
     Param("perturbations", Kind.INT, 0, "Centre perturbations after the static rounds.", ge=0, le=10**6),
     Param("drop_rank", Kind.INT, 0, "Random utilities: the centre drops below up to this many nodes (0: P).", ge=0,

@@ -45,7 +45,7 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
-from drfemu.nodes.latency import parse_duration, parse_latency
+from drfemu.nodes.latency import US_PER_S, parse_duration, parse_latency
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.params import Kind, Param
@@ -415,7 +415,17 @@ def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) ->
     for name in list(merged):
         if name not in CASE and not _reads(spec, name):
             merged[name] = param(name).default
+    _check_latency_within_run(merged["latency"], merged["max_time"])
     return {p.name: merged[p.name] for p in all_params() if p.name in merged}
+
+
+def _check_latency_within_run(latency: str, max_time: float) -> None:
+    """Refuse a latency whose shortest round trip (a request and its answer) outlasts the whole
+    run: no allocation could ever be made, and the run would end 'stalled' saying nothing."""
+    floor_s = parse_latency(latency, random.Random(0)).floor_us() / US_PER_S
+    if 2 * floor_s >= max_time:
+        raise InputError(f"--latency {latency}: a round trip takes at least {2 * floor_s:g} s, not less than "
+                         f"--max-time {max_time:g} s; no allocation could be made")
 
 
 def _readable(value: Any, base_dir: Path | None, option: str, what: str) -> Path:

@@ -13,15 +13,16 @@ rates stay per virtual second.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import resource
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from drfemu.experiments.running.params import canonical_params
+from drfemu.experiments.running.params import canonical_params, param
+from drfemu.experiments.running.pools import worker_pool
 from drfemu.experiments.running.runner import build_run_config, run_emulation
 from drfemu.protocols.errors import InputError
 
@@ -94,8 +95,10 @@ def run_scale_curve(protocols: Iterable[str] = ("pdgdrf", "dgdrf"), servers: Ite
     protocols, servers = list(protocols), sorted(set(servers))
     if not protocols or not servers:
         raise InputError("the scale curve needs at least one protocol and one size")
-    if min(servers) < 1:
-        raise InputError(f"cluster sizes must be at least 1, got {min(servers)}")
+    low, high = param("machines").ge or 1, param("machines").le or math.inf
+    if not low <= min(servers) <= max(servers) <= high:
+        wrong = min(servers) if min(servers) < low else max(servers)
+        raise InputError(f"--servers: cluster sizes must be in [{low:g}, {high:g}], got {wrong}")
     if not span > 0:
         raise InputError(f"the span of virtual time must be above 0, got {span}")
     for protocol in protocols:  # bad input fails here, before any point runs
@@ -103,7 +106,7 @@ def run_scale_curve(protocols: Iterable[str] = ("pdgdrf", "dgdrf"), servers: Ite
                           "neighbors": neighbors, "max_time": span, "seed": seed})
     points = []
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=context, max_tasks_per_child=1) as pool:
+    with worker_pool(1, mp_context=context, max_tasks_per_child=1) as pool:
         for protocol in protocols:
             for size in servers:
                 point = pool.submit(_point, protocol, size, neighbors, span, seed).result()

@@ -27,12 +27,12 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from drfemu.experiments.running.log_check import check_log
+from drfemu.experiments.running.pools import worker_pool
 from drfemu.experiments.workloads.fault_schedules import ScheduleBounds, random_schedule
 from drfemu.experiments.workloads.google import google_case
 from drfemu.experiments.workloads.model import Workload, WorkloadError
@@ -81,9 +81,17 @@ def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(sizes)
 
 
+MAX_SCHEDULES = 100_000
+"""The most cases a campaign draws: they are all drawn, and their scenarios written, before the
+first run starts (a typo of a few zeros should not fill the disk first)."""
+
+
 def campaign_cases(schedules: int, seed: int, protocols: Sequence[str], sizes: Sequence[tuple[int, int]],
                    bounds: ScheduleBounds = ScheduleBounds()) -> list[CampaignCase]:
-    """The campaign's `schedules` cases, drawn from `seed` alone (see the module)."""
+    """The campaign's `schedules` cases (at most `MAX_SCHEDULES`), drawn from `seed` alone (see
+    the module)."""
+    if not 1 <= schedules <= MAX_SCHEDULES:
+        raise InputError(f"--schedules must be in [1, {MAX_SCHEDULES:,}]")
     rng = random.Random(f"drfemu-campaign-{seed}")
     cases = []
     for k in range(schedules):
@@ -174,6 +182,18 @@ def _case_job(job: tuple[CampaignCase, str, dict[str, Any], RunWorkload]) -> dic
     return run_case(case, Path(path), twin, run)
 
 
+def _earlier_record(line: str) -> dict[str, Any] | None:
+    """A line of an earlier campaign.jsonl as {index, text of its scenario, record}, or None when
+    it cannot be one (a line cut short by a kill, a scenario file since removed): that case is
+    run again."""
+    try:
+        record = json.loads(line)
+        return {"index": int(record["index"]), "text": Path(record["scenario"]).read_text(encoding="utf-8"),
+                "record": record}
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+
+
 def run_campaign(cases: Sequence[CampaignCase], out: Path, run: RunWorkload, workers: int = 1,
                  on_record: Callable[[dict[str, Any], int, int], None] | None = None) -> list[dict[str, Any]]:
     """Run every case on `workers` processes; writes `out/scenarios/NNNN.toml`, the fault-free
@@ -194,13 +214,13 @@ def run_campaign(cases: Sequence[CampaignCase], out: Path, run: RunWorkload, wor
         twins = {tuple(t.pop("case")): t for t in json.loads(twins_path.read_text())}
     finished: dict[int, dict[str, Any]] = {}
     if records_path.is_file():
-        for line in records_path.read_text().splitlines():
-            record = json.loads(line)
-            if record["index"] < len(cases) and cases[record["index"]].scenario == Path(record["scenario"]).read_text():
-                finished[record["index"]] = record
+        for line in records_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            record = _earlier_record(line)
+            if record is not None and record["index"] < len(cases) and cases[record["index"]].scenario == record["text"]:
+                finished[record["index"]] = record["record"]
     missing = [c for c in {case.twin_key(): case for case in cases}.values() if c.twin_key() not in twins]
     done = len(finished)
-    with ProcessPoolExecutor(workers) if workers > 1 else contextlib.nullcontext() as pool:
+    with worker_pool(workers) if workers > 1 else contextlib.nullcontext() as pool:
         mapped = pool.map if pool is not None else map  # one worker: in this process
         for key, twin in mapped(_twin_job, [(case, run) for case in missing]):
             twins[key] = twin

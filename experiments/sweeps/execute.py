@@ -23,22 +23,23 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from drfemu.experiments.running.pools import worker_pool
 from drfemu.experiments.sweeps.config import Experiment, Sweep
 from drfemu.experiments.sweeps.records import Record, load_records, write_atomic, write_record
 from drfemu.experiments.sweeps.tidy import write_tidy
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.registry import GradientUse, get_protocol
 
-__all__ = ["RunPoint", "SweepSummary", "dask_cluster", "execute_run", "order_runs", "process_pool", "run_sweep",
-           "write_manifest"]
+__all__ = ["RunPoint", "SweepSummary", "dask_cluster", "execute_run", "order_runs", "process_pool", "read_manifest",
+           "run_sweep", "write_manifest"]
 
 RunPoint = Callable[[Mapping[str, Any]], dict[str, Any]]
 """Canonical parameters → the run's result document (`experiments.running.runner.run_point`).
@@ -97,11 +98,27 @@ def write_manifest(out: Path, experiments: Iterable[Experiment]) -> None:
     path = out / "sweep.json"
     merged: dict[str, dict[str, Any]] = {}
     if path.exists():
-        for data in json.loads(path.read_text(encoding="utf-8"))["experiments"]:
+        for data in read_manifest(path):
             merged[data["name"]] = data
     for experiment in experiments:
         merged[experiment.name] = experiment.to_dict()
     write_atomic(path, json.dumps({"experiments": list(merged.values())}, indent=1) + "\n")
+
+
+def read_manifest(path: Path) -> list[dict[str, Any]]:
+    """The experiments of a `sweep.json`; `InputError` if it is not one (a corrupt file is the
+    user's to move away: it is never overwritten)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        experiments = document["experiments"]
+        if not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in experiments):
+            raise TypeError
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror}") from None
+    except (ValueError, KeyError, TypeError):  # not JSON, not UTF-8, or not the manifest's shape
+        raise InputError(f"{path} is not a sweep manifest (corrupt?): move it away to start a new sweep "
+                         "there, or restore it to resume") from None
+    return list(experiments)
 
 
 @dataclass(frozen=True)
@@ -118,18 +135,19 @@ Executor = Callable[[list[tuple[str, dict[str, Any]]]], Iterator[Record]]
 
 
 def process_pool(workers: int, run_point: RunPoint) -> Executor:
-    """Runs in `workers` processes (in this process when 1), yielding records as they finish.
+    """Runs in `workers` processes, never more than there are runs (in this process when that
+    is 1), yielding records as they finish.
 
-    A worker that dies takes the runs in flight with it: they are recorded as failed.
+    A worker that dies takes the runs in flight with it: they are recorded as failed. If the
+    caller stops (an interrupt), the workers are killed and their runs left to the next sweep.
     """
 
     def execute(todo: list[tuple[str, dict[str, Any]]]) -> Iterator[Record]:
-        if workers == 1:
+        if min(workers, len(todo)) <= 1:
             for run, params in todo:
                 yield execute_run(run_point, run, params)
             return
-        pool = ProcessPoolExecutor(max_workers=workers)
-        try:
+        with worker_pool(min(workers, len(todo))) as pool:
             futures = {pool.submit(execute_run, run_point, run, params): (run, params) for run, params in todo}
             pending = set(futures)
             while pending:
@@ -139,8 +157,6 @@ def process_pool(workers: int, run_point: RunPoint) -> Executor:
                         yield future.result()
                     except BrokenProcessPool as error:
                         yield failed_record(*futures[future], f"worker process died: {error}")
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
 
     return execute
 
@@ -155,7 +171,7 @@ def dask_cluster(address: str, run_point: RunPoint) -> Executor:
     def execute(todo: list[tuple[str, dict[str, Any]]]) -> Iterator[Record]:
         try:
             client = Client(address, timeout="10s")
-        except (OSError, TimeoutError) as error:
+        except (OSError, TimeoutError, ValueError) as error:  # ValueError: not an address
             raise InputError(f"cannot reach the Dask scheduler at {address}: {error}") from None
         try:
             futures = [client.submit(execute_run, run_point, run, params, key=f"drfemu-{run}", pure=False)
@@ -192,13 +208,16 @@ def run_sweep(
         on_start(len(todo), skipped)
     started = time.perf_counter()
     ran = failed = 0
+    records = executor(todo)
     try:
-        for record in executor(todo):
+        for record in records:
             write_record(out, record)
             ran += 1
             failed += record["status"] != "ok"
             if on_record is not None:
                 on_record(record, ran, len(todo))
     finally:
+        if isinstance(records, Generator):
+            records.close()  # a pool's workers end now, not when the interrupt's traceback is freed
         parquet = write_tidy(out)
     return SweepSummary(len(sweep.runs), skipped, ran, failed, time.perf_counter() - started, parquet)

@@ -24,7 +24,7 @@ import json
 import queue as queue_module
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import nullcontext
 from dataclasses import dataclass
 from multiprocessing import Manager
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.experiments.running.params import canonical_params
+from drfemu.experiments.running.pools import worker_pool
 from drfemu.experiments.sweeps.records import write_atomic
 from drfemu.experiments.workloads.online import online_case
 
@@ -110,6 +111,16 @@ class _Pace:
         return max(0.0, (left + max(0, waiting) * per_run) / self.workers)
 
 
+def _earlier_result(path: Path) -> dict[str, Any] | None:
+    """The result file an earlier replay left at `path`, or None if there is none or it cannot be
+    read as one (a run cut short while writing it, say): that protocol is then run again."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) and "result" in document else None
+
+
 def run_online_protocols(out: Path, protocols: Sequence[str], run_point: RunPoint, params: Mapping[str, Any],
                          minutes: float = 60.0, load_fraction: float = 0.8, seed: int = 1, workers: int = 2,
                          on_done: Callable[[str, dict[str, Any]], None] | None = None,
@@ -119,8 +130,8 @@ def run_online_protocols(out: Path, protocols: Sequence[str], run_point: RunPoin
     `on_progress`, the runs report from their workers and `on_progress` hears where the replay
     stands every `every_s` seconds of wall time (then `run_point` is called with a second
     argument, the run's progress callback, as `runner.run_point` takes it)."""
-    out.mkdir(parents=True, exist_ok=True)
     case = online_case(minutes, load_fraction, None, seed)
+    out.mkdir(parents=True, exist_ok=True)
     workload_path = out / "workload.json"
     case.save(workload_path)
     source = case.source
@@ -129,17 +140,18 @@ def run_online_protocols(out: Path, protocols: Sequence[str], run_point: RunPoin
     for protocol in protocols:
         path = out / f"{protocol}.json"
         stamp = _stamp(source, {**params, "protocol": protocol})
-        if path.exists():
-            done = json.loads(path.read_text(encoding="utf-8"))
-            if done.get("stamp") == stamp:
-                results[protocol] = done["result"]
-                continue
+        done = _earlier_result(path)
+        if done is not None and done.get("stamp") == stamp:
+            results[protocol] = done["result"]
+            continue
         todo.append(protocol)
     points = {p: canonical_params({**params, "protocol": p, "workload": str(workload_path)}) for p in todo}
     last_end = max((t.submit + t.duration for user in case.users for t in user.tasks or ()), default=0.0)
     pace = _Pace(last_end, sum(len(user.tasks or ()) for user in case.users), len(todo),
                  max(1, min(workers, len(todo) or 1)))
-    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool, \
+    if not todo:
+        return {p: results[p] for p in protocols}
+    with worker_pool(max(1, min(workers, len(todo)))) as pool, \
             (Manager() if on_progress is not None else nullcontext()) as manager:
         reports = manager.Queue() if manager is not None else None
         running: dict[Future[dict[str, Any]], str] = {
@@ -201,7 +213,7 @@ def online_rules(run_point: RunPoint, load_fraction: float = 0.8, tick: float = 
         points = {name: canonical_params({"workload": str(path), "protocol": protocol, "tick": tick,
                                           "allocations_per_tick": 0, "stall_ticks": 10**9, **extra})
                   for name, protocol, extra in ONLINE_RULES}
-        with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+        with worker_pool(max(1, min(workers, len(points)))) as pool:
             futures = {name: pool.submit(run_point, params) for name, params in points.items()}
             results = {name: future.result() for name, future in futures.items()}
     for name, _, _ in ONLINE_RULES:

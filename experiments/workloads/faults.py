@@ -394,6 +394,8 @@ def load_scenario(path: Path) -> FaultScenario:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise ScenarioError(f"cannot read fault scenario {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{path}: not a fault scenario (not UTF-8 text)") from None
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -35,6 +35,8 @@ import io
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from drfemu.protocols.errors import InputError
+
 __all__ = ["MACHINE_EVENTS", "TASK_EVENTS", "build_extract"]
 
 MACHINE_EVENTS = "machine_events-part-00000-of-00001.csv.gz"
@@ -132,10 +134,16 @@ def _jobs_first_hour(trace_dir: Path) -> list[list[str]]:
 def build_extract(trace_dir: str | Path, out_dir: str | Path) -> tuple[int, int, int]:
     """Write the extract files; returns (machines, user-request rows, first-hour jobs)."""
     trace, out = Path(trace_dir), Path(out_dir)
+    missing = [name for name in (MACHINE_EVENTS, TASK_EVENTS) if not (trace / name).is_file()]
+    if missing:
+        raise InputError(f"{trace} lacks {' and '.join(missing)} (the clusterdata-2011-2 part files)")
+    try:
+        machines = _machines(trace)
+        requests = _user_requests(trace)
+        jobs = _jobs_first_hour(trace)
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error, ValueError, IndexError) as error:
+        raise InputError(f"{trace}: not readable as clusterdata-2011-2 part files ({error})") from None
     out.mkdir(parents=True, exist_ok=True)
-    machines = _machines(trace)
-    requests = _user_requests(trace)
-    jobs = _jobs_first_hour(trace)
     _write_gzip_csv(out / "machines.csv.gz", ["machine_id", "cpu", "mem"], machines)
     _write_gzip_csv(out / "user_requests.csv.gz", ["user", "cpu", "mem", "tasks"], requests)
     _write_gzip_csv(out / "jobs_first_hour.csv.gz", ["user", "submit", "schedule", "end", "end_event", "cpu", "mem"],

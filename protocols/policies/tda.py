@@ -67,6 +67,11 @@ def _max_tasks(room: Sequence[Fraction], demand: Sequence[Fraction]) -> int:
     return min(int(r // d) for r, d in zip(room, demand) if d > 0)
 
 
+MAX_ALLOCATIONS = 5_000
+"""The most saturated allocations `tda` weighs (user 1's task counts 0..n): it compares every
+pair of them, so its time grows with the square — about 6 s at this bound."""
+
+
 def saturated_allocations(capacity: Sequence[float], demand_1: Sequence[float],
                           demand_2: Sequence[float]) -> list[tuple[int, int]]:
     """Every saturated allocation (tasks of user 1, tasks of user 2), user 1's count ascending."""
@@ -94,6 +99,11 @@ def tda(capacity: Sequence[float], demands: Sequence[Sequence[float]]) -> TdaRes
         raise PolicyInputError(f"TDA is defined for exactly two users, got {len(demands)}")
     cap_f, users = check_pool(capacity, demands)
     cap = _exact(cap_f)
+    most = _max_tasks(cap, _exact(users[0])) + 1
+    if most > MAX_ALLOCATIONS:
+        raise PolicyInputError(f"the pool holds {most - 1:,} tasks of user 1: TDA weighs every pair of saturated "
+                               f"allocations (quadratic), and is bounded to {MAX_ALLOCATIONS:,} of them (a few "
+                               "seconds); scale the capacity and demands down")
     s = [max(Fraction(d) / c for d, c in zip(demand, cap)) for demand in users]
     allocations = saturated_allocations(cap_f, *users)
     shares = {a: (a[0] * s[0], a[1] * s[1]) for a in allocations}
