@@ -104,7 +104,8 @@ def sweep(config: str | Path | Mapping[str, Any] | Sweep, out: str | Path, *, wo
         plan = config
     else:
         plan = load_sweep(Path(config)) if isinstance(config, (str, Path)) else sweep_from_document(config)
-    executor = dask_cluster(dask, run_point) if dask is not None else process_pool(workers or available_cores(), run_point)
+    executor = (dask_cluster(dask, run_point) if dask is not None
+                else process_pool(workers or available_cores(), run_point))
     return run_sweep(plan, Path(out), executor, on_record=on_record, on_start=on_start)
 
 

@@ -99,9 +99,11 @@ def test_the_writability_probe_writes_and_leaves_nothing(tmp_path: Path) -> None
     ["sweep", "{config}", "--out", "made/o", "--dask", "notanaddress"],
     ["workload", "extract", "{dir}/empty", "made/o"],
     ["report", "{dir}/unfinished", "--out", "made/o"],
+    ["run", "--workload", "{dir}/too-big.json", "--log", "made.jsonl"],
 ])
 def test_a_failed_command_leaves_nothing_it_created(args: list[str], scratch: Path) -> None:
     config = _sweep_config(scratch, seeds=1)
+    _too_big(scratch / "too-big.json")
     (scratch / "empty").mkdir()
     (scratch / "unfinished" / "runs").mkdir(parents=True)
     (scratch / "unfinished" / "sweep.json").write_text(json.dumps({"experiments": []}))
@@ -111,13 +113,20 @@ def test_a_failed_command_leaves_nothing_it_created(args: list[str], scratch: Pa
     assert sorted(p.name for p in scratch.iterdir()) == before
 
 
-# --- output where asked -------------------------------------------------------------------------
+# --- output where asked ---------------------------------------------------------------------------
 
 
-def test_a_sweep_refuses_a_folder_of_other_files(scratch: Path) -> None:
+@pytest.mark.parametrize("command", [
+    ["sweep", "{config}", "--out", "{dir}"],
+    ["trace-replay", "--minutes", "1", "--protocols", "drf", "--out", "{dir}"],
+    ["faults-campaign", "--schedules", "1", "--protocols", "drf", "--out", "{dir}"],
+])
+def test_a_folder_of_other_files_is_refused_as_out(command: list[str], scratch: Path) -> None:
     config = _sweep_config(scratch, seeds=1)
-    one_line_error(drfemu("sweep", str(config), "--out", str(scratch), cwd=scratch), "holds files and no sweep")
-    assert not (scratch / "runs").exists()
+    before = sorted(p.name for p in scratch.iterdir())
+    done = drfemu(*(a.format(dir=scratch, config=config) for a in command), cwd=scratch)
+    one_line_error(done, "a folder that holds other files")
+    assert sorted(p.name for p in scratch.iterdir()) == before
 
 
 # --- silent accepts -----------------------------------------------------------------------------
@@ -133,11 +142,13 @@ def test_a_sweep_refuses_a_folder_of_other_files(scratch: Path) -> None:
     (["report", "{dir}/hollow"], "not a run record"),
     (["policy", "tda", "--capacity", "1e9,1e9", "--demand", "1,2", "--demand", "2,1"], "bounded to"),
     (["experiment", "adrf-swm", "--draws", "1000000000"], "--draws"),
+    (["bench", "--seconds", "2"], "--seconds does not apply to the engine benchmark"),
+    (["experiment", "adrf-swm", "--tick", "1"], "--tick does not apply to experiment adrf-swm"),
+    (["check-log", "/dev/zero"], "not a regular file"),
+    (["sweep", "/dev/zero", "--out", "o"], "not a regular file"),
 ])
 def test_a_meaningless_input_is_refused_in_one_line(args: list[str], needle: str, scratch: Path) -> None:
-    (scratch / "too-big.json").write_text(json.dumps({
-        "resources": ["cpu", "mem"], "servers": [{"id": "s", "capacity": [1, 1]}],
-        "users": [{"id": "u", "demand": [2, 1]}]}))
+    _too_big(scratch / "too-big.json")
     config = _sweep_config(scratch, seeds=1)
     assert drfemu("sweep", str(config), "--out", "sweep", "--workers", "1", cwd=scratch).returncode == 0
     hollow = scratch / "hollow"
@@ -186,7 +197,7 @@ def test_no_more_workers_start_than_there_are_runs(scratch: Path) -> None:
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_ends_a_sweep_and_its_workers_and_the_tables_match_the_records(number: int,
                                                                                scratch: Path) -> None:
-    config = _sweep_config(scratch, seeds=40, machines=60, users=10)
+    config = _sweep_config(scratch, seeds=40, machines=20, users=4)
     out = scratch / "o"
     sweep = subprocess.Popen([sys.executable, "-m", "drfemu", "sweep", str(config), "--out", str(out),
                               "--workers", "2"], cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -296,6 +307,12 @@ def test_zero_needs_no_unit(scratch: Path) -> None:
     one_line_error(drfemu("run", "--tick", "0", cwd=scratch), "--tick must be at least")
     done = drfemu("run", "--sample-every", "0", "--machines", "5", "--users", "2", "--max-time", "5s", cwd=scratch)
     assert done.returncode == 0, done.stderr
+
+
+def _too_big(path: Path) -> None:
+    """A workload whose one user's task fits on no server."""
+    path.write_text(json.dumps({"resources": ["cpu", "mem"], "servers": [{"id": "s", "capacity": [1, 1]}],
+                                "users": [{"id": "u", "demand": [2, 1]}]}))
 
 
 def _sweep_config(folder: Path, seeds: int, machines: int = 6, users: int = 2) -> Path:

@@ -6,13 +6,12 @@ A capacity violation (a protocol bug caught by the checks) exits with status 3. 
 exception is a bug in drfemu: its traceback is printed, then one line, and the exit status
 is 70 (`EX_SOFTWARE`). An `OSError` no command answered itself — a path of the user's that
 cannot be read or written, a disk that filled up mid-run — is one line naming the path and the
-system's reason, exit 2; a closed stdout (`drfemu … | head`) ends quietly with 141. SIGINT,
+system's reason, exit 2 (a closed stdout, `drfemu … | head`, ends quietly: click's exit 1). SIGINT,
 SIGTERM and SIGHUP stop every command alike (`cli.stopping`): exit 130, 143 or 129.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 
@@ -78,9 +77,6 @@ def _run(argv: list[str] | None) -> int:
         return _fail(f"live run failed: {error}", 1)
     except CapacityViolation as error:
         return _fail(f"capacity violation (protocol bug, run aborted): {error}", 3)
-    except BrokenPipeError:  # `drfemu … | head`: the reader left; say nothing more to it
-        _quiet_stdout()
-        return 141  # 128 + SIGPIPE, as a shell reports it
     except OSError as error:  # a user's path that cannot be read or written, or a full disk
         return _fail(f"error: {_os_error_line(error)}", 2)
     except Exception as error:  # noqa: BLE001 - anything else is a bug: show where it happened
@@ -101,11 +97,3 @@ def _os_error_line(error: OSError) -> str:
     paths = f"{error.filename} → {error.filename2}" if error.filename2 is not None else str(error.filename)
     return f"{paths}: {reason}"
 
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so that flushing it at exit cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass

@@ -29,19 +29,24 @@ def bench(
                       ] = None,
     in_flight: Annotated[int | None, typer.Option(help="Messages in flight per actor [default: 10; 4 with --live].")
                          ] = None,
-    repeats: Annotated[int, typer.Option(help="Timed samples per design (best is kept).")] = 3,
+    repeats: Annotated[int | None, typer.Option(help="Timed samples per design (best is kept) [default: 3].")
+                       ] = None,
     live: Annotated[bool, typer.Option("--live", help="Measure the live runtime instead: pings over loopback UDP "
                                                       "between --processes worker processes.")] = False,
-    processes: Annotated[int, typer.Option(help="With --live: worker processes.")] = 2,
-    seconds: Annotated[float, typer.Option(help="With --live: wall seconds measured (after 1 s of warm-up).")] = 5.0,
+    processes: Annotated[int | None, typer.Option(help="With --live: worker processes [default: 2].")] = None,
+    seconds: Annotated[float | None, typer.Option(help="With --live: wall seconds measured (after 1 s of warm-up) "
+                                                       "[default: 5].")] = None,
     scale: Annotated[bool, typer.Option("--scale", help="Measure the cost curve instead: distributed protocols at "
                                                         "growing cluster sizes (docs/performance.md).")] = False,
-    servers: Annotated[str, typer.Option(help="With --scale: cluster sizes, comma-separated.")
-                       ] = "100,300,1000,3000,10000",
-    protocols: Annotated[str, typer.Option(help="With --scale: protocols, comma-separated.")] = "pdgdrf,dgdrf",
-    span: Annotated[str, typer.Option(help="With --scale: virtual time each point runs.")] = "10s",
-    neighbors: Annotated[int, typer.Option(help="With --scale: gradient neighbours P.")] = 2,
-    figure: Annotated[Path | None, typer.Option(help="With --scale: write the log-log figure here (.png, .pdf, .svg, …).")] = None,
+    servers: Annotated[str | None, typer.Option(help="With --scale: cluster sizes, comma-separated "
+                                                     "[default: 100,300,1000,3000,10000].")] = None,
+    protocols: Annotated[str | None, typer.Option(help="With --scale: protocols, comma-separated "
+                                                       "[default: pdgdrf,dgdrf].")] = None,
+    span: Annotated[str | None, typer.Option(help="With --scale: virtual time each point runs [default: 10s].")
+                    ] = None,
+    neighbors: Annotated[int | None, typer.Option(help="With --scale: gradient neighbours P [default: 2].")] = None,
+    figure: Annotated[Path | None, typer.Option(help="With --scale: write the log-log figure here (.png, .pdf, "
+                                                     ".svg, …).")] = None,
     baseline: Annotated[Path | None, typer.Option(help="With --scale: an earlier curve (its --json), drawn dashed "
                                                        "in the figure beside this one.")] = None,
 ) -> None:
@@ -50,8 +55,20 @@ def bench(
     --scale, the cost of the distributed protocols as the cluster grows)."""
     if live and scale:
         raise CliError("--live and --scale measure different things; give one of them")
-    if not scale and (figure is not None or baseline is not None):
-        raise CliError("--figure and --baseline draw the cost curve: give them with --scale")
+    mode = "--scale" if scale else "--live" if live else "the engine benchmark"
+    scale_only: dict[str, object] = {"--servers": servers, "--protocols": protocols, "--span": span,
+                                     "--neighbors": neighbors, "--figure": figure, "--baseline": baseline}
+    live_only: dict[str, object] = {"--processes": processes, "--seconds": seconds}
+    if scale:
+        foreign = {**live_only, "--actors": actors, "--in-flight": in_flight, "--repeats": repeats}
+    elif live:
+        foreign = {**scale_only, "--repeats": repeats}
+    else:
+        foreign = {**scale_only, **live_only}
+    given = [name for name, value in foreign.items() if value is not None]
+    if given:
+        raise CliError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {mode}")
+    repeats = 3 if repeats is None else repeats
     if not 1 <= repeats <= 100:
         raise CliError("--repeats must be in [1, 100]")
     for name, value, high in (("--actors", actors, 1_000_000), ("--in-flight", in_flight, 10_000)):
@@ -60,11 +77,12 @@ def bench(
     if json_path is not None:
         check_writable(json_path, "--json")
     if scale:
-        _bench_scale(json_path, figure, baseline, servers, protocols, span, neighbors)
+        _bench_scale(json_path, figure, baseline, servers or "100,300,1000,3000,10000", protocols or "pdgdrf,dgdrf",
+                     span or "10s", 2 if neighbors is None else neighbors)
         return
     if live:
-        _bench_live(json_path, processes, 200 if actors is None else actors, 4 if in_flight is None else in_flight,
-                    seconds)
+        _bench_live(json_path, 2 if processes is None else processes, 200 if actors is None else actors,
+                    4 if in_flight is None else in_flight, 5.0 if seconds is None else seconds)
         return
     actors = 1000 if actors is None else actors
     in_flight = 10 if in_flight is None else in_flight

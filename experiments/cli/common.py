@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -109,6 +109,14 @@ def check_writable(path: Path, option: str | None = None) -> None:
         path.unlink()
 
 
+def check_page(path: Path, option: str) -> None:
+    """Refuse a page that is read and rewritten (a report whose other parts are kept) unless it is
+    a regular file or a new path, and one that cannot be written."""
+    if path.exists() and not path.is_file():
+        raise CliError(f"{option} {path}: not a regular file (the page is read, then rewritten)")
+    check_writable(path, option)
+
+
 def check_plot_path(path: Path, option: str) -> None:
     """Refuse a figure path whose extension matplotlib cannot write (it must name a file), or
     that cannot be written."""
@@ -122,13 +130,25 @@ def check_plot_path(path: Path, option: str) -> None:
 
 
 @contextmanager
-def output_directory(path: Path, option: str = "--out") -> Iterator[Path]:
+def output_directory(path: Path, option: str = "--out", owned_by: tuple[str, ...] = ()) -> Iterator[Path]:
     """`path` as a directory to write into: created (with its parents) if missing and checked
     writable with a probe file; if the command then fails (an exception), every directory this
     created is removed again, with what was written into it. A command that ends by `typer.Exit`
-    or is interrupted keeps what it wrote: it can be read, or resumed."""
+    or is interrupted keeps what it wrote: it can be read, or resumed.
+
+    With `owned_by` (file names the command writes there), an existing folder must be empty or
+    hold one of them: the command's own earlier output, which it resumes or rewrites. A folder of
+    other files is refused, so that nothing is scattered among them (`--out /`)."""
     if path.exists() and not path.is_dir():
         raise CliError(f"{option} {path}: not a directory")
+    if owned_by and path.is_dir() and not any((path / name).exists() for name in owned_by):
+        try:
+            empty = next(path.iterdir(), None) is None
+        except OSError as error:
+            raise CliError(f"{option} {path}: {error.strerror}") from None
+        if not empty:
+            raise CliError(f"{option} {path}: a folder that holds other files (none of {', '.join(owned_by)}); "
+                           "give a new or empty folder, or this command's earlier one")
     missing = [p for p in (path, *path.parents) if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -189,7 +209,8 @@ def eta(started: float, done: int, total: int) -> str:
     if done <= 0:
         return "ETA –"
     left = (time.monotonic() - started) / done * (total - done)
-    return f"ETA {left / 60:.0f} min {left % 60:02.0f} s" if left >= 60 else f"ETA {left:.0f} s"
+    minutes, seconds = divmod(round(left), 60)
+    return f"ETA {minutes} min {seconds:02d} s" if minutes else f"ETA {seconds} s"
 
 
 def write_text(path: Path, text: str) -> None:
@@ -216,6 +237,8 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 
 def read_json(path: Path, prefix: str = "") -> Any:
     """The JSON document at `path`; one line (`prefix` first) when it cannot be read or parsed."""
+    if path.exists() and not path.is_file():
+        raise CliError(f"{prefix}{path}: not a regular file")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
@@ -230,10 +253,12 @@ def read_json(path: Path, prefix: str = "") -> Any:
 def run_log_file(path: Path | None) -> Iterator[Callable[[dict[str, Any]], None] | None]:
     """A structlog JSON-lines writer of the run log's records (`drfemu run --log`;
     `experiments.running.run_log`), or None. A write that fails mid-run (a full disk) is one
-    line naming the file; the lines written before it stay whole."""
+    line naming the file; the lines written before it stay whole. A new log is removed again if
+    the command fails on a user's error (`InputError`); a bug's or a violation's log is kept."""
     if path is None:
         yield None
         return
+    existed = path.exists()
     try:
         handle = path.open("w", encoding="utf-8")
     except OSError as error:
@@ -251,6 +276,12 @@ def run_log_file(path: Path | None) -> Iterator[Callable[[dict[str, Any]], None]
 
     try:
         yield write
+    except InputError:
+        with suppress(OSError):  # the failure being raised says it already
+            handle.close()
+        if not existed and path.is_file():
+            path.unlink()  # a user's error: the command leaves nothing it created (a bug's log is kept)
+        raise
     finally:
         try:
             handle.close()

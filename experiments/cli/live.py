@@ -68,7 +68,7 @@ def live(**options: Any) -> None:
 
         result = run_live(params, live_options, notice=lambda text: print(f"drfemu: {text}", file=sys.stderr),
                           log=labelled_log(case, writer) if writer else None, progress=progress)
-    warn_unplaceable(result, case)
+        warn_unplaceable(result, case)
     out.print(summary_table(result))
     out.print(_live_table(result.to_dict()))
     if json_path is not None:

@@ -89,7 +89,8 @@ def overlay_signature() -> inspect.Signature:
     parameters among them under their run spelling (`--neighbors`, not `--view`)."""
     return inspect.Signature([*declared_options(overlay_params()),
                               output_option("json_path", "--json", "Write the result as JSON."),
-                              output_option("plot", "--plot", "Write a figure of convergence (and recovery): .png, .pdf, .svg, …")])
+                              output_option("plot", "--plot",
+                                            "Write a figure of convergence (and recovery): .png, .pdf, .svg, …")])
 
 
 overlay.__signature__ = overlay_signature()  # type: ignore[attr-defined]
@@ -98,10 +99,10 @@ app.command()(overlay)
 
 @app.command("overlay-study")
 def overlay_study_command(
-    seeds: Annotated[int, typer.Option(help="Seeds of the convergence study.", min=1)] = 5,
-    rounds: Annotated[int, typer.Option(help="Rounds observed per run.", min=1)] = 50,
+    seeds: Annotated[int, typer.Option(help="Seeds of the convergence study.", min=1, max=1000)] = 5,
+    rounds: Annotated[int, typer.Option(help="Rounds observed per run.", min=1, max=100_000)] = 50,
     perturbations: Annotated[int, typer.Option(help="Centre perturbations of the recovery study (0: skip it).",
-                                               min=0)] = 100,
+                                               min=0, max=1_000_000)] = 100,
     csv: Annotated[Path | None, typer.Option(help="Also write every round of seed 1 as CSV.")] = None,
 ) -> None:
     """The overlay study behind docs/overlay.md (Markdown on stdout): convergence per P, recovery."""

@@ -128,7 +128,8 @@ def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> dict[st
     params = canonical_params(given)
     for option in unread_given(given):
         print(f"drfemu: warning: {option} is not read by protocol {params['protocol']}; ignored", file=sys.stderr)
-    if params["faults"] is not None and not Path(params["faults"]).read_text(encoding="utf-8", errors="replace").strip():
+    faults = params["faults"]
+    if faults is not None and not Path(faults).read_text(encoding="utf-8", errors="replace").strip():
         print(f"drfemu: warning: --faults {given['faults']} is empty: no fault is played (resilience is on, as with "
               "configs/faults/none.toml)", file=sys.stderr)
     for path in paths:
@@ -164,7 +165,7 @@ def run(**options: Any) -> None:
             report(f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
 
         result = api.run_config(config, allocation_log=writer or False, progress=progress, run_log=writer)
-    warn_unplaceable(result, config.workload)
+        warn_unplaceable(result, config.workload)
     out.print(summary_table(result))
     if json_path is not None:
         write_json(json_path, result.to_dict())

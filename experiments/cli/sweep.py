@@ -22,6 +22,7 @@ from rich.progress import (
 from drfemu.experiments.cli.common import (
     CliError,
     app,
+    check_page,
     check_plot_path,
     check_writable,
     err,
@@ -40,7 +41,8 @@ from drfemu.protocols.registry import get_protocol
 def sweep(
     config: Annotated[Path, typer.Argument(help="Sweep config (TOML), see configs/.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for the run records and tables.")],
-    workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores; at most 4 per core, never more than runs).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores; at most 4 per "
+                                                     "core, never more than runs).")] = None,
     dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
 ) -> None:
     """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""
@@ -51,11 +53,10 @@ def sweep(
         raise CliError("give --workers or --dask, not both (a Dask cluster has its own workers)")
     plan = load_sweep(config)
     n_workers = pool_size(workers, len(plan.runs))
-    check_sweep_directory(out_dir)
     points = sum(len(e.points) for e in plan.experiments)
     failures: list[str] = []
     done = [0]
-    with output_directory(out_dir), \
+    with output_directory(out_dir, owned_by=("sweep.json",)), \
             Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                      TextColumn("ETA"), TimeRemainingColumn(), console=err, disable=not err.is_terminal) as bar:
         out.print(f"sweep {config}: {len(plan.experiments)} experiment(s), {points} points, {len(plan.runs)} distinct "
@@ -103,19 +104,6 @@ def protocol_list(text: str) -> list[str]:
     return names
 
 
-def check_sweep_directory(path: Path) -> None:
-    """Refuse an --out that holds files but is no sweep's (a sweep writes into its folder; it
-    must not scatter its files among someone else's)."""
-    if path.is_dir() and not (path / "sweep.json").exists():
-        try:
-            empty = next(path.iterdir(), None) is None
-        except OSError as error:
-            raise CliError(f"--out {path}: {error.strerror}") from None
-        if not empty:
-            raise CliError(f"--out {path}: a folder that holds files and no sweep (no sweep.json); "
-                           "give a new or empty folder, or an earlier sweep's to resume it")
-
-
 @app.command()
 def report(
     sweep_dir: Annotated[Path, typer.Argument(help="A sweep's --out directory.")],
@@ -125,7 +113,7 @@ def report(
     from drfemu.experiments.reports.render import write_report
 
     target = out_dir if out_dir is not None else sweep_dir / "report"
-    with output_directory(target):
+    with output_directory(target, owned_by=("report.md", "report.html")):
         written = write_report(sweep_dir, target)
     out.print(f"report: {written.tables} tables, {written.figures} figures from {written.runs} finished runs "
               f"({written.missing} points without a result) → {target / 'report.md'}, {target / 'report.html'}")
@@ -147,6 +135,8 @@ def grid(
         if path is not None:
             check_writable(path)
     if from_json is not None:
+        if from_json.exists() and not from_json.is_file():
+            raise CliError(f"--from-json {from_json}: not a regular file")
         try:
             rows = json.loads(from_json.read_text(encoding="utf-8"))["runs"]
         except OSError as error:
@@ -219,7 +209,7 @@ def fault_report_command(
 
     if not (sweep_dir / "runs").is_dir():
         raise CliError(f"{sweep_dir}: no runs/ directory (run drfemu sweep configs/faults.toml --out {sweep_dir})")
-    check_writable(out_path, "--out")
+    check_page(out_path, "--out")
     if figure is not None:
         check_plot_path(figure, "--figure")
     figure = figure if figure is not None else out_path.parent / "figures" / "faults-crash.png"
@@ -258,9 +248,10 @@ def faults_campaign(
         raise CliError("--max-loss must be in [0, 0.2]: the protocols promise to end at up to 20 % loss")
     names = sorted(PROTOCOLS) if protocols_.strip() == "all" else protocol_list(protocols_)
     if report is not None:
-        check_writable(report, "--report")
+        check_page(report, "--report")
     drawn = campaign_cases(schedules, seed, names, parse_sizes(sizes), ScheduleBounds(max_loss=max_loss))
-    with output_directory(out_dir), resumable(f"each finished case is kept in {out_dir / 'campaign.jsonl'}"):
+    with output_directory(out_dir, owned_by=("campaign.jsonl", "twins.json", "scenarios")), \
+            resumable(f"each finished case is kept in {out_dir / 'campaign.jsonl'}"):
         records = _campaign(drawn, out_dir, workers, schedules, names, sizes, seed)
     _campaign_table_and_page(records, out_dir, report, schedules, seed, sizes, max_loss)
 
@@ -323,7 +314,7 @@ def trace_replay(
     protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols.")] = ONLINE_PROTOCOLS,
     minutes: Annotated[float, typer.Option(help="The first minutes of the trace (at most 60).")] = 60.0,
     load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the offered load.")] = 0.8,
-    seed: Annotated[int, typer.Option(help="Seed of the machine draw and of the runs.")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the machine draw and of the runs.", min=0, max=2**63 - 1)] = 1,
     workers: Annotated[int, typer.Option(help="Runs in parallel.")] = 2,
     report: Annotated[Path | None, typer.Option(help="Write the Markdown report (figures beside it).")] = None,
 ) -> None:
@@ -350,7 +341,8 @@ def trace_replay(
         def progress(state: ReplayProgress) -> None:
             say(f"trace-replay: {state.line()}")
 
-        with output_directory(out_dir), resumable(f"each finished protocol's result is kept in {out_dir}"):
+        with output_directory(out_dir, owned_by=("workload.json",)), \
+                resumable(f"each finished protocol's result is kept in {out_dir}"):
             results = run_online_protocols(out_dir, names, run_point, {"seed": seed}, minutes, load_fraction, seed,
                                            n_workers, done, progress)
     if report is not None:

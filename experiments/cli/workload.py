@@ -74,7 +74,8 @@ def workload_extract(
 
     if not trace_dir.is_dir():
         raise CliError(f"{trace_dir} is not a directory")
-    with output_directory(out_dir, "OUT_DIR"):
+    with output_directory(out_dir, "OUT_DIR", owned_by=("machines.csv.gz", "user_requests.csv.gz",
+                                                        "jobs_first_hour.csv.gz")):
         machines, rows, jobs = build_extract(trace_dir, out_dir)
     out.print(f"{machines} machines, {rows} user-request rows, {jobs} first-hour jobs written to {out_dir}")
 

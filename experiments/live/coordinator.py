@@ -198,8 +198,12 @@ async def _admit(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sec
     write_frame(writer, CHALLENGE, challenge)
     try:
         kind, body = await asyncio.wait_for(read_frame(reader, HELLO_LIMIT), HANDSHAKE_TIMEOUT)
-    except (asyncio.IncompleteReadError, ConnectionError, TimeoutError) as error:
-        return f"no hello ({type(error).__name__ if not str(error) else error})"
+    except TimeoutError:
+        return f"it said nothing within {HANDSHAKE_TIMEOUT:g} s"
+    except asyncio.IncompleteReadError:
+        return "it closed the connection before its hello"
+    except ConnectionError as error:
+        return f"no hello ({error})"
     if kind != HELLO:
         return f"sent a {chr(kind)!r} frame before its hello"
     try:

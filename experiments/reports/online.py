@@ -105,6 +105,9 @@ def kept_part(page: Path) -> str:
     without the marker raises `InputError` (one line), so nothing written there is lost."""
     if not page.exists():
         return ""
+    if not page.is_file():
+        raise InputError(f"{page}: not a regular file (the report page's text above the marker is kept, so it is "
+                         "read first)")
     text = page.read_text(encoding="utf-8")
     if MARKER not in text:
         raise InputError(f"{page} exists without the line {MARKER!r}: add it where the generated part starts "

@@ -137,6 +137,8 @@ def _hold_devices(used: list[float], amount: float, devices: list[int]) -> str |
 
 def check_log_file(path: Path) -> LogCheck:
     """`check_log` of a JSON-lines file; a file that is not such a log is one `InputError` line."""
+    if path.exists() and not path.is_file():
+        raise InputError(f"{path}: not a regular file")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as error:

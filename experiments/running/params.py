@@ -45,6 +45,7 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
+from drfemu.experiments.workloads.model import MAX_NODES
 from drfemu.nodes.latency import US_PER_S, parse_duration, parse_latency
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
 from drfemu.protocols.errors import InputError
@@ -66,9 +67,9 @@ CORE: tuple[Param, ...] = (
     Param("workload", Kind.TEXT, GOOGLE, "'google' (a case drawn from the Google 2011 trace), 'gpu-cluster' (a GPU-sharing cluster, "
           "experiments.workloads.gpu_cluster) or a workload JSON file."),
     Param("machines", Kind.INT, 100, "Machines drawn (with --workload google or gpu-cluster).", ge=1,
-          le=100_000),
+          le=MAX_NODES),
     Param("users", Kind.INT, 20, "Users drawn (with --workload google or gpu-cluster).", ge=1,
-          le=100_000),
+          le=MAX_NODES),
     Param("seed", Kind.INT, 1, "Root seed of every random stream.", ge=0, le=2**63 - 1, echo="seed"),
     Param("case_seed", Kind.INT, None, "Seed of the Google case draw (default: --seed).", ge=0, le=2**63 - 1),
     Param("tick", Kind.DURATION, 0.1, "Allocation tick.", ge=1e-6, unit="s", echo="tick_s"),

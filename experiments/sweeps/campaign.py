@@ -216,7 +216,9 @@ def run_campaign(cases: Sequence[CampaignCase], out: Path, run: RunWorkload, wor
     if records_path.is_file():
         for line in records_path.read_text(encoding="utf-8", errors="replace").splitlines():
             record = _earlier_record(line)
-            if record is not None and record["index"] < len(cases) and cases[record["index"]].scenario == record["text"]:
+            if record is None or record["index"] >= len(cases):
+                continue
+            if cases[record["index"]].scenario == record["text"]:
                 finished[record["index"]] = record["record"]
     missing = [c for c in {case.twin_key(): case for case in cases}.values() if c.twin_key() not in twins]
     done = len(finished)

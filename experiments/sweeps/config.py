@@ -154,6 +154,8 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
     path = path.resolve()
     if path in seen:
         raise _fail(path, "includes itself")
+    if path.exists() and not path.is_file():
+        raise _fail(path, "not a regular file")
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:

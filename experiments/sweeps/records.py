@@ -44,7 +44,8 @@ def load_records(out: Path) -> dict[str, Record]:
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
             raise InputError(f"{path}: not a run record ({type(error).__name__}); delete it to re-run that point") from None
         if not (isinstance(record, dict) and isinstance(record.get("id"), str) and record.get("status") in ("ok", "failed")
-                and isinstance(record.get("params"), dict) and (record["status"] != "ok" or _is_result(record.get("result")))):
+                and isinstance(record.get("params"), dict)
+                and (record["status"] != "ok" or _is_result(record.get("result")))):
             raise InputError(f"{path}: not a run record (it needs id, params, status and, when ok, a result document "
                              "with its schema_version); delete it to re-run that point")
         records[record["id"]] = record

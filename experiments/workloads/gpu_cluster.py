@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drfemu.experiments.workloads.model import Server, User, Workload, WorkloadError
+from drfemu.experiments.workloads.model import MAX_NODES, Server, User, Workload, WorkloadError
 from drfemu.nodes.streams import RandomStreams
 
 __all__ = ["FRACTIONS", "SERVER_KINDS", "gpu_cluster_case"]
@@ -49,6 +49,8 @@ def gpu_cluster_case(servers: int, users: int, seed: int = 1, gpu_users: float =
     """A GPU-sharing cluster of `servers` and endless `users` (see the module docstring)."""
     if servers < 1 or users < 1:
         raise WorkloadError("a GPU cluster case needs at least 1 server and 1 user")
+    if servers > MAX_NODES or users > MAX_NODES:
+        raise WorkloadError(f"a GPU cluster case has at most {MAX_NODES:,} servers and {MAX_NODES:,} users")
     if not (0 <= gpu_users <= 1 and 0 <= whole <= 1):
         raise WorkloadError("gpu_users and whole must be fractions in [0, 1]")
     rng = RandomStreams(seed).numpy("workload/gpu-cluster")

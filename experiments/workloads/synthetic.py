@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from drfemu.experiments.workloads.model import MAX_TASKS, Server, Task, User, Workload, WorkloadError
+from drfemu.experiments.workloads.model import MAX_NODES, MAX_TASKS, Server, Task, User, Workload, WorkloadError
 from drfemu.experiments.workloads.processes import Draw, arrival_process, duration_distribution
 from drfemu.nodes.streams import RandomStreams
 from drfemu.protocols.resources import fits
@@ -57,6 +57,8 @@ def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", 
         raise WorkloadError("holders and demanders must be fractions in (0, 1]")
     if servers < 1 or users < 1:
         raise WorkloadError("a synthetic case needs at least 1 server and 1 user")
+    if servers > MAX_NODES or users > MAX_NODES:
+        raise WorkloadError(f"a synthetic case has at most {MAX_NODES:,} servers and {MAX_NODES:,} users")
     if not 0 <= tasks <= MAX_TASKS // users:
         raise WorkloadError(f"tasks per user must be in [0, {MAX_TASKS // users:,}]")
     submit_times, run_times = arrival_process(arrivals), duration_distribution(durations)
