@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -19,7 +20,7 @@ import pytest
 
 from drfemu.experiments.cli.common import CliError, check_writable
 from drfemu.experiments.live.channel import proof
-from drfemu.experiments.running.pools import max_workers
+from drfemu.experiments.running.pools import max_workers, worker_pool
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
@@ -181,6 +182,19 @@ def test_a_pool_beyond_the_machine_s_bound_is_refused_at_once(scratch: Path) -> 
     done = drfemu("sweep", str(config), "--out", "o", "--workers", "100000", cwd=scratch)
     one_line_error(done, f"at most {max_workers()} on this machine")
     assert time.monotonic() - started < 30 and not (scratch / "o").exists()
+
+
+def test_a_pool_left_by_an_exception_is_killed_not_waited_for() -> None:
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with worker_pool(2) as pool:
+            jobs = [pool.submit(time.sleep, 60) for _ in range(2)]
+            while not all(job.running() for job in jobs):
+                time.sleep(0.01)
+            workers = set(multiprocessing.active_children())
+            raise KeyboardInterrupt
+    assert time.monotonic() - started < 30
+    assert workers and not any(worker.is_alive() for worker in workers)
 
 
 def test_no_more_workers_start_than_there_are_runs(scratch: Path) -> None:

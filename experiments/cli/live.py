@@ -98,7 +98,8 @@ def live_worker(
     index: Annotated[int, typer.Option(help="This worker's number (the coordinator prints the ones it waits for).")],
     bind: Annotated[str | None, typer.Option(help="The address to bind this worker's nodes at.")] = None,
 ) -> None:
-    """One worker of a live run on another machine: it gets its nodes from the coordinator."""
+    """One worker of a live run on another machine: it gets its nodes from the coordinator, once it
+    has proved it holds the run's secret (set DRFEMU_LIVE_SECRET as drfemu live printed it)."""
     from drfemu.experiments.live.worker import worker_main
 
     failure = worker_main(coordinator, index, bind)

@@ -51,11 +51,11 @@ def checked_pool_size(requested: int, name: str = "workers") -> int:
 
 
 @contextmanager
-def worker_pool(max_workers: int, **options: Any) -> Iterator[ProcessPoolExecutor]:
-    """A `ProcessPoolExecutor(max_workers, **options)` whose workers are killed (SIGKILL: a job
-    in flight is lost, and its caller reruns it) if the block raises anything."""
+def worker_pool(size: int, **options: Any) -> Iterator[ProcessPoolExecutor]:
+    """A `ProcessPoolExecutor` of `size` workers (`options` passed on) whose workers are killed
+    (SIGKILL: a job in flight is lost, and its caller reruns it) if the block raises anything."""
     before = set(multiprocessing.active_children())
-    pool = ProcessPoolExecutor(max_workers=max_workers, **options)
+    pool = ProcessPoolExecutor(max_workers=size, **options)
     try:
         yield pool
     except BaseException:
