@@ -59,6 +59,10 @@ def scratch(tmp_path: Path) -> Path:
     (["bench", "--live", "--seconds", "nan"], "seconds in (0, 3600]"),
     (["live", "--time-scale", "inf", "--machines", "5", "--users", "2"], "--time-scale"),
     (["trace-replay", "--out", "{dir}/empty.toml", "--minutes", "1"], "not a directory"),
+    (["trace-replay", "--out", "{dir}/o", "--minutes", "1", "--protocols", "drf", "--report", "{dir}/binary.toml"],
+     "not a text page"),
+    (["faults-campaign", "--out", "{dir}/o", "--schedules", "1", "--protocols", "drf", "--report",
+      "{dir}/binary.toml"], "not a text page"),
 ])
 def test_a_users_error_is_one_line_never_a_traceback(args: list[str], needle: str, scratch: Path) -> None:
     one_line_error(drfemu(*(a.format(dir=scratch) for a in args), cwd=scratch), needle)

@@ -111,9 +111,14 @@ def check_writable(path: Path, option: str | None = None) -> None:
 
 def check_page(path: Path, option: str) -> None:
     """Refuse a page that is read and rewritten (a report whose other parts are kept) unless it is
-    a regular file or a new path, and one that cannot be written."""
-    if path.exists() and not path.is_file():
-        raise CliError(f"{option} {path}: not a regular file (the page is read, then rewritten)")
+    a new path or a regular file of UTF-8 text, and one that cannot be written."""
+    if path.exists():
+        if not path.is_file():
+            raise CliError(f"{option} {path}: not a regular file (the page is read, then rewritten)")
+        try:
+            path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise CliError(f"{option} {path}: not a text page (not UTF-8); it is read, then rewritten") from None
     check_writable(path, option)
 
 

@@ -108,7 +108,10 @@ def kept_part(page: Path) -> str:
     if not page.is_file():
         raise InputError(f"{page}: not a regular file (the report page's text above the marker is kept, so it is "
                          "read first)")
-    text = page.read_text(encoding="utf-8")
+    try:
+        text = page.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{page}: not a text page (not UTF-8)") from None
     if MARKER not in text:
         raise InputError(f"{page} exists without the line {MARKER!r}: add it where the generated part starts "
                          "(everything above it is kept), or write to a new page")
