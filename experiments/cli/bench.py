@@ -18,6 +18,7 @@ from drfemu.experiments.cli.common import (
     err,
     out,
     read_json,
+    refuse_options_of_another_mode,
     write_json,
 )
 
@@ -65,9 +66,7 @@ def bench(
         foreign = {**scale_only, "--repeats": repeats}
     else:
         foreign = {**scale_only, **live_only}
-    given = [name for name, value in foreign.items() if value is not None]
-    if given:
-        raise CliError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {mode}")
+    refuse_options_of_another_mode(foreign, mode)
     repeats = 3 if repeats is None else repeats
     if not 1 <= repeats <= 100:
         raise CliError("--repeats must be in [1, 100]")

@@ -211,29 +211,34 @@ def progress_reporter(start: str, every_s: float = 5.0) -> Iterator[Callable[[st
 
 def eta(started: float, done: int, total: int) -> str:
     """`ETA 1 min 20 s` from the pace so far (`started`: `time.monotonic()` at the start)."""
+    from drfemu.experiments.sweeps.online import wall_duration
+
     if done <= 0:
         return "ETA –"
-    left = (time.monotonic() - started) / done * (total - done)
-    minutes, seconds = divmod(round(left), 60)
-    return f"ETA {minutes} min {seconds:02d} s" if minutes else f"ETA {seconds} s"
+    return f"ETA {wall_duration((time.monotonic() - started) / done * (total - done))}"
 
 
 def write_text(path: Path, text: str) -> None:
     """Write an output file whole or not at all: a regular file through a temporary beside it and a
     rename (a full disk leaves any earlier file as it was), anything else (`/dev/stdout`, a pipe)
     directly. A failure is one line naming the path."""
+    from drfemu.experiments.sweeps.records import write_atomic
+
     try:
         if path.exists() and not path.is_file():
             path.write_text(text, encoding="utf-8")
-            return
-        temporary = path.with_name(f".{path.name}.drfemu-tmp")
-        try:
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        else:
+            write_atomic(path, text)
     except OSError as error:
         raise CliError(f"cannot write {path}: {error.strerror}") from None
+
+
+def refuse_options_of_another_mode(given: dict[str, object], mode: str) -> None:
+    """One line naming every option in `given` (option → value, None when not given) that was
+    given although `mode` does not read it."""
+    names = [name for name, value in given.items() if value is not None]
+    if names:
+        raise CliError(f"{', '.join(names)} {'does' if len(names) == 1 else 'do'} not apply to {mode}")
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:

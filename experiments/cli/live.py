@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +22,7 @@ from drfemu.experiments.cli.common import (
     write_text,
 )
 from drfemu.experiments.cli.run import resolve_run_options, run_signature, summary_table, warn_unplaceable
+from drfemu.experiments.running.pools import available_cores
 
 
 def live_signature() -> inspect.Signature:
@@ -33,7 +33,7 @@ def live_signature() -> inspect.Signature:
 
     parameters = list(run_signature().parameters.values())
     parameters += [
-        option("processes", int, os.cpu_count() or 1, "--processes",
+        option("processes", int, available_cores(), "--processes",
                help="Worker processes to start on this machine; the nodes are dealt over them."),
         option("remote_workers", int, 0, "--remote-workers",
                help="Workers more to wait for, started by hand elsewhere (drfemu live-worker)."),

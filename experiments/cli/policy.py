@@ -21,6 +21,7 @@ from drfemu.experiments.cli.common import (
     output_directory,
     pool_size,
     progress_reporter,
+    refuse_options_of_another_mode,
     write_json,
 )
 
@@ -97,10 +98,7 @@ def experiment(
     own: dict[str, dict[str, object]] = {"adrf-swm": {"--draws": draws, "--seed": seed},
            "online": {"--load-fraction": load_fraction, "--tick": tick, "--workers": workers, "--minutes": minutes,
                       "--plots": plots}}
-    given = [option for other, options in own.items() if other != name
-             for option, value in options.items() if value is not None]
-    if given:
-        raise CliError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to experiment {name}")
+    refuse_options_of_another_mode(own["online" if name == "adrf-swm" else "adrf-swm"], f"experiment {name}")
     if json_path is not None:
         check_writable(json_path, "--json")
     with output_directory(plots, "--plots") if plots is not None else nullcontext():

@@ -3,7 +3,6 @@ many runs, and the pages made of them."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ from drfemu.experiments.cli.common import (
     output_directory,
     pool_size,
     progress_reporter,
+    read_json,
     write_json,
     write_text,
 )
@@ -135,15 +135,11 @@ def grid(
         if path is not None:
             check_writable(path)
     if from_json is not None:
-        if from_json.exists() and not from_json.is_file():
-            raise CliError(f"--from-json {from_json}: not a regular file")
-        try:
-            rows = json.loads(from_json.read_text(encoding="utf-8"))["runs"]
-        except OSError as error:
-            raise CliError(f"--from-json {from_json}: {error.strerror}") from None
-        except (ValueError, KeyError, TypeError):
+        document = read_json(from_json, "--from-json ")
+        rows = document.get("runs") if isinstance(document, dict) else None
+        if not isinstance(rows, list):
             raise CliError(f"--from-json {from_json}: not a grid file (JSON with a list of runs under \"runs\", "
-                           "as grid --json writes)") from None
+                           "as grid --json writes)")
     else:
         rows = sweep_rows(sweep_dir)  # type: ignore[arg-type]
     if not rows:

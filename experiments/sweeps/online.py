@@ -59,11 +59,12 @@ class ReplayProgress:
     def line(self) -> str:
         """One line for a terminal or a log."""
         running = ", ".join(f"{p} {f:.0%}" for p, f in self.running.items()) or "none"
-        eta = "ETA unknown" if self.eta_s is None else f"ETA {_duration(self.eta_s)}"
+        eta = "ETA unknown" if self.eta_s is None else f"ETA {wall_duration(self.eta_s)}"
         return f"{self.done} of {self.total} runs done; running: {running}; {eta}"
 
 
-def _duration(seconds: float) -> str:
+def wall_duration(seconds: float) -> str:
+    """`1 min 05 s`, or `42 s` under a minute."""
     minutes, secs = divmod(round(seconds), 60)
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
@@ -146,12 +147,12 @@ def run_online_protocols(out: Path, protocols: Sequence[str], run_point: RunPoin
             continue
         todo.append(protocol)
     points = {p: canonical_params({**params, "protocol": p, "workload": str(workload_path)}) for p in todo}
-    last_end = max((t.submit + t.duration for user in case.users for t in user.tasks or ()), default=0.0)
-    pace = _Pace(last_end, sum(len(user.tasks or ()) for user in case.users), len(todo),
-                 max(1, min(workers, len(todo) or 1)))
     if not todo:
         return {p: results[p] for p in protocols}
-    with worker_pool(max(1, min(workers, len(todo)))) as pool, \
+    size = max(1, min(workers, len(todo)))
+    last_end = max((t.submit + t.duration for user in case.users for t in user.tasks or ()), default=0.0)
+    pace = _Pace(last_end, sum(len(user.tasks or ()) for user in case.users), len(todo), size)
+    with worker_pool(size) as pool, \
             (Manager() if on_progress is not None else nullcontext()) as manager:
         reports = manager.Queue() if manager is not None else None
         running: dict[Future[dict[str, Any]], str] = {
