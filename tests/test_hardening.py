@@ -208,6 +208,22 @@ def test_no_more_workers_start_than_there_are_runs(scratch: Path) -> None:
     assert "on 1 worker process(es)" in done.stdout
 
 
+@pytest.mark.parametrize("args", [
+    ["sweep", "{config}", "--out", "o", "--workers", "2"],  # forked workers
+    ["bench", "--actors", "50", "--in-flight", "2", "--repeats", "1"],  # spawned, with a resource tracker
+])
+def test_a_command_with_workers_leaves_no_process_of_its_own(args: list[str], scratch: Path) -> None:
+    """Every process the command started (pool workers and multiprocessing's resource tracker
+    alike) is gone when it exits."""
+    config = _sweep_config(scratch, seeds=2)
+    command = [sys.executable, "-m", "drfemu", *(arg.format(config=config) for arg in args)]
+    done = subprocess.Popen(command, cwd=scratch, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=ENV, start_new_session=True)
+    _, stderr = done.communicate(timeout=120)
+    assert done.returncode == 0, stderr
+    assert _group_members(done.pid) == [], f"a process of {args[0]} outlived it"
+
+
 # --- signals ------------------------------------------------------------------------------------
 
 
@@ -252,6 +268,19 @@ def test_sighup_stops_a_run_with_129(scratch: Path) -> None:
     run.send_signal(signal.SIGHUP)
     _, stderr = run.communicate(timeout=60)
     assert run.returncode == 129 and stderr.strip().splitlines()[-1] == "drfemu: stopped by SIGHUP", stderr
+
+
+def _group_members(group: int) -> list[str]:
+    """The processes, zombies aside, whose process group is `group`."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(stat.parent.name)
+    return members
 
 
 def _descendants(pid: int) -> list[int]:

@@ -65,6 +65,18 @@ def worker_pool(size: int, **options: Any) -> Iterator[ProcessPoolExecutor]:
     pool.shutdown(wait=True)
 
 
+def end_resource_tracker() -> None:
+    """Stop the `multiprocessing` resource tracker this process started, if any, and reap it.
+    Decision: a command that spawned workers ends with no process of its own left; the tracker
+    would otherwise outlive the command until it noticed its parent had gone."""
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    stop = getattr(tracker, "_stop", None)  # CPython's own, since 3.8; absent elsewhere
+    if callable(stop) and getattr(tracker, "_pid", None) is not None:
+        stop()
+
+
 def end_processes(children: set[Any]) -> None:
     """Kill `children` (multiprocessing processes) and reap them."""
     for child in children:
