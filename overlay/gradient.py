@@ -168,11 +168,12 @@ class OwnDescriptor:
 class Gradient(OwnDescriptor):
     """The gradient view of node `me`: at most `size` (P) descriptors, ranked by eq. 3.9."""
 
-    __slots__ = ("me", "size", "rng", "utility", "max_age", "_clock", "_view", "_pending", "_stale")
+    __slots__ = ("me", "size", "rng", "utility", "max_age", "_clock", "_view", "_pending", "_stale",
+                 "_compact_next")
 
     COMPACT_AT: ClassVar[int] = 4096
-    """Pending candidates held before they are compacted (`_compact`); `overlay/_exchange.c` reads
-    it once, when it is configured."""
+    """Pending candidates held before they are first compacted (`_compact`); `overlay/_exchange.c`
+    reads it once, when it is configured."""
 
     def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF,
                  max_age: float = float("inf")) -> None:
@@ -190,6 +191,7 @@ class Gradient(OwnDescriptor):
         self._view: list[Descriptor] = []  # most preferred first
         self._pending: list[Descriptor] = []
         self._stale = False
+        self._compact_next = 0  # `_compact` acts once more candidates than this are pending
 
     # -- inputs ---------------------------------------------------------------------------
     def set_utility(self, utility: float) -> None:
@@ -215,10 +217,17 @@ class Gradient(OwnDescriptor):
         last, still wins ties). Decision (issue 40): a gradient that is not read for long —
         `ddrf-gradient`'s after its servers froze — kept every Cyclon sample it was offered,
         5.4 GiB on the trace hour. With a candidate that is not a plain descriptor pending,
-        nothing is compacted (their order could then matter)."""
-        kept = freshest(self._pending)
+        nothing is compacted (their order could then matter). Once more than `COMPACT_AT` are
+        pending, every offer calls this; it acts only when the pending list has grown by half
+        of what the last compaction kept (at least `COMPACT_AT`), so a gradient offered more
+        distinct nodes than `COMPACT_AT` costs O(1) per candidate, not O(pending) per offer."""
+        pending = self._pending
+        if len(pending) <= self._compact_next:
+            return
+        kept = freshest(pending)
         if kept is not None:
-            self._pending = kept
+            self._pending = pending = kept
+        self._compact_next = len(pending) + max(self.COMPACT_AT, len(pending) // 2)
 
     def forget(self, node: int) -> None:
         """Drop every descriptor of `node` (a failure detector says it crashed)."""

@@ -310,6 +310,16 @@ def test_a_draw_outside_the_unit_interval_gets_pythons_answer(value: float, k: i
         assert runs[0][0] == "raised" or value == -0.5  # int(-0.5 * n) == 0: Python's answer is the first
 
 
+@pytest.mark.parametrize("value", [1.0, 2.0, -3.0, math.nan])
+def test_sample_on_a_sequence_is_its_reference_and_ends(value: float) -> None:
+    """The reported endless loop: the compiled `sample(draw, range(5), 2)` never returned for a
+    draw of 1.0 (and quietly wrapped −3.0). `sample` is now the Python function, which no hot
+    path calls, so any draw gets Python's own answer."""
+    assert cyclon_module.sample is cyclon_module.sample_python
+    result = outcome(cyclon_module.sample, (Draws([value]), range(5), 2), [])
+    assert result[0] == "raised" and result[1] in (IndexError, ValueError), result
+
+
 received_nodes = st.lists(st.tuples(st.sampled_from(["int", "int", "int", "huge", "bool", "intsub", "trap", "str"]),
                                     st.integers(0, 30)), max_size=8)
 
