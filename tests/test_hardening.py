@@ -224,6 +224,23 @@ def test_a_command_with_workers_leaves_no_process_of_its_own(args: list[str], sc
     assert _group_members(done.pid) == [], f"a process of {args[0]} outlived it"
 
 
+def test_a_resource_tracker_that_was_running_before_the_command_is_left_alone() -> None:
+    """In-process use of a command beside the caller's own spawned pool: the tracker they share
+    stays (stopping it would wait for the caller's workers, for ever)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from drfemu.experiments.cli.stopping import signals_stop_the_command
+    from drfemu.experiments.running.pools import resource_tracker_pid
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(abs, -1).result(timeout=60) == 1
+        running = resource_tracker_pid()
+        assert running is not None
+        with signals_stop_the_command():
+            pass
+        assert resource_tracker_pid() == running
+
+
 # --- signals ------------------------------------------------------------------------------------
 
 

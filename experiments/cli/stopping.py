@@ -20,7 +20,7 @@ from typing import Any
 
 import typer
 
-from drfemu.experiments.running.pools import end_processes, end_resource_tracker
+from drfemu.experiments.running.pools import end_processes, end_resource_tracker, resource_tracker_pid
 
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -66,18 +66,20 @@ def resumable(kept: str | Callable[[], str]) -> Iterator[None]:
 @contextmanager
 def signals_stop_the_command() -> Iterator[None]:
     """Install the handlers for the block; when it ends after a signal, kill and reap every child
-    process still running (pool workers included) before returning. However it ends, the
-    resource tracker of any spawned pool is stopped, so nothing of the command outlives it."""
+    process still running (pool workers included) before returning. However it ends, a resource
+    tracker the block started (for a spawned pool) is stopped, so nothing of the command
+    outlives it."""
     _received.clear()
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
         return
     previous: dict[int, Any] = {number: signal.signal(number, _on_signal) for number in STOPPING_SIGNALS}
+    tracker = resource_tracker_pid()
     try:
         yield
     finally:
         if _received:
             end_processes(set(multiprocessing.active_children()))
-        end_resource_tracker()
+        end_resource_tracker(tracker)
         for number, handler in previous.items():
             signal.signal(number, handler)

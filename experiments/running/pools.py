@@ -65,15 +65,27 @@ def worker_pool(size: int, **options: Any) -> Iterator[ProcessPoolExecutor]:
     pool.shutdown(wait=True)
 
 
-def end_resource_tracker() -> None:
-    """Stop the `multiprocessing` resource tracker this process started, if any, and reap it.
-    Decision: a command that spawned workers ends with no process of its own left; the tracker
-    would otherwise outlive the command until it noticed its parent had gone."""
+def resource_tracker_pid() -> int | None:
+    """The process id of this process's `multiprocessing` resource tracker, None if none runs."""
+    from multiprocessing import resource_tracker
+
+    return getattr(getattr(resource_tracker, "_resource_tracker", None), "_pid", None)
+
+
+def end_resource_tracker(running_before: int | None) -> None:
+    """Stop and reap the `multiprocessing` resource tracker if it was started since
+    `running_before` (`resource_tracker_pid()` then) and no child process is left that could
+    still use it. Decision: a command that spawned workers ends with no process of its own left;
+    the tracker would otherwise outlive the command until it noticed its parent had gone. One
+    that was running before (a caller's own pool, in-process use of the CLI) is left alone:
+    stopping it waits for every process that shares it."""
     from multiprocessing import resource_tracker
 
     tracker = getattr(resource_tracker, "_resource_tracker", None)
-    stop = getattr(tracker, "_stop", None)  # CPython's own, since 3.8; absent elsewhere
-    if callable(stop) and getattr(tracker, "_pid", None) is not None:
+    stop = getattr(tracker, "_stop", None)  # private to CPython: without it, nothing is stopped
+    started = resource_tracker_pid()
+    if callable(stop) and started is not None and started != running_before \
+            and not multiprocessing.active_children():
         stop()
 
 
