@@ -25,27 +25,24 @@ from drfemu.experiments.cli.common import (
 
 @app.command()
 def bench(
+    ctx: typer.Context,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")] = None,
     actors: Annotated[int | None, typer.Option(help="Actors exchanging messages [default: 1000; 200 with --live].")
                       ] = None,
     in_flight: Annotated[int | None, typer.Option(help="Messages in flight per actor [default: 10; 4 with --live].")
                          ] = None,
-    repeats: Annotated[int | None, typer.Option(help="Timed samples per design (best is kept) [default: 3].")
-                       ] = None,
+    repeats: Annotated[int, typer.Option(help="Timed samples per design (best is kept).")] = 3,
     live: Annotated[bool, typer.Option("--live", help="Measure the live runtime instead: pings over loopback UDP "
                                                       "between --processes worker processes.")] = False,
-    processes: Annotated[int | None, typer.Option(help="With --live: worker processes [default: 2].")] = None,
-    seconds: Annotated[float | None, typer.Option(help="With --live: wall seconds measured (after 1 s of warm-up) "
-                                                       "[default: 5].")] = None,
+    processes: Annotated[int, typer.Option(help="With --live: worker processes.")] = 2,
+    seconds: Annotated[float, typer.Option(help="With --live: wall seconds measured (after 1 s of warm-up).")] = 5.0,
     scale: Annotated[bool, typer.Option("--scale", help="Measure the cost curve instead: distributed protocols at "
                                                         "growing cluster sizes (docs/performance.md).")] = False,
-    servers: Annotated[str | None, typer.Option(help="With --scale: cluster sizes, comma-separated "
-                                                     "[default: 100,300,1000,3000,10000].")] = None,
-    protocols: Annotated[str | None, typer.Option(help="With --scale: protocols, comma-separated "
-                                                       "[default: pdgdrf,dgdrf].")] = None,
-    span: Annotated[str | None, typer.Option(help="With --scale: virtual time each point runs [default: 10s].")
-                    ] = None,
-    neighbors: Annotated[int | None, typer.Option(help="With --scale: gradient neighbours P [default: 2].")] = None,
+    servers: Annotated[str, typer.Option(help="With --scale: cluster sizes, comma-separated.")
+                       ] = "100,300,1000,3000,10000",
+    protocols: Annotated[str, typer.Option(help="With --scale: protocols, comma-separated.")] = "pdgdrf,dgdrf",
+    span: Annotated[str, typer.Option(help="With --scale: virtual time each point runs.")] = "10s",
+    neighbors: Annotated[int, typer.Option(help="With --scale: gradient neighbours P.")] = 2,
     figure: Annotated[Path | None, typer.Option(help="With --scale: write the log-log figure here (.png, .pdf, "
                                                      ".svg, …).")] = None,
     baseline: Annotated[Path | None, typer.Option(help="With --scale: an earlier curve (its --json), drawn dashed "
@@ -57,17 +54,11 @@ def bench(
     if live and scale:
         raise CliError("--live and --scale measure different things; give one of them")
     mode = "--scale" if scale else "--live" if live else "the engine benchmark"
-    scale_only: dict[str, object] = {"--servers": servers, "--protocols": protocols, "--span": span,
-                                     "--neighbors": neighbors, "--figure": figure, "--baseline": baseline}
-    live_only: dict[str, object] = {"--processes": processes, "--seconds": seconds}
-    if scale:
-        foreign = {**live_only, "--actors": actors, "--in-flight": in_flight, "--repeats": repeats}
-    elif live:
-        foreign = {**scale_only, "--repeats": repeats}
-    else:
-        foreign = {**scale_only, **live_only}
-    refuse_options_of_another_mode(foreign, mode)
-    repeats = 3 if repeats is None else repeats
+    scale_only = ("servers", "protocols", "span", "neighbors", "figure", "baseline")
+    live_only = ("processes", "seconds")
+    foreign = ((*live_only, "actors", "in_flight", "repeats") if scale else (*scale_only, "repeats") if live
+               else (*scale_only, *live_only))
+    refuse_options_of_another_mode(ctx, foreign, mode)
     if not 1 <= repeats <= 100:
         raise CliError("--repeats must be in [1, 100]")
     for name, value, high in (("--actors", actors, 1_000_000), ("--in-flight", in_flight, 10_000)):
@@ -76,12 +67,11 @@ def bench(
     if json_path is not None:
         check_writable(json_path, "--json")
     if scale:
-        _bench_scale(json_path, figure, baseline, servers or "100,300,1000,3000,10000", protocols or "pdgdrf,dgdrf",
-                     span or "10s", 2 if neighbors is None else neighbors)
+        _bench_scale(json_path, figure, baseline, servers, protocols, span, neighbors)
         return
     if live:
-        _bench_live(json_path, 2 if processes is None else processes, 200 if actors is None else actors,
-                    4 if in_flight is None else in_flight, 5.0 if seconds is None else seconds)
+        _bench_live(json_path, processes, 200 if actors is None else actors, 4 if in_flight is None else in_flight,
+                    seconds)
         return
     actors = 1000 if actors is None else actors
     in_flight = 10 if in_flight is None else in_flight

@@ -233,10 +233,14 @@ def write_text(path: Path, text: str) -> None:
         raise CliError(f"cannot write {path}: {error.strerror}") from None
 
 
-def refuse_options_of_another_mode(given: dict[str, object], mode: str) -> None:
-    """One line naming every option in `given` (option → value, None when not given) that was
-    given although `mode` does not read it."""
-    names = [name for name, value in given.items() if value is not None]
+def refuse_options_of_another_mode(ctx: typer.Context, parameters: Iterable[str], mode: str) -> None:
+    """One line naming every option among `parameters` (the command's parameter names) that was
+    given on the command line although `mode` does not read it (click says which were given, so
+    each option keeps its one default in the signature). The source is compared by name: typer
+    may carry its own copy of click, with its own `ParameterSource`."""
+    flags = {p.name: p.opts[0] for p in ctx.command.params}
+    sources = {name: ctx.get_parameter_source(name) for name in parameters}
+    names = [flags[name] for name, source in sources.items() if source is not None and source.name != "DEFAULT"]
     if names:
         raise CliError(f"{', '.join(names)} {'does' if len(names) == 1 else 'do'} not apply to {mode}")
 

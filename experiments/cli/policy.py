@@ -24,6 +24,7 @@ from drfemu.experiments.cli.common import (
     refuse_options_of_another_mode,
     write_json,
 )
+from drfemu.experiments.workloads.model import MAX_SEED
 
 
 def _vector(text: str, option: str) -> list[float]:
@@ -78,33 +79,28 @@ def policy(
 
 @app.command()
 def experiment(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Experiment: adrf-swm or online.")],
-    draws: Annotated[int | None, typer.Option(help="adrf-swm: random sets of trace users [default: 100].")] = None,
-    seed: Annotated[int | None, typer.Option(help="adrf-swm: root seed of the draws [default: 1].", min=0,
-                                             max=2**63 - 1)] = None,
-    load_fraction: Annotated[float | None, typer.Option(help="online: pool size as a fraction of the first hour's "
-                                                             "mean load [default: 0.8].")] = None,
-    tick: Annotated[float | None, typer.Option(help="online: the emulator's allocation tick, s [default: 0.01].")
-                    ] = None,
-    workers: Annotated[int | None, typer.Option(help="online: runs in parallel [default: 2].")] = None,
-    minutes: Annotated[float | None, typer.Option(help="online: the first minutes of the trace (at most 60) "
-                                                       "[default: 60].")] = None,
+    draws: Annotated[int, typer.Option(help="adrf-swm: random sets of trace users.")] = 100,
+    seed: Annotated[int, typer.Option(help="adrf-swm: root seed of the draws.", min=0, max=MAX_SEED)] = 1,
+    load_fraction: Annotated[float, typer.Option(help="online: pool size as a fraction of the first hour's "
+                                                      "mean load.")] = 0.8,
+    tick: Annotated[float, typer.Option(help="online: the emulator's allocation tick, s.")] = 0.01,
+    workers: Annotated[int, typer.Option(help="online: runs in parallel.")] = 2,
+    minutes: Annotated[float, typer.Option(help="online: the first minutes of the trace (at most 60).")] = 60.0,
     plots: Annotated[Path | None, typer.Option(help="online: directory for the CDF figures.")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Run an experiment of the policy library and print it next to the seed's numbers."""
     if name not in EXPERIMENTS:
         raise CliError(f"unknown experiment {name!r} (known: {', '.join(EXPERIMENTS)})")
-    own: dict[str, dict[str, object]] = {"adrf-swm": {"--draws": draws, "--seed": seed},
-           "online": {"--load-fraction": load_fraction, "--tick": tick, "--workers": workers, "--minutes": minutes,
-                      "--plots": plots}}
-    refuse_options_of_another_mode(own["online" if name == "adrf-swm" else "adrf-swm"], f"experiment {name}")
+    own = {"adrf-swm": ("draws", "seed"), "online": ("load_fraction", "tick", "workers", "minutes", "plots")}
+    refuse_options_of_another_mode(ctx, own["online" if name == "adrf-swm" else "adrf-swm"], f"experiment {name}")
     if json_path is not None:
         check_writable(json_path, "--json")
     with output_directory(plots, "--plots") if plots is not None else nullcontext():
-        table, result = (_adrf_swm(100 if draws is None else draws, 1 if seed is None else seed) if name == "adrf-swm"
-                         else _online(0.8 if load_fraction is None else load_fraction, 0.01 if tick is None else tick,
-                                      2 if workers is None else workers, 60.0 if minutes is None else minutes, plots))
+        table, result = (_adrf_swm(draws, seed) if name == "adrf-swm"
+                         else _online(load_fraction, tick, workers, minutes, plots))
     out.print(table)
     if json_path is not None:
         write_json(json_path, result)

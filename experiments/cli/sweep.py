@@ -34,6 +34,7 @@ from drfemu.experiments.cli.common import (
     write_text,
 )
 from drfemu.experiments.cli.stopping import resumable, stopped
+from drfemu.experiments.workloads.model import MAX_SEED
 from drfemu.protocols.registry import get_protocol
 
 
@@ -310,7 +311,7 @@ def trace_replay(
     protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols.")] = ONLINE_PROTOCOLS,
     minutes: Annotated[float, typer.Option(help="The first minutes of the trace (at most 60).")] = 60.0,
     load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the offered load.")] = 0.8,
-    seed: Annotated[int, typer.Option(help="Seed of the machine draw and of the runs.", min=0, max=2**63 - 1)] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the machine draw and of the runs.", min=0, max=MAX_SEED)] = 1,
     workers: Annotated[int, typer.Option(help="Runs in parallel.")] = 2,
     report: Annotated[Path | None, typer.Option(help="Write the Markdown report (figures beside it).")] = None,
 ) -> None:

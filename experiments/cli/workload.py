@@ -17,11 +17,12 @@ from drfemu.experiments.cli.common import (
 )
 from drfemu.experiments.workloads.google import google_case
 from drfemu.experiments.workloads.gpu_cluster import gpu_cluster_case
+from drfemu.experiments.workloads.model import MAX_SEED
 from drfemu.experiments.workloads.processes import ARRIVALS, DURATIONS
 from drfemu.experiments.workloads.synthetic import synthetic_case
 
 OutputFile = Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")]
-DrawSeed = Annotated[int, typer.Option(help="Seed of the draw.", min=0, max=2**63 - 1)]
+DrawSeed = Annotated[int, typer.Option(help="Seed of the draw.", min=0, max=MAX_SEED)]
 
 
 @workload_app.command("google")
@@ -45,7 +46,7 @@ def workload_online(
     load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the mean offered CPU and memory "
                                                      "load (both reach it).")] = 0.8,
     machines: Annotated[int | None, typer.Option(help="Exactly this many machines instead.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the machine draw.", min=0, max=2**63 - 1)] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the machine draw.", min=0, max=MAX_SEED)] = 1,
     pool: Annotated[bool, typer.Option(help="One pool server of exactly the load fraction (seed 002's model).")] = (
         False),
 ) -> None:

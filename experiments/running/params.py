@@ -45,7 +45,7 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
-from drfemu.experiments.workloads.model import MAX_NODES
+from drfemu.experiments.workloads.model import MAX_NODES, MAX_SEED
 from drfemu.nodes.latency import US_PER_S, parse_duration, parse_latency
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
 from drfemu.protocols.errors import InputError
@@ -70,8 +70,8 @@ CORE: tuple[Param, ...] = (
           le=MAX_NODES),
     Param("users", Kind.INT, 20, "Users drawn (with --workload google or gpu-cluster).", ge=1,
           le=MAX_NODES),
-    Param("seed", Kind.INT, 1, "Root seed of every random stream.", ge=0, le=2**63 - 1, echo="seed"),
-    Param("case_seed", Kind.INT, None, "Seed of the Google case draw (default: --seed).", ge=0, le=2**63 - 1),
+    Param("seed", Kind.INT, 1, "Root seed of every random stream.", ge=0, le=MAX_SEED, echo="seed"),
+    Param("case_seed", Kind.INT, None, "Seed of the Google case draw (default: --seed).", ge=0, le=MAX_SEED),
     Param("tick", Kind.DURATION, 0.1, "Allocation tick.", ge=1e-6, unit="s", echo="tick_s"),
     Param("latency", Kind.TEXT, "1ms", "Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER]."),
     Param("stall_ticks", Kind.INT, 1000, "End as stalled after this many ticks without an allocation.", ge=1,

@@ -83,7 +83,7 @@ def end_resource_tracker(running_before: int | None) -> None:
 
     tracker = getattr(resource_tracker, "_resource_tracker", None)
     stop = getattr(tracker, "_stop", None)  # private to CPython: without it, nothing is stopped
-    started = resource_tracker_pid()
+    started = getattr(tracker, "_pid", None)
     if callable(stop) and started is not None and started != running_before \
             and not multiprocessing.active_children():
         stop()
