@@ -34,6 +34,7 @@ from drfemu.experiments.cli.common import (
     write_text,
 )
 from drfemu.experiments.cli.stopping import resumable, stopped
+from drfemu.experiments.running.pools import WORKERS_PER_CORE
 from drfemu.experiments.workloads.model import MAX_SEED
 from drfemu.protocols.registry import get_protocol
 
@@ -42,8 +43,8 @@ from drfemu.protocols.registry import get_protocol
 def sweep(
     config: Annotated[Path, typer.Argument(help="Sweep config (TOML), see configs/.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for the run records and tables.")],
-    workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores; at most 4 per "
-                                                     "core, never more than runs).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores; at most "
+                                                     f"{WORKERS_PER_CORE} per core, never more than runs).")] = None,
     dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
 ) -> None:
     """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""

@@ -43,7 +43,8 @@ from typing import Any
 from drfemu.protocols.errors import InputError
 from drfemu.protocols.resources import Vector, fits, total_capacity
 
-__all__ = ["MAX_NODES", "MAX_SEED", "MAX_TASKS", "Server", "Task", "User", "Workload", "WorkloadError", "load_workload", "parse_workload"]
+__all__ = ["MAX_NODES", "MAX_SEED", "MAX_TASKS", "Server", "Task", "User", "Workload", "WorkloadError", "load_workload",
+           "parse_workload"]
 
 MAX_TASKS = 10_000_000  # tasks in one workload, after `count` is expanded
 MAX_NODES = 100_000  # servers, and users, a generated case may have (the run parameters' --machines and --users)
