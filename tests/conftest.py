@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from drfemu.experiments.workloads.model import Workload, parse_workload
-from drfemu.protocols.compiled import SKIP_REASON, compiled_module
+from drfemu.schema.workload import Workload, parse_workload
+from drfemu.kernel.compiled import SKIP_REASON, compiled_module
 
 SHARED_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "google-2011"
 
 
 def compiled_or_skip(name: str) -> Any:
-    """The C extension `name` as this process uses it (`protocols.compiled`), or a skip that says
+    """The C extension `name` as this process uses it (`kernel.compiled`), or a skip that says
     why there is none: the tests of an accelerator are about the C, which a pure-Python process
     (DRFEMU_PURE_PYTHON=1) or a compiler-less install does not use."""
     module = compiled_module(name)
@@ -57,7 +57,7 @@ def results_validate_against_the_published_schema() -> Iterator[None]:
     except ImportError:
         yield
         return
-    from drfemu.experiments.running.results import RunResult, result_schema
+    from drfemu.schema.result import RunResult, result_schema
 
     original = RunResult.__init__
 

@@ -28,15 +28,15 @@ from drfemu.nodes.network import count_items_python, count_types_python
 from drfemu.nodes.runtime import deliver_python
 from drfemu.overlay import cyclon as cyclon_module
 from drfemu.overlay.gradient import freshest_python, rank_python
-from drfemu.protocols.compiled import SKIP_REASON, compiled_module
-from drfemu.protocols.messages import handles, message
+from drfemu.kernel.compiled import SKIP_REASON, compiled_module
+from drfemu.kernel.messages import handles, message
 from drfemu.protocols.pdgdrf import lowers_gini_python
 
 _rank = compiled_module("drfemu.overlay._rank")
 _cyclon = compiled_module("drfemu.overlay._cyclon")
 _gini = compiled_module("drfemu.protocols._gini")
 _engine = compiled_module("drfemu.nodes._engine")
-_exchange = compiled_module("drfemu.overlay._exchange")
+_exchange = compiled_module("drfemu.nodes._exchange")
 
 
 def needs(module: Any, name: str) -> pytest.MarkDecorator:
@@ -606,7 +606,7 @@ class RefusesTruth:
         raise ValueError("neither true nor false")
 
 
-@needs(_exchange, "overlay._exchange")
+@needs(_exchange, "nodes._exchange")
 @settings(max_examples=300, deadline=None)
 @given(hostile_steps, st.integers(0, 2**16))
 def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(program: list[tuple[Any, ...]],
@@ -655,7 +655,7 @@ def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(prog
         assert _state(peers[0]) == _state(peers[1]), step
 
 
-@needs(_exchange, "overlay._exchange")
+@needs(_exchange, "nodes._exchange")
 def test_the_exchange_configuration_is_written_once() -> None:
     from drfemu.nodes import overlay_peer
     from drfemu.overlay import gradient as gradient_module
@@ -680,11 +680,11 @@ def test_a_fresh_configuration_refuses_classes_it_cannot_fill() -> None:
     """In a fresh process (nothing configured yet): message classes other than plain `@message`
     ones with the expected fields are refused, and the refusal leaves the module unconfigured."""
     if _exchange is None:
-        pytest.skip(f"drfemu.overlay._exchange: {SKIP_REASON}")
+        pytest.skip(f"drfemu.nodes._exchange: {SKIP_REASON}")
     script = """
 import importlib, sys
 sys.modules["drfemu.nodes.overlay_peer"] = None  # keep the package from configuring the module
-exchange = importlib.import_module("drfemu.overlay._exchange")
+exchange = importlib.import_module("drfemu.nodes._exchange")
 from drfemu.overlay import cyclon, gradient
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinRequest
 class Peer:
@@ -719,7 +719,7 @@ class NoCompiler:  # as an install that found no C compiler: the extensions are 
             raise ImportError(f"No module named {name!r}")
         return None
 sys.meta_path.insert(0, NoCompiler())
-from drfemu.experiments.running.check import traced_run
+from drfemu.tools.check import traced_run
 from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION
 from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION
 from drfemu.overlay.gradient import RANK_IMPLEMENTATION
@@ -736,8 +736,8 @@ def test_without_the_extensions_every_reference_runs_and_the_run_is_the_same() -
     every accelerated function is its Python reference, and a run gives the same events as here."""
     import json
 
-    from drfemu.experiments.running.check import traced_run
-    from drfemu.experiments.running.params import canonical_params
+    from drfemu.tools.check import traced_run
+    from drfemu.schema.params import canonical_params
     params = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 2})
     here = traced_run(params)
     done = subprocess.run([sys.executable, "-c", NO_COMPILER, json.dumps(params)], capture_output=True, text=True,

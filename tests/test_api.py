@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import drfemu
-from drfemu.experiments.cli import main
+from drfemu.cli import main
 from drfemu.protocols.registry import unregister
 from tests.toy_protocol import ToyRule
 

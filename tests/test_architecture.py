@@ -1,8 +1,8 @@
-"""The architecture's promises, checked: protocols as plug-ins, nodes that stand alone."""
+"""The architecture's promises, checked: protocols as plug-ins, nodes that stand alone (the layers:
+`test_layers.py`)."""
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from drfemu.experiments.cli import main
-from drfemu.experiments.running.params import readers
-from drfemu.experiments.running.runner import RunConfig, run_emulation
-from drfemu.experiments.workloads.google import google_case
-from drfemu.nodes.streams import NodeStreams, RandomStreams
+from drfemu.cli import main
+from drfemu.schema.params import readers
+from drfemu.assembly.run import RunConfig, run_emulation
+from drfemu.workloads.google import google_case
+from drfemu.kernel.streams import NodeStreams, RandomStreams
 from drfemu.protocols.registry import PROTOCOLS, unregister
 from tests.toy_protocol import register_toy
 
@@ -86,6 +86,10 @@ def _reachable(value: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
         yield from _reachable(child, seen, depth + 1)
 
 
+ABOVE_NODES = tuple(f"drfemu.{layer}" for layer in ("schema", "observers", "assembly", "tools", "workloads", "sweeps",
+                                                    "reports", "studies", "live", "api", "cli"))
+
+
 @pytest.mark.parametrize("protocol", ["drf", "probe", "ddrf-gradient", "pdgdrf"])
 def test_after_a_run_no_node_holds_a_harness_sweep_or_cli_object(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import drfemu.nodes.runtime
@@ -103,96 +107,12 @@ def test_after_a_run_no_node_holds_a_harness_sweep_or_cli_object(protocol: str, 
     for actor in built:
         for value in _reachable(actor, set()):
             module = type(value).__module__
-            assert not module.startswith("drfemu.experiments"), f"{type(actor).__name__} {actor.id} reaches {type(value)}"
-            assert not str(getattr(value, "__module__", None) or "").startswith("drfemu.experiments")  # no bound callback either
-
-
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-        elif isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-    return {name.removeprefix("drfemu.") for name in names}  # by package within drfemu
-
-
-LAYERS = ["protocols", "overlay", "nodes", "experiments"]  # each may import only those before it
-
-
-@pytest.mark.parametrize("package", LAYERS)
-def test_packages_import_only_lower_layers(package: str) -> None:
-    later = LAYERS[LAYERS.index(package) + 1:]
-    for path in (ROOT / package).rglob("*.py"):
-        bad = [m for m in _imports(path) if m.split(".")[0] in later]
-        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
-
-
-STAGES = ["workloads", "running", "sweeps", "reports"]  # experiments' stages, in order
-
-
-@pytest.mark.parametrize("stage", STAGES + ["policies"])
-def test_experiment_stages_never_import_a_later_stage_and_sweeps_and_reports_no_actor(stage: str) -> None:
-    later = STAGES[STAGES.index(stage) + 1:] + ["cli"] if stage in STAGES else ["sweeps", "reports", "cli", "running"]
-    for path in (ROOT / "experiments" / stage).rglob("*.py"):
-        for module in _imports(path):
-            parts = module.split(".")
-            assert not (parts[0] == "experiments" and len(parts) > 1 and parts[1] in later), \
-                f"{path.relative_to(ROOT)} imports {module}"
-            if stage in ("sweeps", "reports"):
-                assert parts[0] != "nodes" and module not in ("experiments.running.runner",
-                                                              "experiments.running.distributed"), \
-                    f"{path.relative_to(ROOT)} imports {module}, which loads actors"
-
-
-ACTOR_ROOTS = ("drfemu.nodes.actor", "drfemu.nodes.runtime")  # every actor and the runtime import these
-
-LOADS_NOTHING_HEAVY = """
-import importlib, importlib.machinery, json, pkgutil, sys
-import drfemu.experiments.{stage} as stage
-for info in pkgutil.walk_packages(stage.__path__, stage.__name__ + "."):
-    importlib.import_module(info.name)
-suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-print(json.dumps(sorted(name for name, module in sys.modules.items() if name.startswith("drfemu.")
-                        and (name in {roots} or str(getattr(module, "__file__", "")).endswith(suffixes)))))
-"""
-
-
-@pytest.mark.parametrize("stage", ["sweeps", "reports", "workloads"])
-def test_the_sweep_report_and_workload_stages_load_no_actor_and_no_c_extension(stage: str) -> None:
-    """Checked in a fresh interpreter over every module of the stage, so transitive imports count."""
-    import subprocess
-    import sys
-
-    code = LOADS_NOTHING_HEAVY.format(stage=stage, roots=set(ACTOR_ROOTS))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(done.stdout) == [], f"importing experiments.{stage} loads {done.stdout.strip()}"
-
-
-def test_no_import_cycles_among_modules() -> None:
-    graph: dict[str, set[str]] = {}
-    for package in LAYERS:
-        for path in (ROOT / package).rglob("*.py"):
-            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-            graph[module] = {m for m in _imports(path) if m.split(".")[0] in LAYERS}
-    state: dict[str, int] = {}
-
-    def visit(module: str, trail: list[str]) -> None:
-        state[module] = 1
-        for target in graph.get(module, ()):
-            if state.get(target) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(trail + [module, target]))
-            if target in graph and not state.get(target):
-                visit(target, trail + [module])
-        state[module] = 2
-
-    for module in graph:
-        if not state.get(module):
-            visit(module, [])
+            assert not module.startswith(ABOVE_NODES), f"{type(actor).__name__} {actor.id} reaches {type(value)}"
+            assert not str(getattr(value, "__module__", None) or "").startswith(ABOVE_NODES)  # no bound callback either
 
 
 def test_the_parameter_table_in_the_docs_is_the_one_the_schema_derives() -> None:
-    from drfemu.experiments.running.params import parameters_markdown
+    from drfemu.schema.params import parameters_markdown
 
     assert parameters_markdown() in (ROOT / "docs" / "parameters.md").read_text(encoding="utf-8")
 
@@ -203,8 +123,8 @@ def test_the_typed_run_parameters_are_the_declared_ones() -> None:
     a run's model holds is annotated."""
     import typing
 
-    from drfemu.experiments.running.params import CASE, CORE, RunParams
-    from drfemu.protocols.params import Kind
+    from drfemu.schema.params import CASE, CORE, RunParams
+    from drfemu.kernel.params import Kind
 
     python = {Kind.INT: int, Kind.FLOAT: float, Kind.BOOL: bool, Kind.TEXT: str, Kind.DURATION: float}
     hints = typing.get_type_hints(RunParams)

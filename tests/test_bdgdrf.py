@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.experiments.cli import main
+from drfemu.cli import main
 from drfemu.protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice
 from drfemu.protocols.centre import sees_top
-from drfemu.protocols.messages import Proposal
+from drfemu.kernel.messages import Proposal
 from tests.test_distributed_roles import node, request
 
 

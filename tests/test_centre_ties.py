@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from drfemu.experiments.running.params import run_params
+from drfemu.schema.params import run_params
 from drfemu.overlay.gradient import Gradient
 from drfemu.overlay.kompics_gradient import KompicsGradient
 from drfemu.protocols.dgdrf import DgdrfRule
-from drfemu.protocols.messages import Proposal
+from drfemu.kernel.messages import Proposal
 from drfemu.protocols.pdgdrf import PdgdrfRule
 from tests.test_distributed_roles import node, request
 

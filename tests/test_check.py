@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.experiments.cli import main
-from drfemu.experiments.running.check import check_runs, traced_run
-from drfemu.experiments.running.params import canonical_params, run_id
+from drfemu.cli import main
+from drfemu.tools.check import check_runs, traced_run
+from drfemu.schema.params import canonical_params, run_id
 from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.trace import Diverged, EventTrace
 

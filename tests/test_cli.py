@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.experiments.cli import main
-from drfemu.experiments.reports.online import MARKER
-from drfemu.experiments.running.bench import _bench_bare, _bench_runtime, run_bench
-from drfemu.experiments.running.scale_bench import users_for
+from drfemu.cli import main
+from drfemu.reports.online import MARKER
+from drfemu.tools.bench import _bench_bare, _bench_runtime, run_bench
+from drfemu.tools.scale_bench import users_for
 
 RESULT_KEYS = {
     "protocol", "machines", "users", "seed", "saturated", "stalled", "run_time_s", "allocations",
@@ -135,9 +135,9 @@ def test_unplaceable_user_is_warned_and_the_run_goes_on(tmp_path: Path, capsys: 
 
 @pytest.mark.slow
 def test_installed_script_runs_and_fails_cleanly() -> None:
-    ok = subprocess.run([sys.executable, "-m", "drfemu.experiments.cli", "protocols"], capture_output=True, text=True)
+    ok = subprocess.run([sys.executable, "-m", "drfemu.cli", "protocols"], capture_output=True, text=True)
     assert ok.returncode == 0 and "drf-bestfit" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "drfemu.experiments.cli", "run", "--protocol", "x"], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "drfemu.cli", "run", "--protocol", "x"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.experiments.running.runner import RunConfig, run_emulation
-from drfemu.experiments.workloads.google import google_case
-from drfemu.experiments.workloads.model import Server, Task, User, Workload
+from drfemu.assembly.run import RunConfig, run_emulation
+from drfemu.workloads.google import google_case
+from drfemu.schema.workload import Server, Task, User, Workload
 from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import FiniteUserNode, UserNode
 from drfemu.protocols.drf import Drf
-from drfemu.protocols.events import TaskResubmitted, TaskSubmitted
-from drfemu.protocols.messages import (
+from drfemu.kernel.events import TaskResubmitted, TaskSubmitted
+from drfemu.kernel.messages import (
     Accept,
     Decline,
     Forgotten,

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drfemu.experiments.api import run
-from drfemu.experiments.cli import main
-from drfemu.experiments.running.harness import Harness
+from drfemu.api import run
+from drfemu.cli import main
+from drfemu.observers.harness import Harness
 from drfemu.protocols.cluster import ClusterView
 from drfemu.protocols.devices import DeviceError, Devices, check_device_workload, device_matrix, device_usable
-from drfemu.protocols.errors import InputError
+from drfemu.kernel.errors import InputError
 from drfemu.protocols.fragmentation import fragmented_matrix, least_fragmentation
-from drfemu.protocols.resources import CapacityViolation
+from drfemu.kernel.resources import CapacityViolation
 
 
 def test_a_fraction_fills_the_tightest_device_and_never_spans_two() -> None:

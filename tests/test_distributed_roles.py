@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 
 from drfemu.nodes.actor import WakeUp
 from drfemu.nodes.server import ServerConfig, ServerNode, server_class
-from drfemu.nodes.streams import NodeStreams
+from drfemu.kernel.streams import NodeStreams
 from drfemu.overlay.gradient import NEG_INF
-from drfemu.protocols.compiled import SKIP_REASON, compiled_module
+from drfemu.kernel.compiled import SKIP_REASON, compiled_module
 from drfemu.protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRequest
 from drfemu.protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
-from drfemu.protocols.events import NeighborsFixed, TaskAllocated
-from drfemu.protocols.fairness import gini
+from drfemu.kernel.events import NeighborsFixed, TaskAllocated
+from drfemu.kernel.fairness import gini
 from drfemu.protocols.homes import HomeUsers
-from drfemu.protocols.messages import (
+from drfemu.kernel.messages import (
     Accept,
     Decline,
     PeerDown,
@@ -31,7 +31,7 @@ from drfemu.protocols.messages import (
 )
 from drfemu.protocols.pdgdrf import PdgdrfRule, gini_test, gini_test_implementation, lowers_gini_python
 from drfemu.protocols.probe import STUCK_TICKS, LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
-from drfemu.protocols.resources import CapacityViolation
+from drfemu.kernel.resources import CapacityViolation
 from drfemu.protocols.rule import ServerRule
 
 
@@ -231,11 +231,11 @@ def test_dgdrf_the_lowest_neighbour_acks_only_a_set_equal_to_its_view() -> None:
 # -- PDGDRF (Algorithm 6, eq. 4.7) --------------------------------------------------------------
 
 GINI_TESTS = [pytest.param(lowers_gini_python, id="python"), pytest.param(gini_test(), id=gini_test_implementation())]
-"""The reference and the test runs use (compiled from `protocols/_gini.c` where it was built)."""
+"""The reference and the test runs use (compiled from `src/native/_gini.c` where it was built)."""
 
 
 def test_pdgdrf_uses_the_c_gini_test_where_it_was_built() -> None:
-    """The README install compiles `protocols/_gini.c`; without it PDGDRF is correct but slower."""
+    """The README install compiles `src/native/_gini.c`; without it PDGDRF is correct but slower."""
     if compiled_module("drfemu.protocols._gini") is None:
         pytest.skip(f"the optional C extension is not in use ({SKIP_REASON})")
     assert gini_test_implementation() == "C" and PdgdrfRule().lowers_gini is gini_test()

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.experiments.running.runner import RunConfig, run_emulation
-from drfemu.experiments.workloads.google import google_case
-from drfemu.experiments.workloads.model import Workload
-from drfemu.experiments.workloads.synthetic import synthetic_case
+from drfemu.assembly.run import RunConfig, run_emulation
+from drfemu.workloads.google import google_case
+from drfemu.schema.workload import Workload
+from drfemu.workloads.synthetic import synthetic_case
 from tests.conftest import workload
 
 WALL_CLOCK_KEYS = {"wall_time_s", "events_per_s"}

@@ -1,5 +1,5 @@
-"""The C accelerators (`nodes/_engine.c`, `overlay/_cyclon.c`, `overlay/_rank.c`,
-`protocols/_gini.c`) change nothing but speed: each engine loop agrees with its Python reference
+"""The C accelerators (`src/native/_engine.c`, `src/native/_cyclon.c`, `src/native/_rank.c`,
+`src/native/_gini.c`) change nothing but speed: each engine loop agrees with its Python reference
 on arbitrary inputs (the merges are checked so in `test_cyclon.py` and `test_gradient.py`, the
 Gini test in `test_gini_c.py`), and whole runs with every accelerator swapped for its reference
 give the same events, one hash per event."""
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drfemu.experiments.running.check import traced_run
-from drfemu.experiments.running.params import canonical_params
+from drfemu.tools.check import traced_run
+from drfemu.schema.params import canonical_params
 from drfemu.nodes import runtime as runtime_module
 from drfemu.nodes.actor import Actor, UnhandledMessage, send_python
 from drfemu.nodes.network import count_items_python, count_types_python
@@ -27,7 +27,7 @@ from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES,
 from drfemu.nodes.runtime import deliver_python, fire_each_python
 from drfemu.nodes.server import server_class
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
-from drfemu.protocols.messages import handles, message
+from drfemu.kernel.messages import handles, message
 from drfemu.protocols.registry import PROTOCOLS
 from tests.conftest import compiled_or_skip
 
@@ -181,7 +181,7 @@ FAULTS = str(Path(__file__).resolve().parents[1] / "configs" / "faults" / "check
 
 PURE_PYTHON_RUN = """
 import json, sys
-from drfemu.experiments.running.check import traced_run
+from drfemu.tools.check import traced_run
 from drfemu.nodes.server import server_class
 from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
@@ -239,7 +239,7 @@ def _peer_state(peer: OverlayPeer) -> tuple[Any, ...]:
 @given(steps, st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32))
 def test_the_c_exchanges_do_what_their_python_references_do(program: list[tuple[Any, ...]], view: int,
                                                            cyclon_view: int, seed: int) -> None:
-    """Two peers in the same state, one driven by the C methods of `overlay/_exchange.c`, the other
+    """Two peers in the same state, one driven by the C methods of `src/native/_exchange.c`, the other
     by their Python references: after every step, the same views, queues, draws and outboxes."""
     peers = []
     for _ in range(2):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drfemu.protocols.fairness import gini, jain, ratio_20_20, sample_std
+from drfemu.kernel.fairness import gini, jain, ratio_20_20, sample_std
 
 
 @pytest.mark.parametrize(

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from drfemu.experiments.cli import main
-from drfemu.experiments.reports.fault_campaign import BEGIN, END, campaign_rows, failed, with_campaign
-from drfemu.experiments.sweeps.campaign import campaign_cases, parse_sizes
-from drfemu.experiments.workloads.fault_schedules import ScheduleBounds, random_schedule
-from drfemu.experiments.workloads.faults import Action, parse_scenario
-from drfemu.protocols.errors import InputError
+from drfemu.cli import main
+from drfemu.reports.fault_campaign import BEGIN, END, campaign_rows, failed, with_campaign
+from drfemu.sweeps.campaign import campaign_cases, parse_sizes
+from drfemu.workloads.fault_schedules import ScheduleBounds, random_schedule
+from drfemu.schema.faults import Action, parse_scenario
+from drfemu.kernel.errors import InputError
 from drfemu.protocols.registry import PROTOCOLS
 
 
@@ -108,8 +108,8 @@ def test_bad_campaign_options_are_one_line(tmp_path: Path, args: list[str], mess
 
 
 def test_a_campaign_resumes_where_it_stopped(tmp_path: Path) -> None:
-    from drfemu.experiments.running.runner import run_workload
-    from drfemu.experiments.sweeps.campaign import run_campaign
+    from drfemu.assembly.run import run_workload
+    from drfemu.sweeps.campaign import run_campaign
 
     cases = campaign_cases(4, 2, ["drf", "dgdrf"], parse_sizes("6x2"))
     calls: list[int] = []
@@ -126,7 +126,7 @@ def test_a_campaign_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 
 def test_determinism_is_judged_on_every_field_but_the_wall_clocks() -> None:
-    from drfemu.experiments.sweeps.campaign import _digest
+    from drfemu.sweeps.campaign import _digest
 
     document = {"events": 10, "run_time_s": 5.0, "wall_time_s": 0.3, "events_per_s": 33.0}
     assert _digest(document) == _digest(document | {"wall_time_s": 0.9, "events_per_s": 11.0})

@@ -10,14 +10,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drfemu.experiments.running.faults import FaultInjector
-from drfemu.experiments.running.windows import Window, Windows, value_at
-from drfemu.experiments.workloads.faults import parse_scenario
+from drfemu.assembly.faults import FaultInjector
+from drfemu.assembly.windows import Window, Windows, value_at
+from drfemu.schema.faults import parse_scenario
 from drfemu.nodes.clock import VirtualClockLoop
-from drfemu.nodes.latency import ConstantLatency
+from drfemu.kernel.latency import ConstantLatency
 from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import Runtime
-from drfemu.nodes.streams import RandomStreams
+from drfemu.kernel.streams import RandomStreams
 
 HORIZON = 12  # whole seconds; windows start and end on them, probes look between them
 
@@ -106,7 +106,7 @@ def test_latency_windows_in_a_run_mean_what_they_say(drawn: list[tuple[int, int 
 
 
 def test_a_window_on_one_message_type_leaves_the_others_and_the_base_alone() -> None:
-    from drfemu.protocols.messages import WalkTask
+    from drfemu.kernel.messages import WalkTask
 
     document = {"loss": 0.01, "loss_by_type": {"WalkTask": 0.1}, "event": [
         {"at": "1s", "action": "loss", "loss": 0.3, "messages": ["WalkTask"], "duration": "4s"},

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.experiments.cli import main
-from drfemu.experiments.workloads.faults import Action, ScenarioError, load_scenario, parse_scenario
-from drfemu.nodes.latency import ConstantLatency, UniformLatency
+from drfemu.cli import main
+from drfemu.schema.faults import Action, ScenarioError, load_scenario, parse_scenario
+from drfemu.kernel.latency import ConstantLatency, UniformLatency
 from drfemu.nodes.network import Network
-from drfemu.protocols.messages import Accept, Proposal
+from drfemu.kernel.messages import Accept, Proposal
 
 ISSUE_EXAMPLE = """
 loss = 0.01
@@ -171,7 +171,7 @@ def test_drfemu_run_refuses_a_bad_scenario_before_running(tmp_path: Path, capsys
 
 
 def test_a_sweep_config_names_its_scenario_relative_to_itself_and_by_content(tmp_path: Path) -> None:
-    from drfemu.experiments.sweeps.config import load_sweep
+    from drfemu.sweeps.config import load_sweep
 
     (tmp_path / "f.toml").write_text("loss = 0.01\n")
     config = tmp_path / "c.toml"
@@ -186,8 +186,8 @@ def test_a_sweep_config_names_its_scenario_relative_to_itself_and_by_content(tmp
 
 
 def test_a_run_with_faults_is_the_same_run_event_by_event(tmp_path: Path) -> None:
-    from drfemu.experiments.running.check import check_runs
-    from drfemu.experiments.running.params import canonical_params, run_id
+    from drfemu.tools.check import check_runs
+    from drfemu.schema.params import canonical_params, run_id
 
     faults = _write(tmp_path, "loss = 0.05\n[[event]]\nat = '1s'\naction = 'partition'\nservers = 3\n"
                               "duration = '2s'\n[[event]]\nat = '2s'\naction = 'latency'\nlatency = 'pair:1ms:9ms'\n")

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.experiments.running.ledger import LedgerViolation, TaskLedger
-from drfemu.experiments.running.runner import RunConfig, run_emulation
-from drfemu.experiments.workloads.model import Server, Task, User, Workload
+from drfemu.observers.ledger import LedgerViolation, TaskLedger
+from drfemu.assembly.run import RunConfig, run_emulation
+from drfemu.schema.workload import Server, Task, User, Workload
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.user import FiniteUserNode
-from drfemu.protocols.events import TaskAllocated, TaskDispatched, TaskFinished, TaskSubmitted
+from drfemu.kernel.events import TaskAllocated, TaskDispatched, TaskFinished, TaskSubmitted
 from drfemu.protocols.homes import HomeUsers
-from drfemu.protocols.messages import (
+from drfemu.kernel.messages import (
     Launch,
     ServerReply,
     ServerRequest,
@@ -108,7 +108,7 @@ def test_the_ledger_follows_every_task_and_refuses_impossible_moves() -> None:
 def test_times_finer_than_the_clock_are_kept_to_the_microsecond() -> None:
     """A submit time between two microseconds once woke its user at an instant before it, for
     ever; times are now rounded to the clock's resolution."""
-    from drfemu.experiments.workloads.model import parse_workload
+    from drfemu.schema.workload import parse_workload
 
     w = parse_workload({"resources": ["a"], "servers": [{"capacity": [2]}], "users": [{"demand": [1], "tasks": [
         {"submit": 1.0000004, "duration": 0.5}, {"submit": 4e-7, "duration": 1e-6}]}]})
@@ -190,7 +190,7 @@ def test_with_tasks_that_end_a_saturated_user_retries_soon(protocol: str) -> Non
 
 
 def test_the_saturation_retry_default_depends_on_whether_tasks_end() -> None:
-    from drfemu.experiments.running.params import run_params
+    from drfemu.schema.params import run_params
 
     assert run_params(protocol="dgdrf").saturation_retry_ticks(False) == 50
     assert run_params(protocol="dgdrf").saturation_retry_ticks(True) == 1
@@ -200,7 +200,7 @@ def test_the_saturation_retry_default_depends_on_whether_tasks_end() -> None:
 # -- the trace replay's progress line (issue 40) ---------------------------------------------------
 
 def test_replay_progress_reads_as_one_line() -> None:
-    from drfemu.experiments.sweeps.online import ReplayProgress
+    from drfemu.sweeps.online import ReplayProgress
     assert ReplayProgress(3, 11, {"probe": 0.41, "pdgdrf": 0.775}, 372.4).line() == (
         "3 of 11 runs done; running: probe 41%, pdgdrf 78%; ETA 6 min 12 s")
     assert ReplayProgress(0, 2, {}, None).line() == "0 of 2 runs done; running: none; ETA unknown"
@@ -210,7 +210,7 @@ def test_the_replay_eta_follows_each_runs_pace(monkeypatch: pytest.MonkeyPatch) 
     """Progress is the lesser of the tasks started and the time to the last task's end on arrival;
     the ETA divides what is left of the running runs, and the queued runs at the mean wall time
     of those that ended, among the workers."""
-    from drfemu.experiments.sweeps import online
+    from drfemu.sweeps import online
     clock = [100.0]
     monkeypatch.setattr(online.time, "monotonic", lambda: clock[0])
     pace = online._Pace(end=1000.0, tasks=200, queued=3, workers=2)
@@ -236,7 +236,7 @@ class _RunHeldUntilSeen:
     def __call__(self, params: dict[str, Any], progress: Any) -> dict[str, Any]:
         import time
 
-        from drfemu.experiments.running.runner import run_point
+        from drfemu.assembly.run import run_point
         result = run_point(params, progress)
         deadline = time.monotonic() + 120.0
         while not (self.seen / params["protocol"]).exists() and time.monotonic() < deadline:
@@ -246,7 +246,7 @@ class _RunHeldUntilSeen:
 
 @pytest.mark.slow
 def test_a_trace_replay_reports_its_progress(tmp_path: Path) -> None:
-    from drfemu.experiments.sweeps.online import ReplayProgress, run_online_protocols
+    from drfemu.sweeps.online import ReplayProgress, run_online_protocols
     seen = tmp_path / "seen"
     seen.mkdir()
     heard: list[ReplayProgress] = []

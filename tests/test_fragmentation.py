@@ -58,7 +58,7 @@ def test_the_choice_does_not_depend_on_units(servers: list, mix: list, resource:
 
 
 def test_a_server_learns_the_mix_from_its_users_and_the_walks_it_sees_and_scores_by_it() -> None:
-    from drfemu.protocols.messages import Proposal
+    from drfemu.kernel.messages import Proposal
     from drfemu.protocols.placement import FitWalk
     from tests.test_distributed_roles import node, request
 
@@ -74,8 +74,8 @@ def test_a_server_learns_the_mix_from_its_users_and_the_walks_it_sees_and_scores
 def test_the_harness_keeps_the_cluster_fragmentation_up_to_date_server_by_server() -> None:
     import numpy as np
 
-    from drfemu.experiments.running.harness import Harness
-    from drfemu.protocols.events import ServerCrashed
+    from drfemu.observers.harness import Harness
+    from drfemu.kernel.events import ServerCrashed
     from drfemu.protocols.fragmentation import fragmented_matrix
 
     capacities = [(8.0, 1.0), (8.0, 2.0), (4.0, 0.0)]

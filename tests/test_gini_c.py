@@ -1,4 +1,4 @@
-"""PDGDRF's Gini test in C (`protocols/_gini.c`) answers as its reference
+"""PDGDRF's Gini test in C (`src/native/_gini.c`) answers as its reference
 (`protocols.pdgdrf.lowers_gini_python`) on the same floats, and its exact sum is `math.fsum`'s.
 Whole PDGDRF runs with and without it are compared event by event in `test_engine_c.py`."""
 

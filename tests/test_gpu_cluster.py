@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
-from drfemu.experiments.api import run
-from drfemu.experiments.workloads.gpu_cluster import FRACTIONS, SERVER_KINDS, gpu_cluster_case
-from drfemu.experiments.workloads.model import WorkloadError
-from drfemu.protocols.errors import InputError
+from drfemu.api import run
+from drfemu.workloads.gpu_cluster import FRACTIONS, SERVER_KINDS, gpu_cluster_case
+from drfemu.schema.workload import WorkloadError
+from drfemu.kernel.errors import InputError
 
 
 def test_the_draw_has_the_declared_kinds_and_user_mix() -> None:

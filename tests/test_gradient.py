@@ -25,7 +25,7 @@ from drfemu.overlay.gradient import (
     validation_set,
 )
 from drfemu.overlay.messages import GradientReply, GradientShuffle
-from drfemu.protocols.compiled import SKIP_REASON, compiled_module
+from drfemu.kernel.compiled import SKIP_REASON, compiled_module
 
 INF = float("inf")
 
@@ -74,7 +74,7 @@ RANKS = [pytest.param(rank_python, id="python"), pytest.param(rank_c, id="C", ma
 
 
 def test_rank_is_the_merge_protocols_compiled_chooses() -> None:
-    """`rank` is the C merge exactly when `protocols.compiled` loads `overlay/_rank.c` (the README
+    """`rank` is the C merge exactly when `kernel.compiled` loads `src/native/_rank.c` (the README
     install builds it where there is a compiler); otherwise the reference, with the same answers."""
     loaded = compiled_module("drfemu.overlay._rank")
     assert (rank is rank_python) == (loaded is None)

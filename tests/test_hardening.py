@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.experiments.cli.common import CliError, check_writable
-from drfemu.experiments.live.channel import proof
-from drfemu.experiments.running.pools import max_workers, worker_pool
+from drfemu.cli.common import CliError, check_writable
+from drfemu.live.channel import proof
+from drfemu.tools.pools import max_workers, worker_pool
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
@@ -229,8 +229,8 @@ def test_a_resource_tracker_that_was_running_before_the_command_is_left_alone() 
     stays (stopping it would wait for the caller's workers, for ever)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from drfemu.experiments.cli.stopping import signals_stop_the_command
-    from drfemu.experiments.running.pools import resource_tracker_pid
+    from drfemu.cli.stopping import signals_stop_the_command
+    from drfemu.tools.pools import resource_tracker_pid
 
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         assert pool.submit(abs, -1).result(timeout=60) == 1

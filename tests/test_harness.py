@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from drfemu.experiments.running.harness import (
+from drfemu.observers.harness import (
     SATURATED,
     STALLED,
     TIME_CAP,
     Harness,
     RunOutcome,
 )
-from drfemu.protocols.resources import CapacityViolation
+from drfemu.kernel.resources import CapacityViolation
 
 
 def make(capacities: list[tuple[float, ...]], demands: list[tuple[float, ...]], **kw: object) -> tuple[Harness, list[RunOutcome]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.experiments.cli import main
+from drfemu.cli import main
 
 
 def _write(path: Path, text: str) -> str:
@@ -91,7 +91,7 @@ def test_a_sweep_config_with_bad_values_is_a_config_error(tmp_path: Path, capsys
 
 def test_an_internal_bug_shows_its_traceback_and_exits_70(monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    import drfemu.experiments.api as api
+    import drfemu.api as api
 
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("an emulator bug, not the user's input")

@@ -1,4 +1,4 @@
-"""Live mode (`drfemu live`, `nodes.live`, `experiments.live.coordinator`): nodes on the real clock
+"""Live mode (`drfemu live`, `nodes.live`, `live.coordinator`): nodes on the real clock
 over loopback UDP. Short runs only; `docs/live.md` has the measured comparison."""
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.experiments.cli import main
-from drfemu.experiments.live.coordinator import BIN_EDGES, quantiles_of
-from drfemu.experiments.running.params import canonical_params
-from drfemu.experiments.running.runner import build_nodes, build_run_config, run_emulation
+from drfemu.cli import main
+from drfemu.live.coordinator import BIN_EDGES, quantiles_of
+from drfemu.schema.params import canonical_params
+from drfemu.assembly.run import build_nodes, build_run_config, run_emulation
 from drfemu.nodes.live import LATENCY_BINS, STAMP, LiveRuntime, latency_bin
 from drfemu.nodes.network import Network
-from drfemu.nodes.streams import RandomStreams
+from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.wire import Codec
-from drfemu.protocols.messages import Accept, Proposal, TaskRequest
+from drfemu.kernel.messages import Accept, Proposal, TaskRequest
 from drfemu.protocols.resilience import Timeouts
 
 CODEC = Codec()
@@ -124,7 +124,7 @@ def test_a_worker_that_cannot_reach_its_coordinator_says_so_in_one_line(capsys: 
 @pytest.mark.slow
 def test_a_live_drf_run_saturates_like_the_virtual_one(tmp_path: Path) -> None:
     out, log, virtual_out = tmp_path / "live.json", tmp_path / "live.jsonl", tmp_path / "virtual.json"
-    done = subprocess.run([sys.executable, "-m", "drfemu.experiments.cli", "live", "--machines", "10", "--users", "3",
+    done = subprocess.run([sys.executable, "-m", "drfemu.cli", "live", "--machines", "10", "--users", "3",
                            "--processes", "2", "--time-scale", "0.1", "--json", str(out), "--log", str(log)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -137,7 +137,7 @@ def test_a_live_drf_run_saturates_like_the_virtual_one(tmp_path: Path) -> None:
     assert live["live"]["one_way_latency_us"]["p50"] is not None
     assert len(log.read_text().splitlines()) == live["allocations"]
     virtual_out.write_text(json.dumps(virtual))
-    report = subprocess.run([sys.executable, "-m", "drfemu.experiments.cli", "live-report", str(virtual_out), str(out)],
+    report = subprocess.run([sys.executable, "-m", "drfemu.cli", "live-report", str(virtual_out), str(out)],
                             capture_output=True, text=True, timeout=60)
     assert report.returncode == 0, report.stderr
     rows = [line for line in report.stdout.splitlines() if line.startswith("| drf 10 × 3")]
@@ -153,7 +153,7 @@ def _workers_of(parent: int) -> list[int]:
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if int(stat[1]) == parent and b"drfemu.experiments.live.worker" in cmdline:
+            if int(stat[1]) == parent and b"drfemu.live.worker" in cmdline:
                 pids.append(int(entry))
     return pids
 
@@ -184,7 +184,7 @@ def _assert_gone(coordinator: int, workers: list[int]) -> None:
 
 
 def _start_endless_live_run() -> tuple[subprocess.Popen[str], list[int]]:
-    coordinator = subprocess.Popen([sys.executable, "-m", "drfemu.experiments.cli", "live", "--machines", "10", "--users",
+    coordinator = subprocess.Popen([sys.executable, "-m", "drfemu.cli", "live", "--machines", "10", "--users",
                                     "3", "--protocol", "dgdrf", "--neighbors", "2", "--processes", "2",
                                     "--max-time", "10000s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

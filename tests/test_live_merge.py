@@ -1,4 +1,4 @@
-"""The coordinator's merge of the workers' event streams (`experiments.live.merge`)."""
+"""The coordinator's merge of the workers' event streams (`live.merge`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drfemu.experiments.live.merge import EventMerge
+from drfemu.live.merge import EventMerge
 
 
 def test_an_event_waits_until_every_worker_is_heard_after_it() -> None:

@@ -1,4 +1,4 @@
-"""`drfemu live-report` (experiments.reports.live_compare): grouping, pairing by seed, bad input."""
+"""`drfemu live-report` (reports.live_compare): grouping, pairing by seed, bad input."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from drfemu.experiments.reports.live_compare import live_report
-from drfemu.protocols.errors import InputError
+from drfemu.reports.live_compare import live_report
+from drfemu.kernel.errors import InputError
 
 
 def _document(seed: int, min_share: float, scale: float | None = None, protocol: str = "drf") -> dict[str, Any]:

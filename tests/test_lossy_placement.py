@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from drfemu.nodes.actor import WakeAfter, WakeUp
 from drfemu.nodes.server import ServerConfig, server_class
-from drfemu.nodes.streams import NodeStreams
+from drfemu.kernel.streams import NodeStreams
 from drfemu.nodes.user import UserNode
 from drfemu.protocols.bdgdrf import BdgdrfRule
 from drfemu.protocols.ddrf import DdrfRule
-from drfemu.protocols.messages import (
+from drfemu.kernel.messages import (
     MESSAGE_TYPES,
     Proposal,
     RequestAck,
@@ -236,8 +236,8 @@ def test_no_protocol_stalls_at_up_to_twenty_percent_loss_on_clusters_up_to_fifty
     """Endless users, Google cases of 6–50 servers × 2–10 users, loss overall and per message type:
     the run ends as the fault-free one does — saturated, or stalled only where that one stalls or
     the protocol strands tasks by design (a probe's copies on full servers) — and loses nothing."""
-    from drfemu.experiments.running.runner import RunConfig, run_emulation
-    from drfemu.experiments.workloads.google import google_case
+    from drfemu.assembly.run import RunConfig, run_emulation
+    from drfemu.workloads.google import google_case
 
     faults = tmp_path_factory.mktemp("f") / "loss.toml"
     faults.write_text(text)
@@ -259,7 +259,7 @@ def test_central_drf_re_places_a_task_launched_onto_a_server_partitioned_away_fo
     the failure detector's delay, the scheduler answers the user's repeated `Accept` with
     `Forgotten`, the user sends the task again under a new id, and it starts elsewhere; the run
     ends saturated over the servers that are up, and names why."""
-    from drfemu.experiments.api import configure, run_config
+    from drfemu.api import configure, run_config
 
     scenario = tmp_path / "partition.toml"
     scenario.write_text('[[event]]\nat = "5s"\naction = "partition"\nservers = 3\n')

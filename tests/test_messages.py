@@ -8,7 +8,7 @@ from typing import ClassVar
 import pytest
 
 from drfemu.nodes.network import Network
-from drfemu.protocols.messages import TaskRequest, message
+from drfemu.kernel.messages import TaskRequest, message
 
 
 @message

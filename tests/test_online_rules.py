@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from drfemu.experiments.running.runner import RunConfig, run_emulation
-from drfemu.experiments.running.swm import relative_rmse
-from drfemu.experiments.workloads.model import Server, Task, User, Workload
-from drfemu.experiments.workloads.online import load_first_hour, offered_load
+from drfemu.assembly.run import RunConfig, run_emulation
+from drfemu.observers.swm import relative_rmse
+from drfemu.schema.workload import Server, Task, User, Workload
+from drfemu.workloads.online import load_first_hour, offered_load
 from drfemu.protocols.central import PendingTask
 from drfemu.protocols.cluster import ClusterView
 from drfemu.protocols.online_central import CAdrf, NaiveAdrf, Wmmf
-from drfemu.protocols.policies.online import RULES, OnlineScheduler
-from drfemu.protocols.policies.pool import PolicyInputError
-from drfemu.protocols.resources import CapacityViolation
+from drfemu.policies.online import RULES, OnlineScheduler
+from drfemu.policies.pool import PolicyInputError
+from drfemu.kernel.resources import CapacityViolation
 from tests.oracles.jobsim import Job, simulate
 
 

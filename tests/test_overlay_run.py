@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from drfemu.experiments.running.overlay_run import OverlayConfig, run_overlay
+from drfemu.assembly.overlay_run import OverlayConfig, run_overlay
 from drfemu.overlay import gradient
-from drfemu.protocols.errors import InputError
+from drfemu.kernel.errors import InputError
 
 PERF_KEYS = ("wall_time_s", "observer_wall_s", "emulation_wall_s", "events_per_s", "exchanges_per_s")
 
@@ -150,8 +150,8 @@ def test_every_overlay_parameter_is_declared_once() -> None:
     """The config's fields are the declarations' names; the shared ones are the run parameters."""
     from dataclasses import fields
 
-    from drfemu.experiments.running.overlay_config import SHARED, overlay_params
-    from drfemu.experiments.running.params import param
+    from drfemu.schema.overlay_config import SHARED, overlay_params
+    from drfemu.schema.params import param
 
     declared = overlay_params()
     assert sorted(p.name for p in declared) == sorted(f.name for f in fields(OverlayConfig))

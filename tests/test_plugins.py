@@ -16,7 +16,7 @@ import pytest
 PLUGIN = '''
 """A protocol of a package of the user's own: homes allocate every `demo_every`-th tick."""
 
-from drfemu.protocols.params import Kind, Param
+from drfemu.kernel.params import Kind, Param
 from drfemu.protocols.registry import Gateway, ProtocolSpec
 from drfemu.protocols.rule import Server, ServerRule
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drfemu.protocols.policies.adrf import BETAS, AdrfModel, adrf, social_welfare, swm
-from drfemu.protocols.policies.drf_filling import drf_divisible
-from drfemu.protocols.policies.pool import PolicyInputError
+from drfemu.policies.adrf import BETAS, AdrfModel, adrf, social_welfare, swm
+from drfemu.policies.drf_filling import drf_divisible
+from drfemu.policies.pool import PolicyInputError
 
 pytest.importorskip("cvxpy", reason="ADRF against the SWM optimum needs cvxpy (the optimum extra)")
 
@@ -75,7 +75,7 @@ def test_bad_alpha_and_beta_are_refused(call: object, needle: str) -> None:
 
 
 def test_adrf_swm_experiment_reports_gaps_next_to_the_seed() -> None:
-    from drfemu.experiments.policies.experiments import adrf_vs_swm
+    from drfemu.studies.adrf_swm import adrf_vs_swm
 
     result = adrf_vs_swm(draws=4, seed=3)
     assert [row["alpha"] for row in result["rows"]] == [1.0, 1.5, 2.0]

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drfemu.protocols.policies.drf_filling import drf_divisible, drf_tasks
-from drfemu.protocols.policies.pool import PolicyInputError
-from drfemu.protocols.policies.tda import saturated_allocations, tda, tda_bound
+from drfemu.policies.drf_filling import drf_divisible, drf_tasks
+from drfemu.policies.pool import PolicyInputError
+from drfemu.policies.tda import saturated_allocations, tda, tda_bound
 
 scipy_optimize = pytest.importorskip("scipy.optimize")
 

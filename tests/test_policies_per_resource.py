@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drfemu.protocols.policies.per_resource import ffmra, mlf_drs
+from drfemu.policies.per_resource import ffmra, mlf_drs
 
 FOUR_USERS = [(3, 1), (5, 3), (1, 5), (2, 7)]  # seed 003 Table I, seed 004 Table IV; pool <18 CPU, 36 GB>
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from drfemu.protocols.messages import Proposal
+from drfemu.kernel.messages import Proposal
 from drfemu.protocols.probe import LoadRequest, LoadsReply, ProbeRule, ProbeTask, room_load, task_load, used_fractions
 from tests.test_distributed_roles import node, request
 

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.experiments.running.runner import RunConfig, run_emulation
-from drfemu.experiments.workloads.model import Workload
+from drfemu.assembly.run import RunConfig, run_emulation
+from drfemu.schema.workload import Workload
 from drfemu.nodes.actor import WakeUp
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import FiniteUserNode, UserNode
 from drfemu.protocols.drf import Drf
-from drfemu.protocols.messages import (
+from drfemu.kernel.messages import (
     Accept,
     EndAck,
     Launch,
@@ -136,7 +136,7 @@ def test_a_server_starts_a_task_once_and_repeats_its_end_until_acknowledged() ->
 
 def _server(rto: float) -> Any:
     from drfemu.nodes.server import ServerConfig, server_class
-    from drfemu.nodes.streams import RandomStreams
+    from drfemu.kernel.streams import RandomStreams
     from drfemu.protocols.dgdrf import DgdrfRule
 
     config = ServerConfig(view_size=2, cyclon_view=2, shuffle_length=1, walk_ttl=3, tick=0.1, rto=rto)

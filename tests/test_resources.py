@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drfemu.protocols.cluster import ClusterView
-from drfemu.protocols.resources import REL_TOL, dominant_share, fits, total_capacity
+from drfemu.kernel.resources import REL_TOL, dominant_share, fits, total_capacity
 
 
 def test_fit_is_per_resource() -> None:

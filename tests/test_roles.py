@@ -11,8 +11,8 @@ from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import UserNode
 from drfemu.protocols.drf import Drf
-from drfemu.protocols.events import TaskAllocated
-from drfemu.protocols.messages import (
+from drfemu.kernel.events import TaskAllocated
+from drfemu.kernel.messages import (
     Accept,
     Decline,
     Launch,
@@ -22,7 +22,7 @@ from drfemu.protocols.messages import (
     TaskRequest,
     TaskStarted,
 )
-from drfemu.protocols.resources import CapacityViolation
+from drfemu.kernel.resources import CapacityViolation
 
 TOTAL = (9.0, 18.0)
 

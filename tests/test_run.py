@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.experiments.running.runner import RunConfig, run_emulation
-from drfemu.experiments.workloads.google import google_case
-from drfemu.experiments.workloads.model import Workload
-from drfemu.experiments.workloads.synthetic import synthetic_case
+from drfemu.assembly.run import RunConfig, run_emulation
+from drfemu.workloads.google import google_case
+from drfemu.schema.workload import Workload
+from drfemu.workloads.synthetic import synthetic_case
 from tests.conftest import workload
 
 WALL_CLOCK_KEYS = {"wall_time_s", "events_per_s"}
@@ -128,7 +128,7 @@ class _IgnoresCapacity:
 
 def test_an_overcommitting_protocol_aborts_the_run_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     from drfemu.protocols import registry
-    from drfemu.protocols.resources import CapacityViolation
+    from drfemu.kernel.resources import CapacityViolation
 
     monkeypatch.setitem(registry.PROTOCOLS, "broken", registry.ProtocolSpec("broken", "test only", "central", _IgnoresCapacity))
     w = workload([[2, 2], [2, 2]], [[1, 1]])  # server 1 keeps the run unsaturated
@@ -139,7 +139,7 @@ def test_an_overcommitting_protocol_aborts_the_run_loudly(monkeypatch: pytest.Mo
 def test_capacity_violation_exit_status(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from drfemu.experiments.cli import main
+    from drfemu.cli import main
     from drfemu.protocols import registry
 
     monkeypatch.setitem(registry.PROTOCOLS, "broken", registry.ProtocolSpec("broken", "test only", "central", _IgnoresCapacity))

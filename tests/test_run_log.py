@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from drfemu.experiments.cli import main
-from drfemu.experiments.running.log_check import check_log
+from drfemu.cli import main
+from drfemu.tools.log_check import check_log
 
 FAULTS = """loss = 0.02
 [[event]]

@@ -10,11 +10,11 @@ import pytest
 
 from drfemu.nodes.actor import Actor, UnhandledMessage
 from drfemu.nodes.clock import VirtualClockLoop
-from drfemu.nodes.latency import ConstantLatency, PairLatency, UniformLatency, parse_duration, parse_latency
+from drfemu.kernel.latency import ConstantLatency, PairLatency, UniformLatency, parse_duration, parse_latency
 from drfemu.nodes.network import CostModel, Network
 from drfemu.nodes.runtime import Runtime
-from drfemu.nodes.streams import RandomStreams
-from drfemu.protocols.messages import handles, message
+from drfemu.kernel.streams import RandomStreams
+from drfemu.kernel.messages import handles, message
 
 
 @message

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-import drfemu.experiments.running.runner as runner_module
-from drfemu.experiments.cli import main
-from drfemu.experiments.reports.data import PointData
-from drfemu.experiments.reports.render import reference_cells, table_cells, write_report
-from drfemu.experiments.sweeps.config import load_sweep
-from drfemu.experiments.sweeps.execute import process_pool, run_sweep
+import drfemu.assembly.run as runner_module
+from drfemu.cli import main
+from drfemu.reports.data import PointData
+from drfemu.reports.render import reference_cells, table_cells, write_report
+from drfemu.sweeps.config import load_sweep
+from drfemu.sweeps.execute import process_pool, run_sweep
 
 MEASURED_ON_THE_WALL = {"wall_time_s", "events_per_s"}
 
@@ -149,7 +149,7 @@ def test_an_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path: Pa
     text = SMALL.replace("machines = 12", "machines = 40").replace("users = 4", "users = 8").replace(
         '["drf", "pdgdrf", "ddrf-gradient"]', '["pdgdrf"]').replace("[2, 3]", "[2, 3, 4, 5]")
     path, out = config(tmp_path, text), tmp_path / "out"
-    command = [sys.executable, "-m", "drfemu.experiments.cli", "sweep", str(path), "--out", str(out), "--workers", "1"]
+    command = [sys.executable, "-m", "drfemu.cli", "sweep", str(path), "--out", str(out), "--workers", "1"]
     # A shell's background job ignores SIGINT, and the child would inherit that: restore it.
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.experiments.running.params import all_params, canonical_params, defaults, run_id
-from drfemu.experiments.running.runner import build_run_config, run_emulation
-from drfemu.experiments.sweeps.config import SweepConfigError, load_sweep
+from drfemu.schema.params import all_params, canonical_params, defaults, run_id
+from drfemu.assembly.run import build_run_config, run_emulation
+from drfemu.sweeps.config import SweepConfigError, load_sweep
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 # Result fields that echo a parameter rather than measure the run, and the wall clock.

@@ -70,7 +70,7 @@ def test_a_truncated_message_is_rejected(msg: Any, data: Any) -> None:
 
 
 def test_fields_of_the_wrong_type_another_version_or_an_unknown_type_are_rejected() -> None:
-    from drfemu.protocols.messages import TaskRequest
+    from drfemu.kernel.messages import TaskRequest
 
     good = CODEC.encode(1, 2, TaskRequest(3, 4, (0.5, 0.25), 0.1))
     kind = CODEC._by_class[TaskRequest]  # noqa: SLF001

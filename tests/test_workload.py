@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drfemu.experiments.workloads.google import draw_request, google_case, load_google_trace
-from drfemu.experiments.workloads.model import WorkloadError, load_workload, parse_workload
-from drfemu.experiments.workloads.synthetic import synthetic_case
-from drfemu.experiments.workloads.trace_extract import (
+from drfemu.workloads.google import draw_request, google_case, load_google_trace
+from drfemu.schema.workload import WorkloadError, load_workload, parse_workload
+from drfemu.workloads.synthetic import synthetic_case
+from drfemu.workloads.trace_extract import (
     MACHINE_EVENTS,
     TASK_EVENTS,
     build_extract,
@@ -193,7 +193,7 @@ def test_bad_processes_get_one_line_errors(arrivals: str, durations: str, messag
 def test_weibull_durations_have_the_scale_and_shape_asked_for() -> None:
     import numpy as np
 
-    from drfemu.experiments.workloads.processes import duration_distribution
+    from drfemu.kernel.processes import duration_distribution
 
     draws = duration_distribution("weibull:60:1.5")(np.random.default_rng(1), 20_000)
     # Weibull mean = scale · Γ(1 + 1/shape) = 60 · Γ(5/3) ≈ 54.16

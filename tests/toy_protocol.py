@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from drfemu.protocols.params import Kind, Param
+from drfemu.kernel.params import Kind, Param
 from drfemu.protocols.registry import Gateway, ProtocolSpec, register
 from drfemu.protocols.rule import Server, ServerRule
 

@@ -3,7 +3,7 @@
 Until issue 15 this drove `drfemu experiment online`; the emulator now replays the trace with
 the same rules as central protocols (`protocols.online_central`), and this stays as an
 independent implementation to check it against. Jobs arrive at their submit time and, once
-started by the rule (`protocols.policies.online.OnlineScheduler`), run for their run time.
+started by the rule (`policies.online.OnlineScheduler`), run for their run time.
 Time is virtual: a heap of arrivals and completions, all events of one instant applied before
 the rule is asked once (completions first), and every job the rule allows starts at once.
 """
@@ -14,8 +14,8 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from drfemu.experiments.workloads.online import TraceTask as Job  # (user, submit, runtime, demand)
-from drfemu.protocols.policies.online import OnlineScheduler
+from drfemu.workloads.online import TraceTask as Job  # (user, submit, runtime, demand)
+from drfemu.policies.online import OnlineScheduler
 
 __all__ = ["Job", "Sample", "SimResult", "simulate"]
 

@@ -1,0 +1,119 @@
+"""The Python API: what `import drfemu` offers, and what the command line is a layer over.
+
+`run` takes the parameters of `drfemu run` by name (as `drfemu params` lists them, with
+underscores), validated by the one schema (`schema.params`), and returns a
+typed `RunResult`. `sweep` runs a sweep config — a TOML file or the same structure as a
+dict — and returns its summary. `register_protocol` adds a protocol for this process;
+an installed package adds one for every process through the `drfemu.protocols` entry
+points (`protocols.registry`). This module wires the stages together (the sweep stage is
+handed the function that runs a point), so it sits above them, beside the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from drfemu.schema.params import CASE, GOOGLE, canonical_params, run_params
+from drfemu.tools.pools import available_cores, checked_pool_size
+from drfemu.schema.result import RunResult
+from drfemu.assembly.run import RunConfig, build_run_config, labelled_log, run_emulation, run_point
+from drfemu.sweeps.config import Sweep, load_sweep, sweep_from_document
+from drfemu.sweeps.execute import SweepSummary, dask_cluster, process_pool, run_sweep
+from drfemu.sweeps.records import Record
+from drfemu.schema.workload import Workload
+from drfemu.kernel.errors import InputError
+from drfemu.protocols.registry import PROTOCOLS, ProtocolSpec, register
+
+__all__ = ["AllocationLog", "Progress", "available_protocols", "configure", "register_protocol", "run", "run_config",
+           "sweep"]
+
+Progress = Callable[[float, int], None]
+"""Called now and then during a run with the virtual time (s) and the allocations so far."""
+
+
+AllocationLog = bool | Callable[[dict[str, Any]], None]
+"""False: keep no log; True: keep one record per allocation in the result; a callable: hand it
+each record as it happens (what `drfemu run --log` writes)."""
+
+
+def configure(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, **params: Any) -> RunConfig:
+    """The validated configuration of a run (its workload loaded or drawn); `run` takes the same
+    arguments. Bad parameters raise `InputError` with the option named."""
+    given = {name: value for name, value in params.items() if value is not None}
+    if isinstance(workload, Workload):
+        stray = sorted(set(given) & set(CASE))
+        if stray:
+            raise InputError(f"{', '.join(stray)} describe a Google case and cannot be combined with a Workload")
+        config = RunConfig(workload, run_params(protocol=protocol, **given))
+        config.validate()
+        return config
+    return build_run_config(canonical_params({"protocol": protocol, "workload": str(workload), **given}))
+
+
+def run_config(config: RunConfig, *, allocation_log: AllocationLog = False, progress: Progress | None = None,
+               run_log: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+    """Run the emulation `config` describes (see `run`). `run_log` hears every fact of the
+    replayable run log (`observers.run_log`: the cluster, submissions, starts, ends,
+    resubmissions, crashes, recoveries and fault windows), as it happens."""
+    records: list[dict[str, Any]] | None = None
+    log = None
+    if allocation_log is True:
+        records = []
+        log = labelled_log(config.workload, records.append)
+    elif callable(allocation_log):
+        log = labelled_log(config.workload, allocation_log)
+    result = run_emulation(config, log=log, progress=progress, record=run_log)
+    result.allocation_log = records
+    return result
+
+
+def run(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, *, allocation_log: AllocationLog = False,
+        progress: Progress | None = None, **params: Any) -> RunResult:
+    """Run one emulation and return its result.
+
+    `workload`: ``"google"`` (a case of `machines` × `users` drawn from the Google 2011 trace
+    with `case_seed`, default `seed`), a workload JSON file, or a `Workload` built in Python.
+    `params`: any run parameter by name (`drfemu params`); what is not given takes its
+    default. `allocation_log=True` keeps one record per allocation (`RunResult.allocation_log`,
+    `allocation_table()`). Bad parameters raise `InputError` with the option named.
+    """
+    return run_config(configure(protocol, workload, **params), allocation_log=allocation_log, progress=progress)
+
+
+def sweep(config: str | Path | Mapping[str, Any] | Sweep, out: str | Path, *, workers: int | None = None,
+          dask: str | None = None, on_start: Callable[[int, int], None] | None = None,
+          on_record: Callable[[Record, int, int], None] | None = None) -> SweepSummary:
+    """Run every run of a sweep config into `out` (resumable: finished runs are skipped).
+
+    `config`: a TOML file (`docs/experiments.md`), a dict of the same structure, whose
+    relative workload and fault paths are taken from the current folder, or a loaded `Sweep`. Runs go to a pool of
+    `workers` processes (default: the machine's cores; 1: this process; at most
+    `tools.pools.max_workers()`, and never more than there are runs) or to the
+    dask.distributed scheduler at `dask`. A protocol registered in this process with
+    `register_protocol` reaches pool workers only where they fork (Linux's default); for any
+    other pool, install it as an entry point. `on_start(todo, skipped)` hears the plan once,
+    `on_record(record, done, todo)` each finished run.
+    """
+    if workers is not None and dask is not None:
+        raise InputError("give workers or dask, not both (a Dask cluster has its own workers)")
+    if workers is not None:
+        checked_pool_size(workers)
+    if isinstance(config, Sweep):
+        plan = config
+    else:
+        plan = load_sweep(Path(config)) if isinstance(config, (str, Path)) else sweep_from_document(config)
+    executor = (dask_cluster(dask, run_point) if dask is not None
+                else process_pool(workers or available_cores(), run_point))
+    return run_sweep(plan, Path(out), executor, on_record=on_record, on_start=on_start)
+
+
+def register_protocol(spec: ProtocolSpec) -> ProtocolSpec:
+    """Add a protocol to this process's registry (its parameters become run parameters)."""
+    return register(spec)
+
+
+def available_protocols() -> dict[str, ProtocolSpec]:
+    """The registered protocols by name: the built-in ones, then those of installed packages."""
+    return dict(PROTOCOLS)

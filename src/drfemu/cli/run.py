@@ -1,0 +1,235 @@
+"""`drfemu run`, `protocols`, `params` and `schema`: one emulation through the Python API
+(`api`), and what a run can be given and gives back."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from drfemu.cli.common import (
+    CliError,
+    app,
+    check_writable,
+    declared_options,
+    out,
+    output_option,
+    progress_reporter,
+    run_log_file,
+    write_json,
+)
+from drfemu.schema.params import (
+    all_params,
+    canonical_params,
+    param,
+    parameters_markdown,
+    readers,
+    unread_given,
+)
+from drfemu.schema.workload import Workload
+from drfemu.protocols.registry import PROTOCOLS
+
+if TYPE_CHECKING:
+    from drfemu.schema.result import RunResult
+
+
+def summary_table(result: RunResult) -> Table:
+    r = result.to_dict()
+    table = Table(title=f"drfemu run — {r['protocol']} on {r['machines']} machines × {r['users']} users (seed {r['seed']})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("outcome", f"{r['status']}: {r['end_reason']}"),
+        ("allocations", f"{r['allocations']:,}"),
+        ("run-time (virtual)", f"{r['run_time_s']:.1f} s"),
+        *(_finite_rows(r) if r["finite_tasks"] else _endless_rows(r)),
+        ("error ratio (τ=0)", f"{r['error_ratio']:.2%}"),
+        ("error ratio τ=1/5/10/15%", " / ".join(f"{r['error_ratio_by_tolerance'][k]:.2%}" for k in ("0.01", "0.05", "0.1", "0.15"))),
+        ("tasks waiting / placing / running / finished / lost", " / ".join(f"{r['ledger'][k]:,}" for k in (
+            "waiting", "placing", "running", "finished", "lost"))),
+        ("queueing delay p50 / p95 / p99", " / ".join(
+            "–" if r["queueing_delay_s"][k] is None else f"{r['queueing_delay_s'][k]:.3g} s"
+            for k in ("p50", "p95", "p99"))),
+        ("messages", f"{r['messages_total']:,} ({r['bytes_total']:,} bytes)"
+                     + ("" if r["messages_per_allocation"] is None else f", {r['messages_per_allocation']:,.0f} per allocation")),
+        ("wall time", f"{r['wall_time_s']:.2f} s ({r['events_per_s']:,.0f} events/s)"),
+    ]
+    if r["distributed"]:
+        placed = r["placement"]
+        rows.insert(1, ("neighbours P / gradient exchanges per tick", f"{r['neighbors']} / {r['shuffles_per_tick']:g}"))
+        rows.append(("placement", f"{placed['local']:,} local, {placed['walks']:,} walks ({placed['walk_hops']:,} hops, "
+                                  f"{placed['walks_failed']:,} failed), {placed['saturation_marks']:,} users marked "
+                                  f"saturated" + ("" if r["mark_saturated"] else " (marking off)")))
+    if r["fault_scenario"] is not None:
+        rows += _fault_rows(r)
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def _fault_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    actions: dict[str, int] = {}
+    for entry in r["faults"]:
+        actions[entry["action"]] = actions.get(entry["action"], 0) + 1
+    dropped = r["messages_dropped_by_cause"]
+    return [
+        ("faults played", ", ".join(f"{n} {action}" for action, n in actions.items()) or "message faults only"),
+        ("messages lost / partitioned / to a down node", " / ".join(f"{dropped[k]:,}" for k in ("loss", "partition", "down"))),
+        ("tasks killed / resubmitted / rerun", " / ".join(f"{r['ledger'][k]:,}" for k in ("killed", "resubmitted", "rerun"))),
+    ]
+
+
+def _endless_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    ratio = r["ratio_20_20"]
+    return [
+        ("minimum dominant share", f"{r['min_dominant_share']:.4f}"),
+        ("Gini", f"{r['gini']:.4f}"),
+        ("std of dominant shares", f"{r['std_dominant_share']:.6f}"),
+        ("20:20 ratio", "∞" if ratio is None else f"{ratio:.3f}"),
+        ("Jain's index", f"{r['jain']:.4f}"),
+        ("utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r["utilization"].items())),
+        ("stranded", ", ".join(f"{k} {v:.1%}" for k, v in r["stranded"].items())),
+        ("fragmented (servers)", ", ".join(f"{k} {v:.1%} ({r['fragmented_servers'][k]})"
+                                           for k, v in r["fragmented"].items())),
+    ]
+
+
+def _finite_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    def number(x: float | None, form: str = ".4f") -> str:
+        return "–" if x is None else format(x, form)
+
+    swm = r["swm"]
+    rmse = number(swm["mean_rmse"], ".2%") if swm.get("available") else f"– ({swm['reason']})"
+    return [
+        ("time-averaged minimum share / Gini / Jain", " / ".join(number(r["time_averaged"][k]) for k in (
+            "min_share", "gini", "jain"))),
+        ("time-averaged utilisation", ", ".join(f"{k} {number(v, '.1%')}" for k, v in r["utilization"].items())),
+        ("mean RMSE against SWM", rmse),
+    ]
+
+
+def run_signature() -> inspect.Signature:
+    """`drfemu run`'s options: one per declared run parameter (core and every registered
+    protocol's own), all defaulting to None so that what the user gave can be told apart."""
+    return inspect.Signature([*declared_options(all_params()),
+                              output_option("json_path", "--json", "Write the result as JSON."),
+                              output_option("log", "--log", "Write one JSON line per allocation.")])
+
+
+def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> dict[str, Any]:
+    """The canonical run parameters of the options given (warning of those the protocol does not
+    read), once every output path is known to be writable."""
+    given = {name: value for name, value in options.items() if value is not None}
+    params = canonical_params(given)
+    for option in unread_given(given):
+        print(f"drfemu: warning: {option} is not read by protocol {params['protocol']}; ignored", file=sys.stderr)
+    faults = params["faults"]
+    if faults is not None and not Path(faults).read_text(encoding="utf-8", errors="replace").strip():
+        print(f"drfemu: warning: --faults {given['faults']} is empty: no fault is played (resilience is on, as with "
+              "configs/faults/none.toml)", file=sys.stderr)
+    for path in paths:
+        if path is not None:
+            check_writable(path)
+    return params
+
+
+def warn_unplaceable(result: RunResult, case: Workload) -> None:
+    """A warning per user whose task fits on no server; a run where that is every user is
+    meaningless (nothing could be allocated), and is refused in one line, exit 2."""
+    demands = {u.id: list(u.demand) for u in case.users}
+    if case.users and len(result["unplaceable_users"]) == len(case.users):
+        raise CliError(f"no user's task fits on any of the {len(case.servers)} servers (each demand exceeds every "
+                       "server's capacity in some resource): nothing could be allocated")
+    for user in result["unplaceable_users"]:
+        print(f"drfemu: warning: user {user!r} demands {demands[user]}, which fits on no server; "
+              "it is reported and left out of the metrics", file=sys.stderr)
+
+
+def run(**options: Any) -> None:
+    """Run one emulation and print its summary."""
+    from drfemu import api
+
+    json_path: Path | None = options.pop("json_path")
+    log: Path | None = options.pop("log")
+    params = resolve_run_options(options, json_path, log)
+    config = api.configure(**params)
+    protocol = params["protocol"]
+    with run_log_file(log) as writer, progress_reporter(f"{protocol}: starting") as report:
+
+        def progress(now: float, allocations: int) -> None:
+            report(f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
+
+        result = api.run_config(config, allocation_log=writer or False, progress=progress, run_log=writer)
+        warn_unplaceable(result, config.workload)
+    out.print(summary_table(result))
+    if json_path is not None:
+        write_json(json_path, result.to_dict())
+
+
+def _registry_document() -> list[dict[str, Any]]:
+    return [{**spec.to_dict(), "parameters": [p.name for p in all_params() if spec.name in readers(p.name)],
+             "own_parameters": [p.name for p in spec.params]} for spec in PROTOCOLS.values()]
+
+
+@app.command()
+def protocols(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the registry as JSON.")] = False,
+) -> None:
+    """List the allocation protocols (name, gateway, gradient use, parameters read, summary)."""
+    if as_json:
+        print(json.dumps(_registry_document(), indent=2))
+        return
+    table = Table(title="protocols")
+    for column in ("name", "gateway", "gradient", "own parameters", "what it does"):
+        table.add_column(column)
+    for entry in _registry_document():
+        table.add_row(entry["name"], entry["gateway"], entry["gradient"] if entry["distributed"] else "-",
+                      ", ".join(param(n).option for n in entry["own_parameters"]) or "-", entry["summary"])
+    out.print(table)
+
+
+@app.command()
+def params(
+    markdown: Annotated[bool, typer.Option(help="Print the table of docs/parameters.md.")] = False,
+) -> None:
+    """List every run parameter: option, type, default, range, which protocols read it."""
+    if markdown:
+        print(parameters_markdown(), end="")
+        return
+    table = Table(title="run parameters")
+    for column in ("option", "type", "default", "read by", "meaning"):
+        table.add_column(column)
+    for p in all_params():
+        who = readers(p.name)
+        table.add_row(p.option, p.kind.value, "-" if p.default is None else str(p.default),
+                      "all" if len(who) == len(PROTOCOLS) else ", ".join(who), p.help)
+    out.print(table)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the result document (`drfemu run --json`), with its version."""
+    from drfemu.schema.result import result_schema
+
+    print(json.dumps(result_schema(), indent=2))
+
+
+@app.command("check-log")
+def check_log_command(
+    log: Annotated[Path, typer.Argument(help="A run log written by drfemu run --log.")],
+) -> None:
+    """Re-check a run from its log alone: capacity at every instant, no task running twice, every
+    end matching a start; prints the ledger the log shows. Exit 1 at the first violation."""
+    from drfemu.tools.log_check import check_log_file
+
+    result = check_log_file(log)
+    ledger = ", ".join(f"{name} {count:,}" for name, count in result.ledger.items())
+    if not result.ok:
+        print(f"drfemu: {log}: {result.violation}", file=sys.stderr)
+        raise typer.Exit(1)
+    out.print(f"{log}: {result.records:,} records, capacity and tasks consistent; {ledger}")

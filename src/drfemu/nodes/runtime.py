@@ -1,0 +1,498 @@
+"""The runtime: moves messages between actors and fires timers on an asyncio loop.
+
+Design (SPEC §2, "Speed"):
+- Time is kept in integer microseconds. Everything due at the same instant — message
+  deliveries, timers, the allocation tick — shares one `_Instant` and one asyncio handle.
+- At an instant, deliveries go first, in the order they were sent: each message is put in
+  its destination's mailbox, then every actor that received something is woken once and
+  drains its whole mailbox; then periodic drivers fire in the order they were created;
+  then one-off timers run in the order they were set. After each wake-up the runtime
+  moves what the actor put in its outbox through the `Network` (with a fixed latency, the
+  sends of all actors woken at one instant travel as one batch).
+- Periodic work — the allocation tick, overlay rounds — is one timer per driver that
+  re-arms itself at `k · period` (never by accumulating floats) and calls its action on
+  every actor of the driver in registration order (`every`, `start_ticks`).
+
+Nodes report through their port (`Actor.emit`, `Actor.wake_at`): the runtime gives every
+actor the same port list and empties it after every delivery phase, periodic driver and
+timer — a wake-up becomes a timer calling the node's `on_timer(key, now)`, any other item is
+an event handed, in emission order, to the handlers `subscribe`d to its type. Observers
+(the harness) thus learn what happened without any node holding a reference to them.
+
+A run ends when something calls `stop(result)`: `finished` (an asyncio future) then holds
+`result`. An exception raised by any handler, tick or timer stops the runtime and is set on
+`finished`, so it surfaces where the run is awaited instead of being logged by the loop.
+
+Same actors, same seed ⇒ the same events in the same order, on any machine. A runtime given
+an `EventTrace` (`nodes.trace`) reports every delivery, timer, wake-up and event to it, which
+is how `drfemu check` finds the first event where two runs part.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Any
+
+from drfemu.nodes.actor import Actor, WakeAfter, WakeUp
+from drfemu.kernel.latency import US_PER_S, to_us
+from drfemu.nodes.network import Network
+from drfemu.nodes.trace import EventTrace, describe_callback
+from drfemu.kernel.compiled import compiled_module
+
+__all__ = ["ENGINE_IMPLEMENTATION", "Periodic", "Runtime", "deliver", "deliver_python"]
+
+
+def deliver_python(deliveries: list[tuple[int, Any]], mailboxes: list[list[Any]], actors: list[Actor],
+                   inline_drain: list[bool], now: float, batch: list[tuple[int, Any]] | None,
+                   flush: Callable[[Actor], None]) -> None:
+    """An instant's delivery phase: each message to its destination's mailbox, then every actor
+    that received something woken once, in the order of its first message, to handle its
+    mailbox in arrival order; its outbox then joins `batch` (or, with None, goes to `flush`).
+    The reference for `src/native/_engine.c`, which does the same in C where it was built."""
+    ready: list[int] = []
+    for dst, msg in deliveries:
+        mailbox = mailboxes[dst]
+        if not mailbox:
+            ready.append(dst)
+        mailbox.append(msg)
+    for dst in ready:
+        actor = actors[dst]
+        messages = mailboxes[dst]
+        mailboxes[dst] = []
+        actor.drain(messages, now)  # `inline_drain` tells the C version where it may do `Actor.drain` itself
+        if actor.outbox:
+            if batch is None:
+                flush(actor)
+            else:
+                batch += actor.outbox
+                actor.outbox.clear()
+
+
+def fire_each_python(
+    actors: list[Actor],
+    action: Callable[[Any, float], None],
+    now: float,
+    batch: list[tuple[int, Any]] | None,
+    flush: Callable[[Actor], None],
+) -> None:
+    """A periodic driver's round: `action(actor, now)` for each actor in turn, its outbox then
+    appended to `batch` (fixed latency) or, with `batch` None, handed to `flush`."""
+    for actor in actors:
+        action(actor, now)
+        if actor.outbox:
+            if batch is None:
+                flush(actor)
+            else:
+                batch += actor.outbox
+                actor.outbox.clear()
+
+
+_engine = compiled_module("drfemu.nodes._engine")
+deliver = _engine.deliver if _engine is not None else deliver_python
+fire_each = _engine.fire_each if _engine is not None else fire_each_python
+ENGINE_IMPLEMENTATION = "C" if _engine is not None else "Python"
+
+
+class _Instant:
+    __slots__ = ("deliveries", "periodic", "timers")
+
+    def __init__(self) -> None:
+        self.deliveries: list[tuple[int, Any]] = []
+        self.periodic: list[Periodic] = []
+        self.timers: list[tuple[Actor | None, Callable[[float], None]]] = []
+
+
+def _call_on_tick(actor: Actor, now: float) -> None:
+    actor.on_tick(now)
+
+
+def _creation_order(driver: Periodic) -> int:
+    return driver.index
+
+
+class Periodic:
+    """One periodic driver of a runtime (see `Runtime.every`)."""
+
+    __slots__ = ("runtime", "index", "period_us", "actors", "members", "action", "hooks", "count", "fired",
+                 "cancelled")
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        index: int,
+        period_us: int,
+        actors: list[Actor],
+        action: Callable[[Any, float], None] | None,
+        hooks: list[Callable[[float, int], None]],
+    ) -> None:
+        self.runtime = runtime
+        self.index = index
+        self.period_us = period_us
+        self.actors = actors  # the members that are up, in order
+        self.members = [a.id for a in actors]
+        self.action = action
+        self.hooks = hooks
+        self.count = 0  # the number of the next (or current) firing
+        self.fired = 0
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Fire no more (a firing already due at the current instant is skipped too)."""
+        self.cancelled = True
+
+    def arm(self) -> None:
+        self.count += 1
+        self.runtime._instant(self.count * self.period_us).periodic.append(self)
+
+    def fire(self, now: float) -> None:
+        if self.cancelled:
+            return
+        self.fired += 1
+        runtime = self.runtime
+        action = self.action
+        if action is not None:
+            batch: list[tuple[int, Any]] | None = [] if runtime.network.fixed_us >= 0 else None
+            fire_each(self.actors, action, now, batch, runtime._flush)
+            if batch:
+                runtime._post(batch)
+            if runtime._port:
+                runtime._drain_port()
+        runtime.timer_events += len(self.actors)
+        for hook in self.hooks:
+            hook(now, self.count)
+        if not (runtime.stopped or self.cancelled):
+            self.arm()
+
+
+INSTANTS_PER_TURN = 256
+"""The most instants `Runtime` runs in one turn of a virtual-clock loop (see `_run_next`)."""
+
+
+class Runtime:
+    """Runs a set of actors on an asyncio loop (normally a `VirtualClockLoop`)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, network: Network, actors: Sequence[Actor],
+                 trace: EventTrace | None = None) -> None:
+        for index, actor in enumerate(actors):
+            if actor.id != index:
+                raise ValueError(f"actor ids must be 0..n-1 in order; position {index} holds id {actor.id}")
+        self.loop = loop
+        self.network = network
+        self.actors: list[Actor] = list(actors)
+        self._mailboxes: list[list[Any]] = [[] for _ in self.actors]
+        self._port: list[Any] = []
+        for actor in self.actors:
+            self._port += actor.port  # anything a node emitted or asked for before the run
+            actor.port = self._port
+        self._subscribers: dict[type, list[Callable[[Any], None]]] = {}
+        self._inline_drain = [type(actor).drain is Actor.drain for actor in self.actors]
+        self.now_us = to_us(loop.time())
+        self.delivered = 0
+        self.timer_events = 0
+        self.stopped = False
+        self.finished: asyncio.Future[Any] = loop.create_future()
+        self._instants: dict[int, _Instant] = {}
+        self._due: list[int] = []  # the instants' times, a heap of ints (see `_instant`)
+        self._armed: asyncio.TimerHandle | None = None  # the loop's one timer: for `_due[0]`
+        self._armed_us = -1
+        self._processing = False
+        self._jump: Callable[[float], bool] | None = getattr(loop, "jump_if_idle", None)  # a virtual clock's
+        self._tick_hooks: list[Callable[[float, int], None]] = []
+        self._ticks: Periodic | None = None
+        self._drivers: list[Periodic] = []
+        self.down: set[int] = set()  # crashed actors (see `crash`)
+        self.trace = trace
+
+    # -- time -----------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        """Current time of the runtime in seconds."""
+        return self.now_us / US_PER_S
+
+    def _instant(self, at_us: int) -> _Instant:
+        """The instant at `at_us`, made if new. Decision: the instants wait in a heap of ints of the
+        runtime's own, and the loop holds one timer, for the earliest of them (armed again after
+        each instant, and when an earlier one appears outside an instant). The loop used to hold
+        one timer per instant, and on the trace hour thousands were pending (a running task's end
+        is one): asyncio orders its timers by a `__lt__` written in Python, 10–15 % of a replay.
+        The order is the same: instants are at least 1 µs apart, and each still runs in its own
+        turn of the loop."""
+        instant = self._instants.get(at_us)
+        if instant is None:
+            instant = self._instants[at_us] = _Instant()
+            heapq.heappush(self._due, at_us)
+            if not self._processing:
+                self._arm()
+        return instant
+
+    def _arm(self) -> None:
+        """Hold the loop's one timer for the earliest pending instant."""
+        first = self._due[0]
+        armed = self._armed
+        if armed is not None:
+            if self._armed_us == first:
+                return
+            armed.cancel()
+        self._armed_us = first
+        self._armed = self.loop.call_at(first / US_PER_S, self._run_next)
+
+    def _run_next(self) -> None:
+        """Run the earliest instant, then, while the loop has nothing else to do and no other
+        timer (`VirtualClockLoop.jump_if_idle`), the next ones in place: what the loop would do,
+        without a turn of it per instant. At most `INSTANTS_PER_TURN`, so signals and other
+        callbacks wait no longer than that."""
+        self._armed = None
+        jump = self._jump
+        self._processing = True
+        try:
+            for _ in range(INSTANTS_PER_TURN):
+                self._run_instant(heapq.heappop(self._due))
+                if self.stopped or not self._due or jump is None or not jump(self._due[0] / US_PER_S):
+                    break
+        finally:
+            self._processing = False
+        if self._due and not self.stopped:
+            self._arm()
+
+    # -- scheduling -----------------------------------------------------------------------
+    def call_at(self, at: float, callback: Callable[[float], None], actor: Actor | None = None) -> None:
+        """Run `callback(now)` at time `at` (seconds); then flush `actor`'s outbox if given."""
+        at_us = max(to_us(at), self.now_us)
+        self._instant(at_us).timers.append((actor, callback))
+
+    def subscribe(self, event_type: type, handler: Callable[[Any], None]) -> None:
+        """Call `handler(event)` for every event of `event_type` a node emits, in emission order."""
+        self._subscribers.setdefault(event_type, []).append(handler)
+
+    def publish(self, event: Any) -> None:
+        """Hand an event of the run's environment (not of a node: a crash, a recovery) to its
+        subscribers now, as if a node had emitted it."""
+        if self.trace is not None:
+            self.trace.record(self.now_us, "event", -1, event)
+        for handler in self._subscribers.get(event.__class__, ()):
+            handler(event)
+
+    def _drain_port(self) -> None:
+        """Arm the wake-ups nodes asked for and publish their events."""
+        items = self._port[:]
+        self._port.clear()
+        if self.trace is not None:
+            self._trace_port(items)
+        subscribers = self._subscribers
+        for item in items:
+            cls = item.__class__
+            if cls is WakeUp or cls is WakeAfter:
+                actor = self.actors[item.actor]
+                at_us = max(to_us(item.at), self.now_us) if cls is WakeUp else self.now_us + to_us(item.delay)
+                self._instant(at_us).timers.append((actor, partial(actor.on_timer, item.key)))
+            else:
+                for handler in subscribers.get(item.__class__, ()):
+                    handler(item)
+
+    def _trace_port(self, items: list[Any]) -> None:
+        record, now_us = self.trace.record, self.now_us  # type: ignore[union-attr]
+        for item in items:
+            if item.__class__ is WakeUp:
+                record(now_us, "wake", item.actor, (to_us(item.at), item.key))
+            elif item.__class__ is WakeAfter:
+                record(now_us, "wake", item.actor, (now_us + to_us(item.delay), item.key))
+            else:
+                record(now_us, "event", -1, item)
+
+    def every(
+        self,
+        period: float,
+        actors: Iterable[Actor] = (),
+        action: Callable[[Any, float], None] | None = None,
+        hooks: Sequence[Callable[[float, int], None]] = (),
+    ) -> Periodic:
+        """Call `action(actor, now)` for each of `actors`, in order, every `period` seconds.
+
+        A driver with no actors (and no action) only runs its hooks: an observer.
+
+        The k-th firing is at exactly k · period (integer µs, never accumulated floats),
+        the first one period after time 0; each actor's outbox is flushed right after its
+        call, then `hooks(now, k)` run. Drivers due at the same instant fire after that
+        instant's deliveries and before its one-off timers, in the order they were
+        created, whatever their periods. Returns the driver (`fired` counts its firings).
+        """
+        period_us = to_us(period)
+        if period_us <= 0:
+            raise ValueError("a period must be at least 1 µs")
+        actors = list(actors)
+        if actors and action is None:
+            raise ValueError("a periodic driver with actors needs an action")
+        driver = Periodic(self, len(self._drivers) + 1, period_us, actors, action, list(hooks))
+        self._drivers.append(driver)
+        driver.arm()
+        return driver
+
+    def start_ticks(self, period: float, tickers: Iterable[Actor]) -> Periodic:
+        """Call `on_tick(now)` on `tickers` every `period` seconds (the allocation tick)."""
+        self._ticks = self.every(period, tickers, _call_on_tick)
+        self._ticks.hooks = self._tick_hooks  # shared, so hooks added later are seen
+        return self._ticks
+
+    def add_tick_hook(self, hook: Callable[[float, int], None]) -> None:
+        """Call `hook(now, tick_number)` after every tick (observers: stall checks, progress)."""
+        self._tick_hooks.append(hook)
+
+    def stop(self, result: Any = None) -> None:
+        """Stop processing (nothing more is delivered or fired) and resolve `finished`."""
+        self.stopped = True
+        self._drivers.clear()  # they point back at the runtime: no cycle outlives the run
+        if not self.finished.done():
+            self.finished.set_result(result)
+
+    def _fail(self, error: BaseException) -> None:
+        self.stopped = True
+        self._drivers.clear()
+        if not self.finished.done():
+            self.finished.set_exception(error)
+
+    # -- delivery -------------------------------------------------------------------------
+    def _post(self, out: list[tuple[int, Any]]) -> None:
+        """Send a batch, from any actors, over a network whose latency is fixed."""
+        self.network.count(out)
+        due = self.now_us + self.network.fixed_us
+        instant = self._instants.get(due)
+        if instant is None:
+            instant = self._instant(due)
+        instant.deliveries += out
+
+    def _flush(self, actor: Actor) -> None:
+        out = actor.outbox
+        actor.outbox = []
+        network = self.network
+        if network.fixed_us >= 0:
+            self._post(out)
+            return
+        network.count(out)
+        now_us = self.now_us
+        src = actor.id
+        due_of = network.due
+        instants = self._instants
+        for item in out:
+            due = due_of(src, item[0], item[1], now_us)
+            if due < 0:
+                continue
+            instant = instants.get(due)
+            if instant is None:
+                instant = self._instant(due)
+            instant.deliveries.append(item)
+
+    def deliver_at(self, at: float, dst: int, msg: Any) -> None:
+        """Put `msg` in actor `dst`'s mailbox at time `at` (not before now), bypassing the
+        network: an input from the node's own machine (a task's exit), not counted as traffic.
+        It joins that instant's deliveries after the messages already due then; an input for an
+        actor that is down is lost (cause `down`)."""
+        if dst in self.down:
+            self.network.drop(msg, "down")
+            return
+        self._instant(max(to_us(at), self.now_us)).deliveries.append((dst, msg))
+
+    def inject(self, actor: Actor) -> None:
+        """Send what `actor` queued outside a handler (e.g. at start-up) now."""
+        if actor.outbox:
+            self._flush(actor)
+        if self._port:
+            self._drain_port()
+
+    # -- crashes (issue 16) -----------------------------------------------------------------
+    def crash(self, actor_id: int) -> None:
+        """Actor `actor_id` crashes: it receives, sends and fires nothing more until `restart`.
+
+        Everything on its way to it is lost (counted as dropped, cause `down`), inputs from its
+        own machine included; its periodic calls and its wake-ups stop. Its object stays in
+        `actors` (a harness may still read its counters) but is never called again.
+        """
+        if actor_id in self.down:
+            return
+        self.down.add(actor_id)
+        self.network.set_down(actor_id, True)
+        for instant in self._instants.values():
+            if any(dst == actor_id for dst, _ in instant.deliveries):
+                kept = []
+                for item in instant.deliveries:
+                    if item[0] == actor_id:
+                        self.network.drop(item[1], "down")
+                    else:
+                        kept.append(item)
+                instant.deliveries = kept
+        self._mailboxes[actor_id] = []
+        for driver in self._drivers:
+            if actor_id in driver.members:
+                driver.actors = [a for a in driver.actors if a.id != actor_id]
+
+    def restart(self, actor: Actor) -> None:
+        """A fresh `actor` takes the place of the crashed one with its id (it rejoins empty: what
+        it knows came in its constructor). Periodic drivers call it where they called the old one."""
+        actor_id = actor.id
+        if actor_id not in self.down:
+            raise ValueError(f"actor {actor_id} is not down")
+        self.down.discard(actor_id)
+        self.network.set_down(actor_id, False)
+        self._port += actor.port
+        actor.port = self._port
+        self.actors[actor_id] = actor
+        self._inline_drain[actor_id] = type(actor).drain is Actor.drain
+        for driver in self._drivers:
+            if actor_id in driver.members:
+                driver.actors = [self.actors[i] for i in driver.members if i not in self.down]
+
+    def _run_instant(self, at_us: int) -> None:
+        instant = self._instants.pop(at_us)
+        if self.stopped:
+            return
+        try:
+            self._process(instant, at_us)
+        except Exception as error:  # noqa: BLE001 - handed to whoever awaits `finished`
+            self._fail(error)
+
+    def _process(self, instant: _Instant, at_us: int) -> None:
+        self.now_us = at_us
+        now = at_us / US_PER_S
+        deliveries = instant.deliveries
+        trace = self.trace
+        if deliveries:
+            if trace is not None:
+                for dst, msg in deliveries:
+                    trace.record(at_us, "deliver", dst, msg)
+            self.delivered += len(deliveries)
+            # With a fixed latency every send of this instant is due at the same instant:
+            # collect them in one batch (same order as flushing actor by actor).
+            batch: list[tuple[int, Any]] | None = [] if self.network.fixed_us >= 0 else None
+            deliver(deliveries, self._mailboxes, self.actors, self._inline_drain, now, batch, self._flush)
+            if batch:
+                self._post(batch)
+            if self._port:
+                self._drain_port()
+        periodic = instant.periodic
+        if periodic:
+            if len(periodic) > 1:
+                periodic.sort(key=_creation_order)
+            for driver in periodic:
+                if self.stopped:
+                    return
+                driver.fire(now)
+        down = self.down
+        for owner, callback in instant.timers:
+            if self.stopped:
+                return
+            if owner is not None and (down and owner.id in down or self.actors[owner.id] is not owner):
+                continue  # a wake-up of a crashed node, or of its earlier life
+            if trace is not None:
+                trace.record(at_us, "timer", owner.id if owner is not None else -1, describe_callback(callback))
+            callback(now)
+            self.timer_events += 1
+            if owner is not None and owner.outbox:
+                self._flush(owner)
+            if self._port:
+                self._drain_port()
+
+    @property
+    def pending_instants(self) -> int:
+        return len(self._instants)

@@ -1,0 +1,58 @@
+"""Centralised DRF (DRFH) with first-fit, best-fit or least-fragmentation placement (SPEC §4:
+`drf`, `drf-bestfit`; issue 38: `drf --placement min-fragmentation`).
+
+Each tick: among users with a pending task, the lowest reported `G_i` — ties to the lowest
+user id — whose task fits on some server; placed first-fit over servers in their fixed order
+(thesis §4.1), by the DRFH best-fit heuristic (thesis §2.1.4), or where it adds the least
+fragmentation (`protocols.fragmentation`) for the demand mix of the tasks pending at the
+scheduler (decision: every user with a task waiting counts once; a waiting task that fits
+nowhere adds the same to every server and changes no choice). A user whose task fits nowhere
+is skipped, not waited for, so it cannot block the others. `drf-bestfit` is `drf --placement
+best-fit` under its own name (the thesis's E7 runs it so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from drfemu.protocols.central import PER_TICK, PendingTask
+from drfemu.protocols.cluster import ClusterView
+from drfemu.kernel.params import Param
+from drfemu.protocols.placement import BEST_FIT, FIRST_FIT, MIN_FRAGMENTATION, PLACEMENT
+
+__all__ = ["Drf", "DrfBestFit"]
+
+
+def _by_share(pending: Sequence[PendingTask]) -> list[PendingTask]:
+    return sorted(pending, key=lambda t: (t.share, t.user))
+
+
+class Drf:
+    """DRF order; first-fit placement unless `placement` says otherwise."""
+
+    PARAMS: tuple[Param, ...] = (PER_TICK, PLACEMENT)
+
+    def __init__(self, placement: str = FIRST_FIT) -> None:
+        self.placement = placement
+
+    def choose(self, pending: Sequence[PendingTask], cluster: ClusterView) -> tuple[PendingTask, int] | None:
+        mix = [t.demand for t in pending] if self.placement == MIN_FRAGMENTATION else None
+        for task in _by_share(pending):
+            if self.placement == FIRST_FIT:
+                server = cluster.first_fit(task.demand, key=task.user)
+            elif mix is not None:
+                server = cluster.least_fragmentation(task.demand, mix)
+            else:
+                server = cluster.best_fit(task.demand)
+            if server >= 0:
+                return task, server
+        return None
+
+
+class DrfBestFit(Drf):
+    """DRF order, DRFH best-fit placement (`drf-bestfit`)."""
+
+    PARAMS = (PER_TICK,)
+
+    def __init__(self) -> None:
+        super().__init__(BEST_FIT)

@@ -1,0 +1,140 @@
+"""Task placement by walks (SPEC §4): where a task goes when its allocator has no room.
+
+A server that decides to allocate a task it has no room for sends it on a walk over its
+Cyclon neighbours; the first server on the walk with room proposes it. Decisions the thesis
+leaves open:
+- the walk never visits a server twice: it carries the servers it visited and its
+  *frontier*, the not-yet-visited servers named in the Cyclon views of the servers it
+  visited; each hop goes to a uniformly random frontier server. Every hop therefore reaches
+  a new server, and a walk of `|S| − 1` hops has tried every server the Cyclon graph
+  connects. A plain random walk (each hop to a random neighbour of the current server) of
+  `|S|` hops saw only about 90 % of the servers on the Google cases, and the users whose
+  walks missed the last servers with room were marked saturated while room existed: DGDRF
+  then made errors (0.2 % on 60 machines × 12 users) and runs ended with capacity unused;
+- it is bounded by `walk_ttl` hops (default: the number of servers); out of hops, or out of
+  frontier, it reports `WalkFailed` to the task's home server.
+
+That is **first-fit** placement (`--placement first-fit`, the thesis's): the allocating server
+itself if the task fits, else the first server on the walk with room. On heterogeneous
+servers it strands resources — a CPU-only task lands on a GPU server and its GPUs are left
+without the CPU to use them. **Best-fit** (`--placement best-fit`) places by DRFH's heuristic
+instead (`protocols.cluster.drfh_heuristic`, normalised by the cluster totals, which every
+server knows as DDRF's homes do): the walk starts at the allocating server, visits servers
+the same way, and after it has seen `fit_candidates` servers where the task fits (or run out
+of hops or frontier) sends `FitPlace` to the one with the lowest heuristic. That server
+proposes if the task still fits there; if something else took the room meanwhile, it sends
+the task on an ordinary first-fit walk. **Least fragmentation** (`--placement min-fragmentation`,
+issue 38, `protocols.fragmentation`) walks the same way but scores a fitting server by how much
+fragmentation the task would add there for the demand mix that server knows: the demands of
+its homed users and of every task whose request or walk it has handled (decision: no new
+gossip; a walk carries the task's demand to every server it visits, so the servers a home's
+walks cross learn its users' demands).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from drfemu.kernel.messages import WalkFailed, WalkTask, message
+from drfemu.kernel.params import Kind, Param
+from drfemu.kernel.resources import improves
+
+__all__ = [
+    "BEST_FIT",
+    "FIRST_FIT",
+    "MIN_FRAGMENTATION",
+    "PLACEMENT",
+    "FitPlace",
+    "FitWalk",
+    "fit_walk_step",
+    "walk_step",
+]
+
+FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION = "first-fit", "best-fit", "min-fragmentation"
+
+PLACEMENT = Param(
+    "placement", Kind.TEXT, FIRST_FIT, "Where a task is placed (home-based protocols and drf): first-fit (the "
+    "allocating server, else the first with room on a walk; centrally the first server in order), best-fit (DRFH's "
+    "heuristic over --fit-candidates servers) or min-fragmentation (the server where the task adds the least "
+    "fragmentation for the known demand mix, over --fit-candidates servers).",
+    choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION), echo="placement_mode")
+
+
+def _frontier(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int]) -> tuple[int, ...]:
+    """The walk's frontier grown by the servers in `peers` it has neither visited nor queued."""
+    known = set(visited)
+    known.update(frontier)
+    return frontier + tuple(node for node in peers if node not in known)
+
+
+def _hop(visited: tuple[int, ...], frontier: tuple[int, ...],
+         rng: random.Random) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """A uniformly random frontier server: `(it, visited with it, frontier without it)`."""
+    k = int(rng.random() * len(frontier))
+    nxt = frontier[k]
+    return nxt, visited + (nxt,), frontier[:k] + frontier[k + 1:]
+
+
+def walk_step(walk: WalkTask, peers: Iterable[int], ttl: int, rng: random.Random) -> tuple[int, WalkTask | WalkFailed]:
+    """The next message of a walk at a server with no room whose Cyclon view names `peers`:
+    `(next server, the walk one hop on)`, or `(home, WalkFailed)` when it is out of hops or
+    frontier."""
+    frontier = _frontier(walk.visited, walk.frontier, peers)
+    if walk.hops >= ttl or not frontier:
+        return walk.home, WalkFailed(walk.user, walk.task)
+    nxt, visited, frontier = _hop(walk.visited, frontier, rng)
+    return nxt, WalkTask(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited, frontier)
+
+
+@message
+class FitWalk:
+    """A best-fit placement walk (`--placement best-fit` or `min-fragmentation`): it visits servers as
+    a placement walk does, remembering the fitting server with the lowest score (`best`, `best_h`:
+    the DRFH heuristic, or the fragmentation the task adds),
+    until it has seen `left` more fitting servers or runs out of hops or frontier."""
+
+    user: int
+    task: int
+    demand: tuple[float, ...]
+    home: int
+    hops: int
+    visited: tuple[int, ...]
+    frontier: tuple[int, ...]
+    best: int
+    best_h: float
+    left: int
+    WIRE: ClassVar[tuple[Any, ...]] = (4, 3, "demand", 1, 0, "visited", 0, 1, "frontier", 0, 1)
+
+
+@message
+class FitPlace:
+    """The end of a best-fit walk: the server it chose is asked to take the task."""
+
+    user: int
+    task: int
+    demand: tuple[float, ...]
+    home: int
+    WIRE: ClassVar[tuple[Any, ...]] = (1, 2, "demand", 1, 0)
+
+
+def fit_walk_step(walk: FitWalk, here: int, h_here: float | None, peers: Iterable[int], ttl: int,
+                  rng: random.Random) -> tuple[int, FitWalk | FitPlace | WalkFailed]:
+    """The next message of a best-fit walk at server `here`, where the task fits with heuristic
+    `h_here` (None: it does not fit): the walk one hop on, or, once it has gathered enough
+    fitting servers or is out of hops or frontier, a `FitPlace` to the best one it saw (to
+    `here` itself when that is the best), or `WalkFailed` to the home when none fitted."""
+    best, best_h, left = walk.best, walk.best_h, walk.left
+    if h_here is not None:
+        left -= 1
+        if improves(h_here, best_h):  # ties within rounding stay with the server seen first
+            best, best_h = here, h_here
+    frontier = _frontier(walk.visited, walk.frontier, peers)
+    if left <= 0 or walk.hops >= ttl or not frontier:
+        if best < 0:
+            return walk.home, WalkFailed(walk.user, walk.task)
+        return best, FitPlace(walk.user, walk.task, walk.demand, walk.home)
+    nxt, visited, frontier = _hop(walk.visited, frontier, rng)
+    return nxt, FitWalk(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited, frontier, best, best_h,
+                        left)
