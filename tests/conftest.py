@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from drfemu.schema.workload import Workload, parse_workload
 from drfemu.kernel.compiled import SKIP_REASON, compiled_module
+from drfemu.schema.workload import Server, User, Workload, parse_workload
 
 SHARED_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "google-2011"
 
@@ -36,6 +36,14 @@ def workload(servers: list[list[float]], users: list[list[float]], names: list[s
     )
 
 
+def cluster(capacities: list[tuple[float, ...]], demands: list[tuple[float, ...]]) -> Workload:
+    """A workload of these servers and endless users, unchecked (a harness test's cluster may hold
+    a user whose task fits nowhere, or a resource a server lacks)."""
+    return Workload(tuple(f"r{i}" for i in range(len(capacities[0]))),
+                    tuple(Server(f"s{i}", tuple(c)) for i, c in enumerate(capacities)),
+                    tuple(User(f"u{i}", tuple(d)) for i, d in enumerate(demands)))
+
+
 @pytest.fixture
 def drf_paper() -> Workload:
     """DRF paper §4 (Ghodsi et al. 2011): one server <9 CPU, 18 GB>, A <1,4>, B <3,1>."""
@@ -59,12 +67,13 @@ def results_validate_against_the_published_schema() -> Iterator[None]:
         return
     from drfemu.schema.result import RunResult, result_schema
 
-    original = RunResult.__init__
+    original = RunResult.of_document.__func__  # type: ignore[attr-defined]
 
-    def checked(self: RunResult, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        Draft202012Validator(result_schema()).validate(json.loads(self.to_json()))
+    def checked(cls: type[RunResult], document: Any) -> RunResult:
+        result: RunResult = original(cls, document)
+        Draft202012Validator(result_schema()).validate(json.loads(result.to_json()))
+        return result
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(RunResult, "__init__", checked)
+        patch.setattr(RunResult, "of_document", classmethod(checked))
         yield

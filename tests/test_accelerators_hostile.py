@@ -23,13 +23,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drfemu.kernel.compiled import SKIP_REASON, compiled_module
+from drfemu.kernel.messages import handles, message
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.network import count_items_python, count_types_python
 from drfemu.nodes.runtime import deliver_python
 from drfemu.overlay import cyclon as cyclon_module
 from drfemu.overlay.gradient import freshest_python, rank_python
-from drfemu.kernel.compiled import SKIP_REASON, compiled_module
-from drfemu.kernel.messages import handles, message
 from drfemu.protocols.pdgdrf import lowers_gini_python
 
 _rank = compiled_module("drfemu.overlay._rank")
@@ -720,12 +720,13 @@ class NoCompiler:  # as an install that found no C compiler: the extensions are 
         return None
 sys.meta_path.insert(0, NoCompiler())
 from drfemu.tools.check import traced_run
+from drfemu.workloads.points import build_run_config
 from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION
 from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION
 from drfemu.overlay.gradient import RANK_IMPLEMENTATION
 from drfemu.protocols.pdgdrf import gini_test_implementation
 implementations = (ENGINE_IMPLEMENTATION, EXCHANGE_IMPLEMENTATION, RANK_IMPLEMENTATION, gini_test_implementation())
-run = traced_run(json.loads(sys.argv[1]))
+run = traced_run(json.loads(sys.argv[1]), build_run_config)
 print(json.dumps({"implementations": implementations, "digest": run["digest"], "events": run["events"]}))
 """
 
@@ -737,9 +738,10 @@ def test_without_the_extensions_every_reference_runs_and_the_run_is_the_same() -
     import json
 
     from drfemu.tools.check import traced_run
-    from drfemu.schema.params import canonical_params
+    from drfemu.workloads.points import build_run_config, canonical_params
+
     params = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 2})
-    here = traced_run(params)
+    here = traced_run(params, build_run_config)
     done = subprocess.run([sys.executable, "-c", NO_COMPILER, json.dumps(params)], capture_output=True, text=True,
                           check=True, env={**os.environ, "DRFEMU_PURE_PYTHON": ""})
     alone = json.loads(done.stdout)

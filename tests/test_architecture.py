@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
 from drfemu.cli import main
-from drfemu.schema.params import readers
-from drfemu.assembly.run import RunConfig, run_emulation
-from drfemu.workloads.google import google_case
 from drfemu.kernel.streams import NodeStreams, RandomStreams
 from drfemu.protocols.registry import PROTOCOLS, unregister
+from drfemu.schema.params import readers
+from drfemu.workloads.google import google_case
 from tests.toy_protocol import register_toy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,27 +110,3 @@ def test_after_a_run_no_node_holds_a_harness_sweep_or_cli_object(protocol: str, 
             module = type(value).__module__
             assert not module.startswith(ABOVE_NODES), f"{type(actor).__name__} {actor.id} reaches {type(value)}"
             assert not str(getattr(value, "__module__", None) or "").startswith(ABOVE_NODES)  # no bound callback either
-
-
-def test_the_parameter_table_in_the_docs_is_the_one_the_schema_derives() -> None:
-    from drfemu.schema.params import parameters_markdown
-
-    assert parameters_markdown() in (ROOT / "docs" / "parameters.md").read_text(encoding="utf-8")
-
-
-def test_the_typed_run_parameters_are_the_declared_ones() -> None:
-    """`RunParams` types the core run parameters for the type checker; each annotation is its
-    declaration's kind (None allowed where the default is None), and every core parameter that
-    a run's model holds is annotated."""
-    import typing
-
-    from drfemu.schema.params import CASE, CORE, RunParams
-    from drfemu.kernel.params import Kind
-
-    python = {Kind.INT: int, Kind.FLOAT: float, Kind.BOOL: bool, Kind.TEXT: str, Kind.DURATION: float}
-    hints = typing.get_type_hints(RunParams)
-    declared = {p.name: p for p in CORE if p.name not in CASE}
-    assert set(hints) - {"model_config"} == set(declared)
-    for name, p in declared.items():
-        expected: Any = python[p.kind] | None if p.default is None else python[p.kind]
-        assert hints[name] == expected, f"{name}: annotated {hints[name]}, declared {p.kind.value}"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from drfemu.cli import main
+from drfemu.kernel.messages import Proposal
 from drfemu.protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice
 from drfemu.protocols.centre import sees_top
-from drfemu.kernel.messages import Proposal
 from tests.test_distributed_roles import node, request
 
 

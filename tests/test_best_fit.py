@@ -7,8 +7,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drfemu.protocols.cluster import ClusterView, drfh_heuristic
 from drfemu.kernel.messages import Proposal, WalkFailed
+from drfemu.protocols.cluster import ClusterView, drfh_heuristic
 from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step
 from tests.test_distributed_roles import node
 

@@ -6,12 +6,12 @@ import random
 
 import pytest
 
-from drfemu.schema.params import run_params
+from drfemu.kernel.messages import Proposal
 from drfemu.overlay.gradient import Gradient
 from drfemu.overlay.kompics_gradient import KompicsGradient
 from drfemu.protocols.dgdrf import DgdrfRule
-from drfemu.kernel.messages import Proposal
 from drfemu.protocols.pdgdrf import PdgdrfRule
+from drfemu.schema.params import run_params
 from tests.test_distributed_roles import node, request
 
 
@@ -48,9 +48,9 @@ def test_pdgdrf_tied_homes_both_allocate_under_strict_and_one_under_id() -> None
 
 
 def test_each_gradient_protocol_has_its_own_default_and_an_explicit_choice_wins() -> None:
-    assert run_params(protocol="pdgdrf").centre_ties == "strict"
-    assert run_params(protocol="dgdrf").centre_ties == "id"
-    assert run_params(protocol="pdgdrf", centre_ties="id").centre_ties == "id"
+    assert run_params(protocol="pdgdrf").value("centre_ties") == "strict"
+    assert run_params(protocol="dgdrf").value("centre_ties") == "id"
+    assert run_params(protocol="pdgdrf", centre_ties="id").value("centre_ties") == "id"
     assert DgdrfRule().ties == "id" and PdgdrfRule().ties == "strict"
 
 

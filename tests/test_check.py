@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from drfemu.cli import main
-from drfemu.tools.check import check_runs, traced_run
-from drfemu.schema.params import canonical_params, run_id
 from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.trace import Diverged, EventTrace
+from drfemu.tools.check import check_runs, traced_run
+from drfemu.workloads.points import build_run_config, canonical_params, run_id
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -56,10 +56,10 @@ def _runs(*protocols: str, **params: object) -> list[tuple[str, dict[str, object
 
 
 def test_same_seed_same_events_here_and_in_a_fresh_process() -> None:
-    verdicts = list(check_runs(_runs("drf", "dgdrf"), workers=1))
+    verdicts = list(check_runs(_runs("drf", "dgdrf"), build_run_config, workers=1))
     assert [v.ok for v in verdicts] == [True, True]
     assert all(v.events > 1000 for v in verdicts)
-    assert traced_run(_runs("dgdrf")[0][1])["digest"] == verdicts[1].digest
+    assert traced_run(_runs("dgdrf")[0][1], build_run_config)["digest"] == verdicts[1].digest
 
 
 def test_an_unseeded_draw_is_named_at_its_first_divergent_event(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,7 +70,7 @@ def test_an_unseeded_draw_is_named_at_its_first_divergent_event(monkeypatch: pyt
         return self.servers[int(random.random() * len(self.servers))]
 
     monkeypatch.setattr(Gateway, "_pick", unseeded_pick)
-    (verdict,) = check_runs(_runs("probe"), workers=1)
+    (verdict,) = check_runs(_runs("probe"), build_run_config, workers=1)
     assert not verdict.ok
     rerun = next(d for d in verdict.divergences if d.against == "rerun")
     assert rerun.got.startswith("deliver ") and "ServerReply(server=" in rerun.got
@@ -120,5 +120,5 @@ def test_every_protocol_is_deterministic_on_20_seeds_endless_and_finite() -> Non
         for point in points:
             params = canonical_params({"protocol": protocol, "neighbors": 2, "max_time": 10.0, **point})
             runs.append((run_id(params), params))
-    failed = [v.run for v in check_runs(runs, workers=2) if not v.ok]
+    failed = [v.run for v in check_runs(runs, build_run_config, workers=2) if not v.ok]
     assert failed == []

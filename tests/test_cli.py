@@ -11,8 +11,8 @@ import pytest
 
 from drfemu.cli import main
 from drfemu.reports.online import MARKER
+from drfemu.studies.scale import users_for
 from drfemu.tools.bench import _bench_bare, _bench_runtime, run_bench
-from drfemu.tools.scale_bench import users_for
 
 RESULT_KEYS = {
     "protocol", "machines", "users", "seed", "saturated", "stalled", "run_time_s", "allocations",

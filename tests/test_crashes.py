@@ -10,13 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.assembly.run import RunConfig, run_emulation
-from drfemu.workloads.google import google_case
-from drfemu.schema.workload import Server, Task, User, Workload
-from drfemu.nodes.gateway import Gateway
-from drfemu.nodes.scheduler import CentralScheduler
-from drfemu.nodes.user import FiniteUserNode, UserNode
-from drfemu.protocols.drf import Drf
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
 from drfemu.kernel.events import TaskResubmitted, TaskSubmitted
 from drfemu.kernel.messages import (
     Accept,
@@ -35,7 +30,13 @@ from drfemu.kernel.messages import (
     TaskStarted,
     UserShare,
 )
+from drfemu.nodes.gateway import Gateway
+from drfemu.nodes.scheduler import CentralScheduler
+from drfemu.nodes.user import FiniteUserNode, UserNode
+from drfemu.protocols.drf import Drf
 from drfemu.protocols.registry import PROTOCOLS
+from drfemu.schema.workload import Server, Task, User, Workload
+from drfemu.workloads.google import google_case
 
 TOTAL = (9.0, 18.0)
 

@@ -18,7 +18,6 @@ from drfemu.overlay.cyclon import (
     new_view,
     pop_oldest_python,
     sample,
-    sample_python,
     sample_values_python,
 )
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle

@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 
 from drfemu.api import run
 from drfemu.cli import main
-from drfemu.observers.harness import Harness
+from drfemu.kernel.errors import InputError
+from drfemu.kernel.resources import CapacityViolation
+from drfemu.observers.harness import Harness, Limits, Listeners
 from drfemu.protocols.cluster import ClusterView
 from drfemu.protocols.devices import DeviceError, Devices, check_device_workload, device_matrix, device_usable
-from drfemu.kernel.errors import InputError
 from drfemu.protocols.fragmentation import fragmented_matrix, least_fragmentation
-from drfemu.kernel.resources import CapacityViolation
+from tests.conftest import cluster
 
 
 def test_a_fraction_fills_the_tightest_device_and_never_spans_two() -> None:
@@ -107,8 +108,8 @@ def test_least_fragmentation_puts_a_fraction_beside_another_not_on_a_whole_devic
 
 
 def test_the_harness_refuses_an_allocation_on_devices_that_cannot_hold_it() -> None:
-    harness = Harness([(8.0, 2.0)], [(1.0, 0.81), (1.0, 1.0)], [1, 2], 0.1, 100, 1e3, lambda outcome: None,
-                      device_resource=1)
+    harness = Harness(cluster([(8.0, 2.0)], [(1.0, 0.81), (1.0, 1.0)]), [1, 2], Limits(0.1, 100, 1e3),
+                      Listeners(lambda outcome: None), device_resource=1)
     harness.on_allocation(0.0, 0, 1, 0, (1.0, 0.81), (0,))
     with pytest.raises(CapacityViolation, match="capacity invariant broken"):
         harness.on_allocation(0.1, 0, 1, 1, (1.0, 0.81), (0,))

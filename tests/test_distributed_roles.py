@@ -9,16 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drfemu.nodes.actor import WakeUp
-from drfemu.nodes.server import ServerConfig, ServerNode, server_class
-from drfemu.kernel.streams import NodeStreams
-from drfemu.overlay.gradient import NEG_INF
 from drfemu.kernel.compiled import SKIP_REASON, compiled_module
-from drfemu.protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRequest
-from drfemu.protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
 from drfemu.kernel.events import NeighborsFixed, TaskAllocated
 from drfemu.kernel.fairness import gini
-from drfemu.protocols.homes import HomeUsers
 from drfemu.kernel.messages import (
     Accept,
     Decline,
@@ -29,9 +22,16 @@ from drfemu.kernel.messages import (
     WalkFailed,
     WalkTask,
 )
+from drfemu.kernel.resources import CapacityViolation
+from drfemu.kernel.streams import NodeStreams
+from drfemu.nodes.actor import WakeUp
+from drfemu.nodes.server import ServerConfig, ServerNode, server_class
+from drfemu.overlay.gradient import NEG_INF
+from drfemu.protocols.ddrf import DdrfGradientRule, DdrfRule, MinShareReply, MinShareRequest
+from drfemu.protocols.dgdrf import CentreAck, CentreCheck, DgdrfRule
+from drfemu.protocols.homes import HomeUsers
 from drfemu.protocols.pdgdrf import PdgdrfRule, gini_test, gini_test_implementation, lowers_gini_python
 from drfemu.protocols.probe import STUCK_TICKS, LoadReply, LoadRequest, ProbeRule, ProbeTask, cpu_load
-from drfemu.kernel.resources import CapacityViolation
 from drfemu.protocols.rule import ServerRule
 
 

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.assembly.run import RunConfig, run_emulation
-from drfemu.workloads.google import google_case
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
 from drfemu.schema.workload import Workload
+from drfemu.workloads.google import google_case
 from drfemu.workloads.synthetic import synthetic_case
 from tests.conftest import workload
 

@@ -18,8 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drfemu.tools.check import traced_run
-from drfemu.schema.params import canonical_params
+from drfemu.kernel.messages import handles, message
 from drfemu.nodes import runtime as runtime_module
 from drfemu.nodes.actor import Actor, UnhandledMessage, send_python
 from drfemu.nodes.network import count_items_python, count_types_python
@@ -27,8 +26,9 @@ from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES,
 from drfemu.nodes.runtime import deliver_python, fire_each_python
 from drfemu.nodes.server import server_class
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
-from drfemu.kernel.messages import handles, message
 from drfemu.protocols.registry import PROTOCOLS
+from drfemu.tools.check import traced_run
+from drfemu.workloads.points import build_run_config, canonical_params
 from tests.conftest import compiled_or_skip
 
 engine = compiled_or_skip("drfemu.nodes._engine")
@@ -182,13 +182,14 @@ FAULTS = str(Path(__file__).resolve().parents[1] / "configs" / "faults" / "check
 PURE_PYTHON_RUN = """
 import json, sys
 from drfemu.tools.check import traced_run
+from drfemu.workloads.points import build_run_config
 from drfemu.nodes.server import server_class
 from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION
 from drfemu.overlay.gradient import RANK_IMPLEMENTATION
 assert (ENGINE_IMPLEMENTATION, EXCHANGE_IMPLEMENTATION, RANK_IMPLEMENTATION) == ("Python",) * 3
-run = traced_run(json.loads(sys.argv[1]))
+run = traced_run(json.loads(sys.argv[1]), build_run_config)
 print(json.dumps({"events": run["events"], "digest": run["digest"], "result": run["result"]}))
 """
 
@@ -203,7 +204,7 @@ def test_a_run_with_every_python_reference_has_the_same_events(protocol: str, ex
     set (every Python reference): the same events, hash by hash, and the same result."""
     assert EXCHANGE_IMPLEMENTATION == runtime_module.ENGINE_IMPLEMENTATION == "C"
     params = canonical_params({"protocol": protocol, "machines": 12, "users": 4, "neighbors": 2, **extra})
-    compiled = traced_run(params)
+    compiled = traced_run(params, build_run_config)
     env = {**os.environ, "DRFEMU_PURE_PYTHON": "1"}
     done = subprocess.run([sys.executable, "-c", PURE_PYTHON_RUN, json.dumps(params)], env=env, capture_output=True,
                           text=True, check=True)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from drfemu.cli import main
-from drfemu.reports.fault_campaign import BEGIN, END, campaign_rows, failed, with_campaign
-from drfemu.sweeps.campaign import campaign_cases, parse_sizes
-from drfemu.workloads.fault_schedules import ScheduleBounds, random_schedule
-from drfemu.schema.faults import Action, parse_scenario
 from drfemu.kernel.errors import InputError
 from drfemu.protocols.registry import PROTOCOLS
+from drfemu.reports.fault_campaign import BEGIN, END, campaign_rows, failed, with_campaign
+from drfemu.schema.faults import Action, parse_scenario
+from drfemu.sweeps.campaign import campaign_cases, parse_sizes
+from drfemu.workloads.fault_schedules import ScheduleBounds, random_schedule
 
 
 def test_a_drawn_schedule_is_valid_bounded_and_heals() -> None:
@@ -108,8 +108,8 @@ def test_bad_campaign_options_are_one_line(tmp_path: Path, args: list[str], mess
 
 
 def test_a_campaign_resumes_where_it_stopped(tmp_path: Path) -> None:
-    from drfemu.assembly.run import run_workload
     from drfemu.sweeps.campaign import run_campaign
+    from drfemu.workloads.points import run_workload
 
     cases = campaign_cases(4, 2, ["drf", "dgdrf"], parse_sizes("6x2"))
     calls: list[int] = []

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from drfemu.assembly.faults import FaultInjector
 from drfemu.assembly.windows import Window, Windows, value_at
-from drfemu.schema.faults import parse_scenario
-from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.kernel.latency import ConstantLatency
+from drfemu.kernel.streams import RandomStreams
+from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import Runtime
-from drfemu.kernel.streams import RandomStreams
+from drfemu.schema.faults import BoundScenario, parse_scenario
 
 HORIZON = 12  # whole seconds; windows start and end on them, probes look between them
 
@@ -58,6 +58,29 @@ def test_the_bookkeeping_follows_the_rule_whatever_the_windows(drawn: list[tuple
         assert book.in_force() == value_at(t + 0.5, windows, 0.0), f"at {t}: {windows}"
 
 
+class BarePort:
+    """A fault port over a runtime with no actors: the network's windows and partitions only."""
+
+    def __init__(self, runtime: Runtime, servers: list[int]) -> None:
+        self.runtime, self.network, self.servers = runtime, runtime.network, servers
+
+    @property
+    def targets(self) -> dict[Any, int]:
+        return {}
+
+    @property
+    def down(self) -> set[int]:
+        return self.runtime.down
+
+    def call_at(self, at: float, callback: Any) -> None:
+        self.runtime.call_at(at, callback)
+
+    def take_down(self, actor: int, now: float) -> None:
+        raise AssertionError("no actor to crash")
+
+    bring_back = notify = centre = take_down
+
+
 def _events(drawn: list[tuple[int, int | None, Any]], action: str) -> list[dict[str, Any]]:
     events = []
     for start, duration, value in drawn:
@@ -74,7 +97,7 @@ def _probe(document: dict[str, Any], read: Any) -> list[Any]:
     try:
         network = Network(ConstantLatency(0.001), loss_rng=random.Random(1))
         runtime = Runtime(loop, network, [])
-        FaultInjector(parse_scenario(document), {}, runtime, network, [], RandomStreams(1))
+        FaultInjector(BoundScenario(parse_scenario(document), {}), BarePort(runtime, []), RandomStreams(1))
         seen: list[Any] = []
         for t in range(HORIZON + 8):
             runtime.call_at(t + 0.5, lambda now: seen.append(read(network)))
@@ -127,7 +150,8 @@ def test_a_partition_never_moves_a_server_from_another_island() -> None:
     try:
         network = Network(ConstantLatency(0.001))
         runtime = Runtime(loop, network, [])
-        injector = FaultInjector(scenario, positions, runtime, network, [0, 1, 2, 3], RandomStreams(1), detection=60.0)
+        injector = FaultInjector(BoundScenario(scenario, positions), BarePort(runtime, [0, 1, 2, 3]), RandomStreams(1),
+                                 detection=60.0)
         runtime.call_at(3.0, lambda now: runtime.stop(None))
         loop.run_until_complete(runtime.finished)
     finally:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from drfemu.cli import main
-from drfemu.schema.faults import Action, ScenarioError, load_scenario, parse_scenario
 from drfemu.kernel.latency import ConstantLatency, UniformLatency
-from drfemu.nodes.network import Network
 from drfemu.kernel.messages import Accept, Proposal
+from drfemu.nodes.network import Network
+from drfemu.schema.faults import Action, ScenarioError, load_scenario, parse_scenario
 
 ISSUE_EXAMPLE = """
 loss = 0.01
@@ -187,13 +187,13 @@ def test_a_sweep_config_names_its_scenario_relative_to_itself_and_by_content(tmp
 
 def test_a_run_with_faults_is_the_same_run_event_by_event(tmp_path: Path) -> None:
     from drfemu.tools.check import check_runs
-    from drfemu.schema.params import canonical_params, run_id
+    from drfemu.workloads.points import build_run_config, canonical_params, run_id
 
     faults = _write(tmp_path, "loss = 0.05\n[[event]]\nat = '1s'\naction = 'partition'\nservers = 3\n"
                               "duration = '2s'\n[[event]]\nat = '2s'\naction = 'latency'\nlatency = 'pair:1ms:9ms'\n")
     params = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 2,
                                "faults": str(faults), "max_time": 20.0})
-    (verdict,) = check_runs([(run_id(params), params)], workers=1)
+    (verdict,) = check_runs([(run_id(params), params)], build_run_config, workers=1)
     assert verdict.ok and verdict.events > 1000
 
 

@@ -10,13 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.observers.ledger import LedgerViolation, TaskLedger
-from drfemu.assembly.run import RunConfig, run_emulation
-from drfemu.schema.workload import Server, Task, User, Workload
-from drfemu.nodes.resource_node import ResourceNode
-from drfemu.nodes.user import FiniteUserNode
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
 from drfemu.kernel.events import TaskAllocated, TaskDispatched, TaskFinished, TaskSubmitted
-from drfemu.protocols.homes import HomeUsers
 from drfemu.kernel.messages import (
     Launch,
     ServerReply,
@@ -27,7 +23,12 @@ from drfemu.kernel.messages import (
     TaskStarted,
     UserShare,
 )
+from drfemu.nodes.resource_node import ResourceNode
+from drfemu.nodes.user import FiniteUserNode
+from drfemu.observers.ledger import LedgerViolation, TaskLedger
+from drfemu.protocols.homes import HomeUsers
 from drfemu.protocols.registry import PROTOCOLS
+from drfemu.schema.workload import Server, Task, User, Workload
 
 WALL = ("wall_time_s", "events_per_s")
 
@@ -236,7 +237,7 @@ class _RunHeldUntilSeen:
     def __call__(self, params: dict[str, Any], progress: Any) -> dict[str, Any]:
         import time
 
-        from drfemu.assembly.run import run_point
+        from drfemu.workloads.points import run_point
         result = run_point(params, progress)
         deadline = time.monotonic() + 120.0
         while not (self.seen / params["protocol"]).exists() and time.monotonic() < deadline:

@@ -74,13 +74,14 @@ def test_a_server_learns_the_mix_from_its_users_and_the_walks_it_sees_and_scores
 def test_the_harness_keeps_the_cluster_fragmentation_up_to_date_server_by_server() -> None:
     import numpy as np
 
-    from drfemu.observers.harness import Harness
     from drfemu.kernel.events import ServerCrashed
+    from drfemu.observers.harness import Harness, Limits, Listeners
     from drfemu.protocols.fragmentation import fragmented_matrix
+    from tests.conftest import cluster
 
     capacities = [(8.0, 1.0), (8.0, 2.0), (4.0, 0.0)]
     demands = [(1.0, 1.0), (1.0, 0.25), (2.0, 0.0)]
-    h = Harness(capacities, demands, [10, 11, 12], tick=0.1, stall_ticks=10, max_time=100.0, on_finish=lambda o: None)
+    h = Harness(cluster(capacities, demands), [10, 11, 12], Limits(0.1, 10, 100.0), Listeners(lambda o: None))
 
     def expected() -> list[float]:
         rows = fragmented_matrix(np.asarray(h.free), np.asarray(capacities), np.asarray(demands))

@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from drfemu.api import run
-from drfemu.workloads.gpu_cluster import FRACTIONS, SERVER_KINDS, gpu_cluster_case
-from drfemu.schema.workload import WorkloadError
 from drfemu.kernel.errors import InputError
+from drfemu.schema.workload import WorkloadError
+from drfemu.workloads.gpu_cluster import FRACTIONS, SERVER_KINDS, gpu_cluster_case
 
 
 def test_the_draw_has_the_declared_kinds_and_user_mix() -> None:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import drfemu.overlay.gradient as gradient_module
+from drfemu.kernel.compiled import SKIP_REASON, compiled_module
 from drfemu.overlay.gradient import (
     NEG_INF,
     RANK_IMPLEMENTATION,
@@ -25,7 +26,6 @@ from drfemu.overlay.gradient import (
     validation_set,
 )
 from drfemu.overlay.messages import GradientReply, GradientShuffle
-from drfemu.kernel.compiled import SKIP_REASON, compiled_module
 
 INF = float("inf")
 

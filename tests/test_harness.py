@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import pytest
 
+from drfemu.kernel.resources import CapacityViolation
 from drfemu.observers.harness import (
     SATURATED,
     STALLED,
     TIME_CAP,
     Harness,
+    Limits,
+    Listeners,
     RunOutcome,
 )
-from drfemu.kernel.resources import CapacityViolation
+from tests.conftest import cluster
 
 
-def make(capacities: list[tuple[float, ...]], demands: list[tuple[float, ...]], **kw: object) -> tuple[Harness, list[RunOutcome]]:
+def make(capacities: list[tuple[float, ...]], demands: list[tuple[float, ...]], stall_ticks: int = 10,
+         max_time: float = 100.0) -> tuple[Harness, list[RunOutcome]]:
     outcomes: list[RunOutcome] = []
-    defaults = dict(tick=0.1, stall_ticks=10, max_time=100.0, on_finish=outcomes.append)
-    defaults.update(kw)
     users = list(range(len(capacities), len(capacities) + len(demands)))
-    return Harness(capacities, demands, users, **defaults), outcomes  # type: ignore[arg-type]
+    return Harness(cluster(capacities, demands), users, Limits(0.1, stall_ticks, max_time),
+                   Listeners(outcomes.append)), outcomes
 
 
 def test_error_oracle_and_tolerances() -> None:

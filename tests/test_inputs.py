@@ -32,7 +32,7 @@ def _workload(**extra: object) -> dict[str, object]:
          "id must be a non-empty string"),
         (lambda d: ["run", "--workload", str(d)], "is a directory"),
         (lambda d: ["run", "--workload", _write(d / "w.json", json.dumps(_workload())), "--machines", "5"],
-         "--machines describes a Google case"),
+         "--machines describes a generated case"),
         (lambda d: ["run", "--tick", "100"], "a unit is required"),
         (lambda d: ["run", "--tick", "0.0000004s"], "--tick must be at least 1e-06"),
         (lambda d: ["run", "--protocol", "probe", "--probe-d", "4", "--neighbors", "3"], "--probe-d (4) must be at most"),

@@ -146,4 +146,4 @@ def test_one_module_object_per_name(where: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert Path(seen["registry"]).resolve() == (PACKAGE / "protocols" / "registry.py").resolve()
-    assert seen["spec"] == "drfemu.protocols.registry" and seen["doubles"] == []
+    assert seen["spec"] == "drfemu.protocols.spec" and seen["doubles"] == []

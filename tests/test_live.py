@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pytest
 
+from drfemu.assembly.build import build_nodes
+from drfemu.assembly.run import run_emulation
 from drfemu.cli import main
+from drfemu.kernel.messages import Accept, Proposal, TaskRequest
+from drfemu.kernel.streams import RandomStreams
 from drfemu.live.coordinator import BIN_EDGES, quantiles_of
-from drfemu.schema.params import canonical_params
-from drfemu.assembly.run import build_nodes, build_run_config, run_emulation
 from drfemu.nodes.live import LATENCY_BINS, STAMP, LiveRuntime, latency_bin
 from drfemu.nodes.network import Network
-from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.wire import Codec
-from drfemu.kernel.messages import Accept, Proposal, TaskRequest
 from drfemu.protocols.resilience import Timeouts
+from drfemu.workloads.points import build_run_config, canonical_params
 
 CODEC = Codec()
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from drfemu.reports.live_compare import live_report
 from drfemu.kernel.errors import InputError
+from drfemu.reports.live_compare import live_report
 
 
 def _document(seed: int, min_share: float, scale: float | None = None, protocol: str = "drf") -> dict[str, Any]:

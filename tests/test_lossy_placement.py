@@ -11,12 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.nodes.actor import WakeAfter, WakeUp
-from drfemu.nodes.server import ServerConfig, server_class
-from drfemu.kernel.streams import NodeStreams
-from drfemu.nodes.user import UserNode
-from drfemu.protocols.bdgdrf import BdgdrfRule
-from drfemu.protocols.ddrf import DdrfRule
 from drfemu.kernel.messages import (
     MESSAGE_TYPES,
     Proposal,
@@ -28,6 +22,12 @@ from drfemu.kernel.messages import (
     WalkTask,
     never_on_the_wire,
 )
+from drfemu.kernel.streams import NodeStreams
+from drfemu.nodes.actor import WakeAfter, WakeUp
+from drfemu.nodes.server import ServerConfig, server_class
+from drfemu.nodes.user import UserNode
+from drfemu.protocols.bdgdrf import BdgdrfRule
+from drfemu.protocols.ddrf import DdrfRule
 from drfemu.protocols.placement import FitPlace, FitWalk
 from drfemu.protocols.probe import ProbeRule
 from drfemu.protocols.registry import PROTOCOLS
@@ -236,7 +236,8 @@ def test_no_protocol_stalls_at_up_to_twenty_percent_loss_on_clusters_up_to_fifty
     """Endless users, Google cases of 6–50 servers × 2–10 users, loss overall and per message type:
     the run ends as the fault-free one does — saturated, or stalled only where that one stalls or
     the protocol strands tasks by design (a probe's copies on full servers) — and loses nothing."""
-    from drfemu.assembly.run import RunConfig, run_emulation
+    from drfemu.assembly.config import RunConfig
+    from drfemu.assembly.run import run_emulation
     from drfemu.workloads.google import google_case
 
     faults = tmp_path_factory.mktemp("f") / "loss.toml"

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import pytest
 
-from drfemu.nodes.network import Network
 from drfemu.kernel.messages import TaskRequest, message
+from drfemu.nodes.network import Network
 
 
 @message

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from drfemu.assembly.run import RunConfig, run_emulation
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
+from drfemu.kernel.resources import CapacityViolation
 from drfemu.observers.swm import relative_rmse
-from drfemu.schema.workload import Server, Task, User, Workload
-from drfemu.workloads.online import load_first_hour, offered_load
+from drfemu.policies.online import RULES, OnlineScheduler
+from drfemu.policies.pool import PolicyInputError
 from drfemu.protocols.central import PendingTask
 from drfemu.protocols.cluster import ClusterView
 from drfemu.protocols.online_central import CAdrf, NaiveAdrf, Wmmf
-from drfemu.policies.online import RULES, OnlineScheduler
-from drfemu.policies.pool import PolicyInputError
-from drfemu.kernel.resources import CapacityViolation
+from drfemu.schema.workload import Server, Task, User, Workload
+from drfemu.workloads.online import load_first_hour, offered_load
 from tests.oracles.jobsim import Job, simulate
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from drfemu.assembly.overlay_run import OverlayConfig, run_overlay
-from drfemu.overlay import gradient
 from drfemu.kernel.errors import InputError
+from drfemu.overlay import gradient
+from drfemu.studies.overlay import run_overlay_config
 
 PERF_KEYS = ("wall_time_s", "observer_wall_s", "emulation_wall_s", "events_per_s", "exchanges_per_s")
 
@@ -84,8 +85,8 @@ def test_perturbed_centre_is_replaced_and_validated_within_bounded_rounds() -> N
 
 
 def test_perturbations_as_allocations_on_a_google_case() -> None:
-    result = run_overlay(OverlayConfig.build(nodes=60, neighbors=4, rounds=20, utilities="google", users=12, seed=1,
-                                       perturbations=12, recovery_cap=60))
+    result = run_overlay_config(OverlayConfig.build(nodes=60, neighbors=4, rounds=20, utilities="google", users=12,
+                                                    seed=1, perturbations=12, recovery_cap=60))
     assert result["users"] == 12
     assert result["rounds_to_converge"] is not None
     assert result["recovery"]["recovered"] == 12
@@ -98,7 +99,7 @@ def test_workload_file_and_slow_gradient(tmp_path: Path) -> None:
         "servers": [{"id": f"s{i}", "capacity": [1, 1]} for i in range(30)],
         "users": [{"id": f"u{i}", "demand": [0.1, 0.05 * (i + 1)]} for i in range(8)],
     }))
-    result = run_overlay(OverlayConfig.build(utilities=str(case), neighbors=3, rounds=20, shuffles_per_tick=0.5))
+    result = run_overlay_config(OverlayConfig.build(utilities=str(case), neighbors=3, rounds=20, shuffles_per_tick=0.5))
     assert result["nodes"] == 30
     assert result["gradient_rounds"] == 10 and result["cyclon_rounds"] == 20
 
@@ -144,19 +145,3 @@ def test_a_run_leaves_no_cyclic_garbage_that_grows_with_its_length() -> None:
 def test_bad_configs_are_refused_with_the_option_named(given: dict[str, Any], needle: str) -> None:
     with pytest.raises(InputError, match=needle):
         OverlayConfig.build(**given)
-
-
-def test_every_overlay_parameter_is_declared_once() -> None:
-    """The config's fields are the declarations' names; the shared ones are the run parameters."""
-    from dataclasses import fields
-
-    from drfemu.schema.overlay_config import SHARED, overlay_params
-    from drfemu.schema.params import param
-
-    declared = overlay_params()
-    assert sorted(p.name for p in declared) == sorted(f.name for f in fields(OverlayConfig))
-    for p in declared:
-        if p.name in SHARED:
-            run = param(p.name)
-            assert (p.kind, p.ge, p.gt, p.le, p.choices, p.option) == (run.kind, run.ge, run.gt, run.le, run.choices,
-                                                                        run.option)

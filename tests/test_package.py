@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("nodes", "overlay", "protocols", "experiments")
+SOURCE = ROOT / "src" / "drfemu"
+PACKAGES = tuple(sorted(p.name for p in SOURCE.iterdir() if (p / "__init__.py").exists()))
+"""The layers of the package (`drfemu.kernel`, …, `drfemu.cli`): never imported by a bare name."""
 
 
 def test_the_distribution_installs_one_top_level_name() -> None:
@@ -24,8 +26,8 @@ def test_the_distribution_installs_one_top_level_name() -> None:
 def test_no_module_imports_a_bare_top_level_name_of_ours() -> None:
     """Inside the tree every import of our code goes through `drfemu.`, so a user's own
     `protocols.py` can never stand in for ours (and no module is loaded twice)."""
-    for folder in (*PACKAGES, "tests", "drfemu"):
-        for path in (ROOT / folder).rglob("*.py"):
+    for folder in (SOURCE, ROOT / "tests"):
+        for path in folder.rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                          else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level

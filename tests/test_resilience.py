@@ -9,13 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.assembly.run import RunConfig, run_emulation
-from drfemu.schema.workload import Workload
-from drfemu.nodes.actor import WakeUp
-from drfemu.nodes.resource_node import ResourceNode
-from drfemu.nodes.scheduler import CentralScheduler
-from drfemu.nodes.user import FiniteUserNode, UserNode
-from drfemu.protocols.drf import Drf
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
 from drfemu.kernel.messages import (
     Accept,
     EndAck,
@@ -29,8 +24,14 @@ from drfemu.kernel.messages import (
     TaskRequest,
     TaskStarted,
 )
+from drfemu.nodes.actor import WakeUp
+from drfemu.nodes.resource_node import ResourceNode
+from drfemu.nodes.scheduler import CentralScheduler
+from drfemu.nodes.user import FiniteUserNode, UserNode
+from drfemu.protocols.drf import Drf
 from drfemu.protocols.registry import PROTOCOLS
 from drfemu.protocols.resilience import MAX_BACKOFF, Backoff, retransmission_timeout
+from drfemu.schema.workload import Workload
 from tests.test_finite_tasks import finite_workloads
 
 TOTAL = (9.0, 18.0)
@@ -135,8 +136,8 @@ def test_a_server_starts_a_task_once_and_repeats_its_end_until_acknowledged() ->
 
 
 def _server(rto: float) -> Any:
-    from drfemu.nodes.server import ServerConfig, server_class
     from drfemu.kernel.streams import RandomStreams
+    from drfemu.nodes.server import ServerConfig, server_class
     from drfemu.protocols.dgdrf import DgdrfRule
 
     config = ServerConfig(view_size=2, cyclon_view=2, shuffle_length=1, walk_ttl=3, tick=0.1, rto=rto)

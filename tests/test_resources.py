@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drfemu.protocols.cluster import ClusterView
 from drfemu.kernel.resources import REL_TOL, dominant_share, fits, total_capacity
+from drfemu.protocols.cluster import ClusterView
 
 
 def test_fit_is_per_resource() -> None:

@@ -6,11 +6,6 @@ import random
 
 import pytest
 
-from drfemu.nodes.gateway import Gateway
-from drfemu.nodes.resource_node import ResourceNode
-from drfemu.nodes.scheduler import CentralScheduler
-from drfemu.nodes.user import UserNode
-from drfemu.protocols.drf import Drf
 from drfemu.kernel.events import TaskAllocated
 from drfemu.kernel.messages import (
     Accept,
@@ -23,6 +18,11 @@ from drfemu.kernel.messages import (
     TaskStarted,
 )
 from drfemu.kernel.resources import CapacityViolation
+from drfemu.nodes.gateway import Gateway
+from drfemu.nodes.resource_node import ResourceNode
+from drfemu.nodes.scheduler import CentralScheduler
+from drfemu.nodes.user import UserNode
+from drfemu.protocols.drf import Drf
 
 TOTAL = (9.0, 18.0)
 

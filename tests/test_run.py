@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drfemu.assembly.run import RunConfig, run_emulation
-from drfemu.workloads.google import google_case
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
 from drfemu.schema.workload import Workload
+from drfemu.workloads.google import google_case
 from drfemu.workloads.synthetic import synthetic_case
 from tests.conftest import workload
 
@@ -126,23 +128,31 @@ class _IgnoresCapacity:
         return (min(pending, key=lambda t: t.arrival), 0) if pending else None
 
 
-def test_an_overcommitting_protocol_aborts_the_run_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def broken() -> Iterator[None]:
+    """A central protocol whose rule overcommits, registered for one test."""
     from drfemu.protocols import registry
+
+    registry.register(registry.ProtocolSpec("broken", "test only", "central", _IgnoresCapacity))
+    try:
+        yield
+    finally:
+        registry.unregister("broken")
+
+
+def test_an_overcommitting_protocol_aborts_the_run_loudly(broken: None) -> None:
     from drfemu.kernel.resources import CapacityViolation
 
-    monkeypatch.setitem(registry.PROTOCOLS, "broken", registry.ProtocolSpec("broken", "test only", "central", _IgnoresCapacity))
     w = workload([[2, 2], [2, 2]], [[1, 1]])  # server 1 keeps the run unsaturated
     with pytest.raises(CapacityViolation, match="task 2"):
         run(w, "broken")
 
 
-def test_capacity_violation_exit_status(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_capacity_violation_exit_status(broken: None, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     import json
 
     from drfemu.cli import main
-    from drfemu.protocols import registry
 
-    monkeypatch.setitem(registry.PROTOCOLS, "broken", registry.ProtocolSpec("broken", "test only", "central", _IgnoresCapacity))
     case = tmp_path / "case.json"
     case.write_text(json.dumps({"resources": ["cpu"], "servers": [{"capacity": [2]}, {"capacity": [2]}], "users": [{"demand": [1]}]}))
     assert main(["run", "--workload", str(case), "--protocol", "broken"]) == 3

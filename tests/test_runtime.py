@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 import pytest
 
+from drfemu.kernel.latency import ConstantLatency, PairLatency, UniformLatency, parse_duration, parse_latency
+from drfemu.kernel.messages import handles, message
+from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor, UnhandledMessage
 from drfemu.nodes.clock import VirtualClockLoop
-from drfemu.kernel.latency import ConstantLatency, PairLatency, UniformLatency, parse_duration, parse_latency
 from drfemu.nodes.network import CostModel, Network
 from drfemu.nodes.runtime import Runtime
-from drfemu.kernel.streams import RandomStreams
-from drfemu.kernel.messages import handles, message
 
 
 @message

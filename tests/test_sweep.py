@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import drfemu.assembly.run as runner_module
+import drfemu.workloads.points as runner_module
 from drfemu.cli import main
 from drfemu.reports.data import PointData
 from drfemu.reports.render import reference_cells, table_cells, write_report
@@ -121,14 +121,16 @@ def test_a_second_sweep_runs_nothing(swept: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    real = runner_module.run_emulation
+    import drfemu.assembly.run as assembly
+
+    real = assembly.run_emulation
 
     def flaky(run_config: Any, **kwargs: Any) -> Any:
         if run_config.params.protocol == "ddrf-gradient":
             raise RuntimeError("the emulator broke")
         return real(run_config, **kwargs)
 
-    monkeypatch.setattr(runner_module, "run_emulation", flaky)
+    monkeypatch.setattr(assembly, "run_emulation", flaky)  # a sweep's worker imports it when it runs a point
     out = tmp_path / "out"
     assert main(["sweep", str(config(tmp_path)), "--out", str(out), "--workers", "1"]) == 1
     err = capsys.readouterr().err
@@ -138,7 +140,7 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path, monkeypa
     assert len(found) == 10 and len(failed) == 4
     assert all("RuntimeError: the emulator broke" == r["error"] and "Traceback" in r["traceback"] for r in failed)
     # The next sweep retries only the failed runs.
-    monkeypatch.setattr(runner_module, "run_emulation", real)
+    monkeypatch.setattr(assembly, "run_emulation", real)
     assert main(["sweep", str(config(tmp_path)), "--out", str(out), "--workers", "1"]) == 0
     assert "6 run(s) already finished" in capsys.readouterr().out
     assert all(r["status"] == "ok" for r in records(out).values())

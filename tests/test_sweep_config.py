@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from drfemu.schema.params import all_params, canonical_params, defaults, run_id
-from drfemu.assembly.run import build_run_config, run_emulation
+from drfemu.assembly.run import run_emulation
+from drfemu.schema.result import Echo
 from drfemu.sweeps.config import SweepConfigError, load_sweep
+from drfemu.workloads.points import build_run_config, canonical_params, defaults, run_id
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 # Result fields that echo a parameter rather than measure the run, and the wall clock.
-ECHOES = {p.echo for p in all_params() if p.echo and p.name not in ("protocol", "seed", "tick")} | {
-    "gradient_max_age_periods", "cyclon_view", "shuffle_length", "walk_ttl", "wall_time_s", "events_per_s"}
+ECHOES = set(Echo.echoed()) | {"cyclon_view", "shuffle_length", "walk_ttl", "wall_time_s", "events_per_s"}
 
 
 def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:

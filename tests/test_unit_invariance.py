@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from drfemu.assembly.run import run_workload
 from drfemu.schema.workload import Server, User, Workload, load_workload
+from drfemu.workloads.points import run_workload
 
 CASE = Path(__file__).resolve().parents[1] / "configs" / "workloads" / "gpu-50x20.json"
 

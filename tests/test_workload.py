@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drfemu.workloads.google import draw_request, google_case, load_google_trace
+from drfemu.kernel.processes import SpecError
 from drfemu.schema.workload import WorkloadError, load_workload, parse_workload
+from drfemu.workloads.google import draw_request, google_case, load_google_trace
 from drfemu.workloads.synthetic import synthetic_case
 from drfemu.workloads.trace_extract import (
     MACHINE_EVENTS,
@@ -157,7 +158,7 @@ def test_synthetic_case_any_resources() -> None:
 def test_packaged_extract_is_exactly_what_the_raw_trace_gives(tmp_path: Path) -> None:
     assert (SHARED_TRACE / TASK_EVENTS).exists()
     build_extract(SHARED_TRACE, tmp_path)
-    packaged = Path(__file__).resolve().parents[1] / "experiments" / "data" / "google2011"
+    packaged = Path(__file__).resolve().parents[1] / "src" / "drfemu" / "workloads" / "data" / "google2011"
     for name in ("machines.csv.gz", "user_requests.csv.gz"):
         with gzip.open(tmp_path / name) as fresh, gzip.open(packaged / name) as shipped:
             assert fresh.read() == shipped.read(), name
@@ -186,7 +187,7 @@ def test_synthetic_tasks_keep_the_endless_case_and_follow_their_processes() -> N
     ("poisson:1", "lognormal:x:1", "needs numbers"),
 ])
 def test_bad_processes_get_one_line_errors(arrivals: str, durations: str, message: str) -> None:
-    with pytest.raises(WorkloadError, match=message):
+    with pytest.raises(SpecError, match=message):
         synthetic_case(4, 2, tasks=3, arrivals=arrivals, durations=durations)
 
 

@@ -7,87 +7,76 @@ The public API, documented with examples in `docs/api.md`::
     result = drfemu.run(protocol="pdgdrf", machines=50, users=10, neighbors=3)
     result.min_dominant_share, result.gini, result.allocations
 
-Names are loaded on first use, so `import drfemu` and the stages a name does not need stay
-cheap (importing the sweep or report stage loads no actor and no C extension).
+Each public name is written once, in the import block below, which the type checker reads;
+at run time the same block is read as a table and each name is loaded on first use, so
+`import drfemu` and the stages a name does not need stay cheap (importing the sweep or report
+stage loads no actor and no C extension).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from drfemu._version import __version__ as __version__
+
 if TYPE_CHECKING:
-    from drfemu.api import available_protocols, configure, register_protocol, run, run_config, sweep
-    from drfemu.schema.params import all_params as params
-    from drfemu.schema.result import SCHEMA_VERSION, RunResult, result_schema
-    from drfemu.assembly.run import RunConfig
-    from drfemu.sweeps.execute import SweepSummary
-    from drfemu.workloads.google import google_case
-    from drfemu.schema.workload import Server, Task, User, Workload, load_workload, parse_workload
-    from drfemu.workloads.online import online_case
-    from drfemu.workloads.synthetic import synthetic_case
-    from drfemu.kernel.errors import InputError
-    from drfemu.kernel.params import Kind, Param
-    from drfemu.protocols.registry import Gateway, GradientUse, ProtocolSpec
+    from drfemu.api import available_protocols as available_protocols
+    from drfemu.api import available_workloads as available_workloads
+    from drfemu.api import configure as configure
+    from drfemu.api import params as params
+    from drfemu.api import register_protocol as register_protocol
+    from drfemu.api import register_workload as register_workload
+    from drfemu.api import run as run
+    from drfemu.api import run_config as run_config
+    from drfemu.api import sweep as sweep
+    from drfemu.assembly.config import RunConfig as RunConfig
+    from drfemu.kernel.errors import InputError as InputError
+    from drfemu.kernel.params import Declared as Declared
+    from drfemu.kernel.params import Duration as Duration
+    from drfemu.kernel.params import Kind as Kind
+    from drfemu.kernel.params import Param as Param
+    from drfemu.kernel.params import param as param
+    from drfemu.protocols.spec import Gateway as Gateway
+    from drfemu.protocols.spec import GradientUse as GradientUse
+    from drfemu.protocols.spec import ProtocolSpec as ProtocolSpec
+    from drfemu.schema.params import RunParams as RunParams
+    from drfemu.schema.result import SCHEMA_VERSION as SCHEMA_VERSION
+    from drfemu.schema.result import RunResult as RunResult
+    from drfemu.schema.result import result_schema as result_schema
+    from drfemu.schema.workload import Server as Server
+    from drfemu.schema.workload import Task as Task
+    from drfemu.schema.workload import User as User
+    from drfemu.schema.workload import Workload as Workload
+    from drfemu.schema.workload import load_workload as load_workload
+    from drfemu.schema.workload import parse_workload as parse_workload
+    from drfemu.sweeps.execute import SweepSummary as SweepSummary
+    from drfemu.workloads.google import google_case as google_case
+    from drfemu.workloads.online import online_case as online_case
+    from drfemu.workloads.registry import WorkloadSpec as WorkloadSpec
+    from drfemu.workloads.synthetic import synthetic_case as synthetic_case
 
-from drfemu._version import __version__
 
-_WHERE = {
-    "run": "drfemu.api", "sweep": "drfemu.api", "available_protocols": "drfemu.api",
-    "register_protocol": "drfemu.api", "configure": "drfemu.api",
-    "run_config": "drfemu.api", "RunConfig": "drfemu.assembly.run",
-    "params": ("drfemu.schema.params", "all_params"),
-    "RunResult": "drfemu.schema.result", "SCHEMA_VERSION": "drfemu.schema.result",
-    "result_schema": "drfemu.schema.result",
-    "SweepSummary": "drfemu.sweeps.execute",
-    "google_case": "drfemu.workloads.google", "online_case": "drfemu.workloads.online",
-    "synthetic_case": "drfemu.workloads.synthetic",
-    "Workload": "drfemu.schema.workload", "Server": "drfemu.schema.workload",
-    "User": "drfemu.schema.workload", "Task": "drfemu.schema.workload",
-    "load_workload": "drfemu.schema.workload", "parse_workload": "drfemu.schema.workload",
-    "InputError": "drfemu.kernel.errors",
-    "Param": "drfemu.kernel.params", "Kind": "drfemu.kernel.params",
-    "ProtocolSpec": "drfemu.protocols.registry", "Gateway": "drfemu.protocols.registry",
-    "GradientUse": "drfemu.protocols.registry",
-}
+def _public_names() -> dict[str, tuple[str, str]]:
+    """Name -> (module, attribute), read from this file's `TYPE_CHECKING` block."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    return {alias.asname or alias.name: (node.module or "", alias.name)
+            for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
 
-__all__ = [
-    "available_protocols",
-    "configure",
-    "Gateway",
-    "google_case",
-    "GradientUse",
-    "InputError",
-    "Kind",
-    "load_workload",
-    "online_case",
-    "Param",
-    "params",
-    "parse_workload",
-    "ProtocolSpec",
-    "register_protocol",
-    "result_schema",
-    "run",
-    "run_config",
-    "RunConfig",
-    "RunResult",
-    "SCHEMA_VERSION",
-    "Server",
-    "sweep",
-    "SweepSummary",
-    "synthetic_case",
-    "Task",
-    "User",
-    "Workload",
-    "__version__",
-]
+
+_WHERE = _public_names()
+
+__all__ = sorted([*_WHERE, "__version__"], key=str.lower)
 
 
 def __getattr__(name: str) -> Any:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'drfemu' has no attribute {name!r}")
-    module, attribute = where if isinstance(where, tuple) else (where, name)
+    module, attribute = where
     value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value
     return value

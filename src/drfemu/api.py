@@ -3,9 +3,10 @@
 `run` takes the parameters of `drfemu run` by name (as `drfemu params` lists them, with
 underscores), validated by the one schema (`schema.params`), and returns a
 typed `RunResult`. `sweep` runs a sweep config — a TOML file or the same structure as a
-dict — and returns its summary. `register_protocol` adds a protocol for this process;
-an installed package adds one for every process through the `drfemu.protocols` entry
-points (`protocols.registry`). This module wires the stages together (the sweep stage is
+dict — and returns its summary. `register_protocol` (`register_workload`) adds a protocol (a
+generated workload) for this process; an installed package adds one for every process through
+the `drfemu.protocols` (`drfemu.workloads`) entry points (`protocols.registry`,
+`workloads.registry`). This module wires the stages together (the sweep stage is
 handed the function that runs a point), so it sits above them, beside the CLI.
 """
 
@@ -15,19 +16,30 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from drfemu.schema.params import CASE, GOOGLE, canonical_params, run_params
-from drfemu.tools.pools import available_cores, checked_pool_size
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
+from drfemu.kernel.errors import InputError
+from drfemu.kernel.params import Param
+from drfemu.observers.run_log import labelled_log
+from drfemu.protocols.registry import PROTOCOLS, ProtocolSpec, register
 from drfemu.schema.result import RunResult
-from drfemu.assembly.run import RunConfig, build_run_config, labelled_log, run_emulation, run_point
+from drfemu.schema.workload import Workload
 from drfemu.sweeps.config import Sweep, load_sweep, sweep_from_document
 from drfemu.sweeps.execute import SweepSummary, dask_cluster, process_pool, run_sweep
 from drfemu.sweeps.records import Record
-from drfemu.schema.workload import Workload
-from drfemu.kernel.errors import InputError
-from drfemu.protocols.registry import PROTOCOLS, ProtocolSpec, register
+from drfemu.tools.pools import available_cores, checked_pool_size
+from drfemu.workloads.points import (
+    WorkloadChoice,
+    build_run_config,
+    canonical_params,
+    configured,
+    point_declarations,
+    run_point,
+)
+from drfemu.workloads.registry import WORKLOADS, WorkloadSpec
 
-__all__ = ["AllocationLog", "Progress", "available_protocols", "configure", "register_protocol", "run", "run_config",
-           "sweep"]
+__all__ = ["AllocationLog", "Progress", "available_protocols", "available_workloads", "configure", "params",
+           "register_protocol", "register_workload", "run", "run_config", "sweep"]
 
 Progress = Callable[[float, int], None]
 """Called now and then during a run with the virtual time (s) and the allocations so far."""
@@ -38,17 +50,15 @@ AllocationLog = bool | Callable[[dict[str, Any]], None]
 each record as it happens (what `drfemu run --log` writes)."""
 
 
+GOOGLE = WorkloadChoice.PARAMS[0].default
+
+
 def configure(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, **params: Any) -> RunConfig:
     """The validated configuration of a run (its workload loaded or drawn); `run` takes the same
     arguments. Bad parameters raise `InputError` with the option named."""
     given = {name: value for name, value in params.items() if value is not None}
     if isinstance(workload, Workload):
-        stray = sorted(set(given) & set(CASE))
-        if stray:
-            raise InputError(f"{', '.join(stray)} describe a Google case and cannot be combined with a Workload")
-        config = RunConfig(workload, run_params(protocol=protocol, **given))
-        config.validate()
-        return config
+        return configured(protocol, workload, given)
     return build_run_config(canonical_params({"protocol": protocol, "workload": str(workload), **given}))
 
 
@@ -65,7 +75,7 @@ def run_config(config: RunConfig, *, allocation_log: AllocationLog = False, prog
     elif callable(allocation_log):
         log = labelled_log(config.workload, allocation_log)
     result = run_emulation(config, log=log, progress=progress, record=run_log)
-    result.allocation_log = records
+    result.keep_allocation_log(records)
     return result
 
 
@@ -109,6 +119,12 @@ def sweep(config: str | Path | Mapping[str, Any] | Sweep, out: str | Path, *, wo
     return run_sweep(plan, Path(out), executor, on_record=on_record, on_start=on_start)
 
 
+def params() -> tuple[Param, ...]:
+    """Every run parameter (`drfemu params`): the run's, every protocol's own and every generated
+    workload's, each once."""
+    return point_declarations()
+
+
 def register_protocol(spec: ProtocolSpec) -> ProtocolSpec:
     """Add a protocol to this process's registry (its parameters become run parameters)."""
     return register(spec)
@@ -117,3 +133,13 @@ def register_protocol(spec: ProtocolSpec) -> ProtocolSpec:
 def available_protocols() -> dict[str, ProtocolSpec]:
     """The registered protocols by name: the built-in ones, then those of installed packages."""
     return dict(PROTOCOLS)
+
+
+def register_workload(spec: WorkloadSpec) -> WorkloadSpec:
+    """Add a generated workload to this process (its parameters become run parameters)."""
+    return WORKLOADS.register(spec)
+
+
+def available_workloads() -> dict[str, WorkloadSpec]:
+    """The generated workloads by name: the built-in ones, then those of installed packages."""
+    return dict(WORKLOADS)

@@ -14,8 +14,8 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from drfemu.workloads.online import TraceTask as Job  # (user, submit, runtime, demand)
 from drfemu.policies.online import OnlineScheduler
+from drfemu.workloads.online import TraceTask as Job  # (user, submit, runtime, demand)
 
 __all__ = ["Job", "Sample", "SimResult", "simulate"]
 

@@ -13,30 +13,34 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from drfemu.schema.params import RunParams
+from drfemu.assembly.config import RunConfig
+from drfemu.kernel.events import NeighborsFixed
+from drfemu.kernel.resources import dominant_share
+from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.overlay_peer import bootstrap, random_neighbors
 from drfemu.nodes.runtime import Runtime
 from drfemu.nodes.server import PLACEMENT_COUNTERS, ServerConfig, ServerNode, server_class
-from drfemu.kernel.streams import RandomStreams
+from drfemu.observers.observer import RunEnd
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.overlay.observe import ideal_views
 from drfemu.overlay.variants import gradient_factory
-from drfemu.kernel.events import NeighborsFixed
 from drfemu.protocols.placement import FIRST_FIT, MIN_FRAGMENTATION
-from drfemu.protocols.registry import GradientUse, ProtocolSpec
 from drfemu.protocols.resilience import Timeouts
-from drfemu.kernel.resources import Vector, dominant_share
+from drfemu.protocols.spec import GradientUse
+from drfemu.schema.result import Distributed, Section
 
 __all__ = ["DistributedSetup", "server_config"]
 
 
-def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Vector, finite: bool,
-                  timeouts: Timeouts, gateway: int, device_resource: int = -1) -> ServerConfig:
+def server_config(config: RunConfig, timeouts: Timeouts, gateway: int) -> ServerConfig:
     """The configuration every server of a run is built from, derived from the validated run
-    parameters (`schema.params.RunParams`): views no larger than the cluster allows,
-    the walk's reach (`walk_ttl` 0: every server), the gradient's period and descriptor expiry,
-    the saturation retry and its cap (depending on whether tasks end), best-fit's scale, the run's timeouts."""
-    rto = timeouts.answer
+    parameters (`schema.params.RunParams`): views no larger than the cluster allows, the walk's
+    reach (`walk_ttl` 0: every server), the gradient's period and descriptor expiry, the
+    saturation retry and its cap (depending on whether tasks end), best-fit's scale, the run's
+    timeouts (resilience on when `timeouts.answer` > 0, with `gateway` the bootstrap service a
+    server whose Cyclon view empties asks again) and the device model."""
+    params, spec, workload = config.params, config.spec, config.workload
+    servers, total, finite, rto = len(workload.servers), workload.total, workload.finite, timeouts.answer
     cyclon_view = min(params.cyclon_view, servers - 1) if servers > 1 else 1
     period = params.tick / params.shuffles_per_tick
     retry_ticks = params.saturation_retry_ticks(finite)
@@ -48,11 +52,12 @@ def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Ve
         saturation_retry=retry_ticks * params.tick if retry_ticks else math.inf,
         saturation_retry_cap=params.saturation_retry_cap_ticks(finite) * params.tick,
         fit_candidates=params.fit_candidates if params.placement != FIRST_FIT else 0,
-        min_fragmentation=params.placement == MIN_FRAGMENTATION, device_resource=device_resource,
+        min_fragmentation=params.placement == MIN_FRAGMENTATION, device_resource=config.device_resource,
         scale=tuple(1.0 / t if t > 0 else 0.0 for t in total),
         gradient=gradient_factory(params.gradient, temperature=params.softmax_temperature,
                                   shuffle_size=params.gradient_shuffle),
-        total=total, users_active=not finite, rto=rto, prompt_rto=timeouts.prompt, rejoin_via=gateway if rto > 0 else -1,
+        total=total, users_active=not finite, rto=rto, prompt_rto=timeouts.prompt,
+        rejoin_via=gateway if rto > 0 else -1,
         reconnect_every=params.reconnect_every if rto > 0 else 0, idle_cyclon_every=params.idle_cyclon_every,
         idle_gradient_every=params.idle_gradient_every)
 
@@ -60,56 +65,50 @@ def server_config(params: RunParams, spec: ProtocolSpec, servers: int, total: Ve
 class DistributedSetup:
     """The servers of one distributed run, their overlay drivers and their figures."""
 
-    def __init__(
-        self,
-        params: RunParams,
-        spec: ProtocolSpec,
-        capacities: Sequence[Vector],
-        total: Vector,
-        demands: Mapping[int, Vector],
-        homes: Mapping[int, int],
-        streams: RandomStreams,
-        finite: bool = False,
-        timeouts: Timeouts = Timeouts(),
-        gateway: int = -1,
-        device_resource: int = -1,
-    ) -> None:
-        """`finite`: the users submit finite task lists (their homes count them once a task arrives);
-        `timeouts.answer` > 0: resilience on (`protocols.resilience`), with `gateway` the bootstrap service a
-        server whose Cyclon view empties asks again, and servers reconnecting to peers that left
-        a shuffle unanswered (`OverlayPeer.healing_cyclon_round`); `device_resource` ≥ 0: that
-        resource is modelled as devices (`protocols.devices`)."""
+    def __init__(self, config: RunConfig, homes: Mapping[int, int], streams: RandomStreams,
+                 timeouts: Timeouts = Timeouts(), gateway: int = -1) -> None:
+        """`homes`: each user's home server (the gateway's draw); see `server_config` for the rest.
+        A finite workload's homes count a user only once its first task arrives (`protocols.homes`)."""
+        spec = config.spec
         rule = spec.server_rule
         if rule is None:
             raise ValueError(f"protocol {spec.name!r} is central: it has no servers to build")
-        self.params = params
+        self.params = params = config.params
         self.spec = spec
         self.resilient = timeouts.answer > 0
-        n = len(capacities)
+        workload = config.workload
+        demands = {a: u.demand for a, u in zip(config.ids.users, workload.users)}
         homed: dict[int, dict[int, float]] = {}
         for user, server in homes.items():
-            homed.setdefault(server, {})[user] = dominant_share(demands[user], total)
-        self.config = server_config(params, spec, n, total, finite, timeouts, gateway, device_resource)
-        rule_params = {p.name: getattr(params, p.name) for p in spec.params}
+            homed.setdefault(server, {})[user] = dominant_share(demands[user], workload.total)
+        self.config = server_config(config, timeouts, gateway)
+        rule_params = {p.name: params.value(p.name) for p in spec.params}
         node_class = server_class(rule)
         self.streams = streams
-        self.capacities = list(capacities)
+        self.capacities = [s.capacity for s in workload.servers]
 
         def build(server: int, homed_here: Mapping[int, float], life: int) -> ServerNode:
             return node_class(server, self.capacities[server], rule(**rule_params), homed_here,
                               streams.node(server, life), self.config)
 
         self._build = build
-        self.servers: list[ServerNode] = [build(server, homed.get(server, {}), 0) for server in range(n)]
+        self.servers: list[ServerNode] = [build(server, homed.get(server, {}), 0)
+                                          for server in range(len(workload.servers))]
         self.homes = sorted(homed)
-        bootstrap(self.servers, [s.gradient.utility for s in self.servers], streams.seed)
-        fixed = (random_neighbors(n, params.neighbors, streams.seed) if spec.gradient is GradientUse.OFF
+        self._start()
+
+    def _start(self) -> None:
+        """The bootstrap: every server's first Cyclon view and, without the gradient, its fixed
+        random neighbours; the ideal views a frozen gradient is judged against."""
+        n, params = len(self.servers), self.params
+        bootstrap(self.servers, [s.gradient.utility for s in self.servers], self.streams.seed)
+        fixed = (random_neighbors(n, params.neighbors, self.streams.seed) if self.spec.gradient is GradientUse.OFF
                  else [[] for _ in range(n)])
         for node, neighbors in zip(self.servers, fixed):
             node.start(neighbors)
         self.frozen: dict[int, tuple[float, bool]] = {}  # server -> (time, froze on its ideal view)
         self._ideal: list[frozenset[int]] = []  # the views before any allocation (ddrf-gradient's report)
-        if spec.gradient is GradientUse.FROZEN:
+        if self.spec.gradient is GradientUse.FROZEN:
             self._ideal = ideal_views([s.gradient.utility for s in self.servers], params.neighbors)
 
     def rejoin(self, server: int, life: int, live: Sequence[int], now: float) -> ServerNode:
@@ -145,8 +144,12 @@ class DistributedSetup:
         if event.server not in self.frozen:  # a server that thaws and freezes again keeps its first freeze
             self.frozen[event.server] = (event.time, frozenset(event.members) == self._ideal[event.server])
 
-    def report(self) -> dict[str, Any]:
-        """The distributed part of the result document."""
+    def sections(self, end: RunEnd) -> list[Section]:
+        """The distributed part of a run's result (an observer of the run: `observers.observer`)."""
+        return [self.section()]
+
+    def section(self) -> Distributed:
+        """The distributed part of the result: the set-up and the servers' counters, summed."""
         overlay: dict[str, Any] = {"gradient": self.spec.gradient.value}
         if self.spec.gradient is GradientUse.FROZEN:
             homes = [self.frozen[h] for h in self.homes if h in self.frozen]
@@ -163,11 +166,6 @@ class DistributedSetup:
                 overlay[name] = overlay.get(name, 0) + count
         if self.params.gradient == "kompics" and self.spec.gradient is not GradientUse.OFF:
             overlay["partners_timed_out"] = sum(node.gradient.timeouts for node in self.servers)
-        return {
-            "homes": len(self.homes),
-            "cyclon_view": self.config.cyclon_view,
-            "shuffle_length": self.config.shuffle_length,
-            "walk_ttl": self.config.walk_ttl,
-            "placement": placement,
-            "overlay": overlay,
-        }
+        return Distributed(homes=len(self.homes), cyclon_view=self.config.cyclon_view,
+                           shuffle_length=self.config.shuffle_length, walk_ttl=self.config.walk_ttl,
+                           placement=placement, overlay=overlay)

@@ -51,49 +51,72 @@ planned, for a run that reaches its time cap with faults to come (churn without 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from drfemu.assembly.windows import Windows
-from drfemu.schema.faults import Action, FaultEvent, FaultScenario, Selection, Target
-from drfemu.kernel.processes import duration_distribution
-from drfemu.nodes.actor import Actor
 from drfemu.kernel.latency import parse_latency
-from drfemu.nodes.network import Network
-from drfemu.nodes.runtime import Runtime
-from drfemu.kernel.streams import RandomStreams
-from drfemu.kernel.events import ServerCrashed, ServerRecovered
 from drfemu.kernel.messages import MESSAGE_TYPES, PeerDown, PeerUp
+from drfemu.kernel.processes import duration_distribution
+from drfemu.kernel.streams import RandomStreams
+from drfemu.nodes.network import Network
+from drfemu.schema.faults import Action, BoundScenario, FaultEvent, Selection, Target
 
-__all__ = ["DETECTION_TIMEOUTS", "FaultInjector"]
+__all__ = ["DETECTION_TIMEOUTS", "FaultInjector", "FaultPort"]
 
 DETECTION_TIMEOUTS = 3  # the failure detector's delay, in retransmission timeouts
 MEMBERSHIP = (Action.CRASH, Action.RECOVER, Action.PARTITION, Action.HEAL)  # may take servers down or bring them back
 
 
-class FaultInjector:
-    """Schedules every event of `scenario` on `runtime`; `positions` maps the server ids the
-    scenario names to their actors (`FaultScenario.bind`), `servers` lists the server actors."""
+class FaultPort(Protocol):
+    """What the fault injector may do to a run, and all it may know of it: the run implements it."""
 
-    def __init__(self, scenario: FaultScenario, positions: Mapping[Any, int], runtime: Runtime, network: Network,
-                 servers: list[int], streams: RandomStreams, *, restart: Callable[[int, int], Actor] | None = None,
-                 detection: float = 0.0, targets: Mapping[Target, int] | None = None,
-                 centre: Callable[[], int] | None = None, max_time: float = float("inf"),
-                 listener: Callable[[dict[str, Any]], None] | None = None) -> None:
-        """`restart(actor, life)` builds actor `actor`'s `life`-th life after a crash; `targets`
-        names the scheduler's and the gateway's actors; `centre()` the gradient's centre now;
-        `listener` hears each entry of the fault log as it is made (the run log)."""
+    network: Network
+    servers: list[int]  # the server actors, in order
+
+    @property
+    def targets(self) -> Mapping[Target, int]:
+        """The actors `target = "gateway"` and `target = "scheduler"` name."""
+
+    @property
+    def down(self) -> AbstractSet[int]:
+        """The actors that are down now."""
+
+    def call_at(self, at: float, callback: Callable[[float], None]) -> None:
+        """Run `callback(now)` at virtual time `at`."""
+
+    def take_down(self, actor: int, now: float) -> None:
+        """Crash `actor`: it receives, sends and fires nothing more; the observers hear `ServerCrashed`."""
+
+    def bring_back(self, actor: int, life: int, now: float) -> None:
+        """Start `actor`'s `life`-th life, empty; the observers hear `ServerRecovered` and every live
+        actor `PeerUp`, before the new life says anything."""
+
+    def notify(self, notice: PeerDown | PeerUp) -> None:
+        """Deliver the failure detector's `notice` to every live actor but its peer, now."""
+
+    def centre(self) -> int:
+        """The gradient's centre now (the server a `target = "centre"` event names)."""
+
+
+class FaultInjector:
+    """Schedules every event of a bound scenario through `port`."""
+
+    def __init__(self, bound: BoundScenario, port: FaultPort, streams: RandomStreams, *, detection: float = 0.0,
+                 max_time: float = float("inf"), listener: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """`detection`: the failure detector's delay; `listener` hears each entry of the fault log
+        as it is made (the run log)."""
+        scenario = bound.scenario
         self.scenario = scenario
-        self.runtime = runtime
-        self.network = network
-        self.positions = positions
-        self.servers = servers
+        self.port = port
+        self.network = port.network
+        self.positions = bound.positions
+        self.servers = port.servers
         self.streams = streams
         self.rng = streams.python("faults")
-        self.restart = restart
         self.detection = detection
-        self.targets = dict(targets or {})
-        self.centre = centre
+        self.targets = dict(port.targets)
         self.islands = 0
         self.log: list[dict[str, Any]] = []
         self.listener = listener
@@ -103,9 +126,9 @@ class FaultInjector:
         self.planned = 0  # crashes and recoveries scheduled, not yet due
         self.last_change = 0.0  # the latest crash or recovery
         self._windows: dict[tuple[Any, ...], Windows[Any]] = {}  # the loss and latency windows, by setting
-        network.set_loss(scenario.loss)
+        self.network.set_loss(scenario.loss)
         for name, p in scenario.loss_by_type.items():
-            network.set_loss(p, message_type=MESSAGE_TYPES[name])
+            self.network.set_loss(p, message_type=MESSAGE_TYPES[name])
         self.fenced: set[int] = set()  # servers their island fenced (down until it heals)
         self.island_event: dict[int, int] = {}  # island -> the number of the partition event that made it
         for event in scenario.events:
@@ -120,11 +143,11 @@ class FaultInjector:
 
     def standing(self) -> str:
         """What is down for good, with the events that took it down ("" when nothing is)."""
-        if self.planned or not self.runtime.down:
+        if self.planned or not self.port.down:
             return ""
         names = {actor: role.value for role, actor in self.targets.items()}
         by_cause: dict[str, list[str]] = {}
-        for actor in sorted(self.runtime.down):
+        for actor in sorted(self.port.down):
             by_cause.setdefault(self.cause.get(actor, "a fault"), []).append(names.get(actor, f"server {actor}"))
         return "; ".join(f"{', '.join(down)} down for good since {cause}" for cause, down in by_cause.items())
 
@@ -144,13 +167,13 @@ class FaultInjector:
                 self.planned -= 1
                 action(now)
 
-            self.runtime.call_at(at, due)
+            self.port.call_at(at, due)
         else:
-            self.runtime.call_at(at, action)
+            self.port.call_at(at, action)
 
     def _select(self, selection: Selection, candidates: list[int]) -> list[int]:
         if selection.crashed:
-            return [c for c in candidates if c in self.runtime.down]
+            return [c for c in candidates if c in self.port.down]
         if selection.every:
             return list(candidates)
         if selection.count is not None:
@@ -208,13 +231,12 @@ class FaultInjector:
     def _actors(self, event: FaultEvent, now: float) -> list[int]:
         """The actors a crash or recovery names, now."""
         if event.target is Target.CENTRE:
-            assert self.centre is not None
-            return [self.centre()]
+            return [self.port.centre()]
         if event.target is not None:
             return [self.targets[event.target]]
         assert event.servers is not None
         if event.action is Action.CRASH:
-            return self._select(event.servers, [s for s in self.servers if s not in self.runtime.down])
+            return self._select(event.servers, [s for s in self.servers if s not in self.port.down])
         return self._select(event.servers, self.servers)
 
     # -- partitions: fencing --------------------------------------------------------------
@@ -242,48 +264,34 @@ class FaultInjector:
         """Take `actor` down now (`cause`: the event that does, for the end reason); False if it
         already is. `detected`: the failure detector tells the others now (a fenced server),
         not after its delay."""
-        runtime = self.runtime
-        if actor in runtime.down:
+        if actor in self.port.down:
             return False
-        runtime.crash(actor)
         self.cause[actor] = cause
         self.last_change = now
-        runtime.publish(ServerCrashed(now, actor))
+        self.port.take_down(actor, now)
         if detected:
-            self._tell(PeerDown(actor))
+            self.port.notify(PeerDown(actor))
             return True
         self.undetected.add(actor)
         life = self.lives.get(actor, 0)
-        runtime.call_at(now + self.detection, lambda t: self._detect(actor, life))
+        self.port.call_at(now + self.detection, lambda t: self._detect(actor, life))
         return True
 
     def _detect(self, actor: int, life: int) -> None:
         if actor in self.undetected and self.lives.get(actor, 0) == life:
             self.undetected.discard(actor)
-            self._tell(PeerDown(actor))
-
-    def _tell(self, notice: PeerDown | PeerUp) -> None:
-        runtime = self.runtime
-        for other in range(len(runtime.actors)):
-            if other != notice.peer and other not in runtime.down:
-                runtime.deliver_at(runtime.now, other, notice)
+            self.port.notify(PeerDown(actor))
 
     def recover(self, actor: int, now: float) -> bool:
         """Bring `actor` back, in a new life; False if it is up."""
-        runtime = self.runtime
-        if actor not in runtime.down:
+        if actor not in self.port.down:
             return False
         if actor in self.undetected:
             self.undetected.discard(actor)
-            self._tell(PeerDown(actor))
-        assert self.restart is not None
+            self.port.notify(PeerDown(actor))
         life = self.lives[actor] = self.lives.get(actor, 0) + 1
-        fresh = self.restart(actor, life)
-        runtime.restart(fresh)
         self.last_change = now
-        runtime.publish(ServerRecovered(now, actor))
-        self._tell(PeerUp(actor))
-        runtime.inject(fresh)
+        self.port.bring_back(actor, life, now)
         self.fenced.discard(actor)
         island = self.network.island_of(actor)
         if island:  # back on an island it is still cut off on: fenced again, as before

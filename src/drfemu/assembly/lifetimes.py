@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from drfemu.nodes.runtime import Runtime
 from drfemu.kernel.events import TaskAllocated, TaskResubmitted
 from drfemu.kernel.messages import TaskExit
+from drfemu.nodes.runtime import Runtime
 
 __all__ = ["TaskLifetimes"]
 

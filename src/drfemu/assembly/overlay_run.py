@@ -39,20 +39,18 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from drfemu.schema.overlay_config import OverlayConfig
-from drfemu.workloads.google import google_case
-from drfemu.schema.workload import Workload, load_workload
+from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import parse_latency
+from drfemu.kernel.resources import dominant_share
+from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.gateway import draw_homes
 from drfemu.nodes.gc_tuning import tuned_gc
-from drfemu.kernel.latency import parse_latency
 from drfemu.nodes.network import Network
 from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap
 from drfemu.nodes.runtime import Runtime
-from drfemu.kernel.streams import RandomStreams
 from drfemu.overlay.gradient import NEG_INF, RANK_IMPLEMENTATION
 from drfemu.overlay.observe import (
     OverlayMetrics,
@@ -62,8 +60,9 @@ from drfemu.overlay.observe import (
     total_order,
 )
 from drfemu.overlay.variants import gradient_factory
-from drfemu.kernel.errors import InputError
-from drfemu.kernel.resources import dominant_share
+from drfemu.schema.overlay_config import OverlayConfig
+from drfemu.schema.overlay_result import OverlayResult, Recovery
+from drfemu.schema.workload import Workload
 
 __all__ = ["OverlayConfig", "run_overlay"]
 
@@ -108,14 +107,6 @@ class _Utilities:
         lower = self.values[others[j]] if j < len(others) else upper - 1.0
         self.values[centre] = (upper + lower) / 2
         return self.values[centre]
-
-
-def _workload(config: OverlayConfig) -> Workload | None:
-    if config.utilities == "random":
-        return None
-    if config.utilities == "google":
-        return google_case(config.nodes, config.users, config.seed)
-    return load_workload(Path(config.utilities))
 
 
 def _round_row(round_number: int, now: float, metrics: OverlayMetrics) -> dict[str, Any]:
@@ -202,12 +193,14 @@ class _Observer:
 
 def run_overlay(
     config: OverlayConfig,
+    workload: Workload | None = None,
     progress: Callable[[int, OverlayMetrics | None], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the overlays alone and return the result document (see `docs/overlay.md`)."""
+    """Run the overlays alone and return the result document (see `docs/overlay.md`); `workload`
+    gives the utilities when `config.utilities` names one (`studies.overlay.overlay_workload`)."""
     config.validate()
-    workload = _workload(config)
     n = config.nodes if workload is None else len(workload.servers)
+    assert n is not None, "OverlayConfig.build fills in the node count"
     if n <= config.neighbors or n <= config.cyclon_view:
         raise InputError(f"the workload has {n} servers: too few for a view of {config.neighbors} "
                          f"and a Cyclon view of {config.cyclon_view}")
@@ -242,47 +235,21 @@ def run_overlay(
     traffic = network.tally()
     perturbations = observer.perturbations
     recoveries = [p["recovery_rounds"] for p in perturbations if p["recovery_rounds"] is not None]
-    return {
-        "nodes": n,
-        "neighbors": config.neighbors,
-        "cyclon_view": config.cyclon_view,
-        "shuffle_length": config.shuffle_length,
-        "shuffles_per_tick": config.shuffles_per_tick,
-        "max_age_periods": config.max_age_periods,
-        "gradient": config.gradient,
-        "softmax_temperature": config.softmax_temperature if config.gradient == "kompics" else None,
-        "tick_s": config.tick,
-        "latency": network.latency.describe(),
-        "seed": config.seed,
-        "utilities": config.utilities,
-        "users": len(workload.users) if workload is not None else None,
-        "static_rounds": config.rounds,
-        "observe_every": config.observe_every,
-        "rounds": observer.rounds,
-        "rounds_to_converge": observer.rounds_to_converge,
-        "perturbations": perturbations,
-        "recovery": {
-            "perturbations": len(perturbations),
-            "recovered": len(recoveries),
-            "cap_rounds": config.recovery_cap,
-            "drop_rank": observer.drop_rank if workload is None else None,
-            **_summary(recoveries),
-        },
-        "cyclon_rounds": cyclon.fired,
-        "gradient_rounds": gradient.fired,
-        "cyclon_exchanges": sum(p.cyclon_exchanges for p in peers),
-        "gradient_exchanges": sum(p.gradient_exchanges for p in peers),
-        "messages": {name: t.sent for name, t in traffic.items()},
-        "bytes": {name: t.bytes for name, t in traffic.items()},
-        "messages_total": sum(t.sent for t in traffic.values()),
-        "bytes_total": sum(t.bytes for t in traffic.values()),
-        "virtual_time_s": runtime.now,
-        "wall_time_s": wall,
-        "observer_wall_s": observer.seconds,
-        "emulation_wall_s": emulation_wall,
-        "events": events,
-        "events_per_s": events / emulation_wall,
-        "exchanges_per_s": exchanges / emulation_wall,
-        "gradient_merge": RANK_IMPLEMENTATION,
-    }
-
+    return OverlayResult(
+        nodes=n, neighbors=config.neighbors, cyclon_view=config.cyclon_view, shuffle_length=config.shuffle_length,
+        shuffles_per_tick=config.shuffles_per_tick, max_age_periods=config.max_age_periods, gradient=config.gradient,
+        softmax_temperature=config.softmax_temperature if config.gradient == "kompics" else None, tick_s=config.tick,
+        latency=network.latency.describe(), seed=config.seed, utilities=config.utilities,
+        users=len(workload.users) if workload is not None else None, static_rounds=config.rounds,
+        observe_every=config.observe_every, rounds=observer.rounds, rounds_to_converge=observer.rounds_to_converge,
+        perturbations=perturbations,
+        recovery=Recovery(perturbations=len(perturbations), recovered=len(recoveries), cap_rounds=config.recovery_cap,
+                          drop_rank=observer.drop_rank if workload is None else None, **_summary(recoveries)),
+        cyclon_rounds=cyclon.fired, gradient_rounds=gradient.fired,
+        cyclon_exchanges=sum(p.cyclon_exchanges for p in peers),
+        gradient_exchanges=sum(p.gradient_exchanges for p in peers),
+        messages={name: t.sent for name, t in traffic.items()}, bytes={name: t.bytes for name, t in traffic.items()},
+        messages_total=sum(t.sent for t in traffic.values()), bytes_total=sum(t.bytes for t in traffic.values()),
+        virtual_time_s=runtime.now, wall_time_s=wall, observer_wall_s=observer.seconds, emulation_wall_s=emulation_wall,
+        events=events, events_per_s=events / emulation_wall, exchanges_per_s=exchanges / emulation_wall,
+        gradient_merge=RANK_IMPLEMENTATION).model_dump()

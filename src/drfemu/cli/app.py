@@ -26,9 +26,9 @@ from drfemu.cli.common import INTERNAL_ERROR, INTERRUPTED, app
 from drfemu.cli.live import live, live_signature
 from drfemu.cli.run import run, run_signature
 from drfemu.cli.stopping import signals_stop_the_command, stop_reason, stop_status, stopped
-from drfemu.live.channel import LiveError
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.resources import CapacityViolation
+from drfemu.live.channel import LiveError
 
 
 def _install_run_command() -> None:

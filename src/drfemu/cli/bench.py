@@ -97,7 +97,7 @@ def bench(
 def _bench_scale(json_path: Path | None, figure: Path | None, baseline: Path | None, servers: str, protocols: str,
                  span: str, neighbors: int) -> None:
     from drfemu.reports.scale_plot import plot_scale_curve
-    from drfemu.tools.scale_bench import ScalePoint, run_scale_curve
+    from drfemu.studies.scale import ScalePoint, run_scale_curve
 
     sizes = []
     for item in servers.split(","):

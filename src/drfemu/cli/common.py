@@ -25,8 +25,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from drfemu.kernel.latency import parse_duration
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import parse_duration
 from drfemu.kernel.params import Kind, Param
 
 app = typer.Typer(

@@ -48,7 +48,8 @@ def live_signature() -> inspect.Signature:
 def live(**options: Any) -> None:
     """Run one emulation live: the same nodes on the real clock, over UDP, across processes."""
     from drfemu.live.coordinator import LiveOptions, run_live
-    from drfemu.assembly.run import build_run_config, labelled_log
+    from drfemu.observers.run_log import labelled_log
+    from drfemu.workloads.points import build_run_config
 
     json_path: Path | None = options.pop("json_path")
     log: Path | None = options.pop("log")

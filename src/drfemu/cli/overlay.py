@@ -22,7 +22,7 @@ from drfemu.cli.common import (
     write_json,
     write_text,
 )
-from drfemu.schema.overlay_config import OverlayConfig, overlay_params
+from drfemu.schema.overlay_config import OverlayConfig
 
 
 def _overlay_rounds_table(result: dict[str, Any]) -> Table:
@@ -51,14 +51,14 @@ def overlay(**options: Any) -> None:
     if options.get("utilities") not in (None, "random", "google") and options.get("nodes") is not None:
         raise CliError("--nodes cannot be combined with a workload file (its servers are the nodes)")
     config = OverlayConfig.build(**options)
-    from drfemu.assembly.overlay_run import run_overlay
+    from drfemu.studies.overlay import run_overlay_config
 
     with progress_reporter("overlay: starting") as report:
 
         def progress(round_number: int, _: object) -> None:
             report(f"overlay: round {round_number:,}")
 
-        result = run_overlay(config, progress=progress)
+        result = run_overlay_config(config, progress=progress)
     out.print(_overlay_rounds_table(result))
     converged = result["rounds_to_converge"]
     out.print(f"rounds to converge (centre recognised, no false centre, centre view exact): "
@@ -85,9 +85,9 @@ def overlay(**options: Any) -> None:
 
 
 def overlay_signature() -> inspect.Signature:
-    """`drfemu overlay`'s options: the overlay run's declarations (`overlay_params`), the run
-    parameters among them under their run spelling (`--neighbors`, not `--view`)."""
-    return inspect.Signature([*declared_options(overlay_params()),
+    """`drfemu overlay`'s options: the overlay run's declarations (`OverlayConfig.PARAMS`), the
+    run parameters among them inherited with their run spelling (`--neighbors`, not `--view`)."""
+    return inspect.Signature([*declared_options(OverlayConfig.PARAMS),
                               output_option("json_path", "--json", "Write the result as JSON."),
                               output_option("plot", "--plot",
                                             "Write a figure of convergence (and recovery): .png, .pdf, .svg, …")])

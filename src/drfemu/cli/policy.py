@@ -135,9 +135,9 @@ def _adrf_swm(draws: int, seed: int) -> tuple[Table, dict[str, Any]]:
 
 def _online(load_fraction: float, tick: float, workers: int, minutes: float,
             plots: Path | None) -> tuple[Table, dict[str, Any]]:
-    from drfemu.assembly.run import run_point
     from drfemu.sweeps.online import ONLINE_RULES, online_rules
     from drfemu.workloads.online import check_online_options
+    from drfemu.workloads.points import run_point
 
     workers = pool_size(workers, len(ONLINE_RULES))
     check_online_options(minutes, load_fraction)  # the options first, then what the machine lacks

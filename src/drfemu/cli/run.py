@@ -23,16 +23,16 @@ from drfemu.cli.common import (
     run_log_file,
     write_json,
 )
-from drfemu.schema.params import (
-    all_params,
+from drfemu.protocols.registry import PROTOCOLS
+from drfemu.schema.params import readers
+from drfemu.schema.workload import Workload
+from drfemu.workloads.points import (
     canonical_params,
-    param,
+    declared,
     parameters_markdown,
-    readers,
+    point_declarations,
     unread_given,
 )
-from drfemu.schema.workload import Workload
-from drfemu.protocols.registry import PROTOCOLS
 
 if TYPE_CHECKING:
     from drfemu.schema.result import RunResult
@@ -116,7 +116,7 @@ def _finite_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
 def run_signature() -> inspect.Signature:
     """`drfemu run`'s options: one per declared run parameter (core and every registered
     protocol's own), all defaulting to None so that what the user gave can be told apart."""
-    return inspect.Signature([*declared_options(all_params()),
+    return inspect.Signature([*declared_options(point_declarations()),
                               output_option("json_path", "--json", "Write the result as JSON."),
                               output_option("log", "--log", "Write one JSON line per allocation.")])
 
@@ -172,7 +172,7 @@ def run(**options: Any) -> None:
 
 
 def _registry_document() -> list[dict[str, Any]]:
-    return [{**spec.to_dict(), "parameters": [p.name for p in all_params() if spec.name in readers(p.name)],
+    return [{**spec.to_dict(), "parameters": [p.name for p in point_declarations() if spec.name in readers(p.name)],
              "own_parameters": [p.name for p in spec.params]} for spec in PROTOCOLS.values()]
 
 
@@ -189,7 +189,7 @@ def protocols(
         table.add_column(column)
     for entry in _registry_document():
         table.add_row(entry["name"], entry["gateway"], entry["gradient"] if entry["distributed"] else "-",
-                      ", ".join(param(n).option for n in entry["own_parameters"]) or "-", entry["summary"])
+                      ", ".join(declared(n).option for n in entry["own_parameters"]) or "-", entry["summary"])
     out.print(table)
 
 
@@ -204,7 +204,7 @@ def params(
     table = Table(title="run parameters")
     for column in ("option", "type", "default", "read by", "meaning"):
         table.add_column(column)
-    for p in all_params():
+    for p in point_declarations():
         who = readers(p.name)
         table.add_row(p.option, p.kind.value, "-" if p.default is None else str(p.default),
                       "all" if len(who) == len(PROTOCOLS) else ", ".join(who), p.help)

@@ -34,9 +34,9 @@ from drfemu.cli.common import (
     write_text,
 )
 from drfemu.cli.stopping import resumable, stopped
-from drfemu.tools.pools import WORKERS_PER_CORE
-from drfemu.schema.workload import MAX_SEED
 from drfemu.protocols.registry import get_protocol
+from drfemu.schema.workload import MAX_SEED
+from drfemu.tools.pools import WORKERS_PER_CORE
 
 
 @app.command()
@@ -166,8 +166,9 @@ def check(
 ) -> None:
     """Check determinism: run each run of CONFIG twice here and once in a fresh process, compare
     them event by event, and name the first event that differs. Exit 1 if any run differs."""
-    from drfemu.tools.check import check_runs
     from drfemu.sweeps.config import load_sweep
+    from drfemu.tools.check import check_runs
+    from drfemu.workloads.points import build_run_config
 
     if json_path is not None:
         check_writable(json_path, "--json")
@@ -175,7 +176,7 @@ def check(
     workers = pool_size(workers, len(plan.runs))
     out.print(f"check {config}: {len(plan.runs)} run(s), each twice here and once in a fresh process")
     verdicts = []
-    for verdict in check_runs(list(plan.runs.items()), workers):
+    for verdict in check_runs(list(plan.runs.items()), build_run_config, workers):
         verdicts.append(verdict)
         status = "ok" if verdict.ok else "DIFFERS"
         out.print(f"{status:7} {verdict.run}  {verdict.events:,} events  {verdict.digest[:16]}", highlight=False)
@@ -237,9 +238,9 @@ def faults_campaign(
 ) -> None:
     """Random fault schedules × every protocol × endless and finite users, each checked for lost and
     duplicated tasks, capacity, its log, its end and determinism (docs/faults.md). Exit 1 if any failed."""
+    from drfemu.protocols.registry import PROTOCOLS
     from drfemu.sweeps.campaign import campaign_cases, parse_sizes
     from drfemu.workloads.fault_schedules import ScheduleBounds
-    from drfemu.protocols.registry import PROTOCOLS
 
     workers = pool_size(workers, schedules)
     if not 0 <= max_loss <= 0.2:
@@ -257,8 +258,8 @@ def faults_campaign(
 def _campaign(drawn: Any, out_dir: Path, workers: int, schedules: int, names: list[str], sizes: str,
               seed: int) -> list[dict[str, Any]]:
     from drfemu.reports.fault_campaign import failed
-    from drfemu.assembly.run import run_workload
     from drfemu.sweeps.campaign import run_campaign
+    from drfemu.workloads.points import run_workload
 
     out.print(f"fault campaign: {schedules} cases over {len(names)} protocol(s), sizes {sizes}, seed {seed}, "
               f"{workers} worker(s)")
@@ -317,9 +318,9 @@ def trace_replay(
     report: Annotated[Path | None, typer.Option(help="Write the Markdown report (figures beside it).")] = None,
 ) -> None:
     """Every protocol on the Google 2011 trace's own arrivals and run times (docs/results-online.md); resumable."""
-    from drfemu.assembly.run import run_point
     from drfemu.sweeps.online import ReplayProgress, run_online_protocols
     from drfemu.workloads.online import check_online_options
+    from drfemu.workloads.points import run_point
 
     names = protocol_list(protocols_)
     check_online_options(minutes, load_fraction)

@@ -15,10 +15,10 @@ from drfemu.cli.common import (
     workload_app,
     write_json,
 )
+from drfemu.kernel.processes import ARRIVALS, DURATIONS
+from drfemu.schema.workload import MAX_SEED
 from drfemu.workloads.google import google_case
 from drfemu.workloads.gpu_cluster import gpu_cluster_case
-from drfemu.schema.workload import MAX_SEED
-from drfemu.kernel.processes import ARRIVALS, DURATIONS
 from drfemu.workloads.synthetic import synthetic_case
 
 OutputFile = Annotated[Path, typer.Option("-o", "--output", help="Where to write the workload JSON (required).")]

@@ -3,10 +3,10 @@
 Every C extension of the project (`overlay._rank`, `overlay._cyclon`, `nodes._exchange`,
 `nodes._engine`, `protocols._gini`) compiles a Python function that stays in the code as its
 reference; runs give the same events either way, and on any input the C gives its reference's
-answer or exception (it hands whatever it does not accelerate to the reference; issue 39). `compiled_module(name)` is the one place that
-decides: the extension module, or None when it was not built or when the environment variable
-`DRFEMU_PURE_PYTHON` is set to anything but `""` or `"0"` (to check a result, or to profile the
-Python references). The choice is made when a module imports, so it holds for a whole process.
+answer or exception (it hands whatever it does not accelerate to the reference; issue 39).
+`compiled_module(name)` is the one place that decides: the extension module, or None when it was
+not built or when the environment variable `DRFEMU_PURE_PYTHON` is set to anything but `""` or
+`"0"` (to check a result, or to profile the Python references). The choice is made when a module imports, so it holds for a whole process.
 """
 
 from __future__ import annotations

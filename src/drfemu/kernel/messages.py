@@ -7,9 +7,14 @@ CPython 3.11); ours assigns through the slots' own descriptors, which skips the 
 hashable and comparable exactly as dataclasses make them. Field defaults are supported;
 `default_factory` is not (messages carry tuples, not mutable containers).
 
-Every message class declares its wire payload for the network's cost model (thesis eq.
-4.3–4.6) as `WIRE = (numbers, addresses)`, or, when it carries a tuple of items, as
-`WIRE = (numbers, addresses, field, numbers_per_item, addresses_per_item)`.
+A message's size on the wire (the thesis's cost model, eq. 4.3–4.6: numbers, addresses and a
+per-message overhead, `CostModel`) derives from its fields' annotations: an `Address` (an
+actor's address) costs one address, any other int, float or bool one number; a tuple costs per
+item — `Addresses` one address each, a tuple of numbers one number each — and a field whose
+items are records says what one item costs (`Annotated[..., Wire(numbers, addresses,
+per_item=True)]`). `@message` sums them into the class's `WIRE = (numbers, addresses, field,
+numbers_per_item, addresses_per_item, …)`, one triple per tuple field, which the network counts
+by. A class with a field of another type (a test's `str`) gives its `WIRE` itself.
 
 The handshake of thesis Algorithm 3 (SPEC §3), used by every protocol:
 
@@ -34,11 +39,17 @@ to the user itself; a walk out of hops reports `WalkFailed` to the task's home s
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 
 __all__ = [
     "MESSAGE_TYPES",
+    "Address",
+    "Addresses",
+    "CostModel",
+    "Wire",
     "Accept",
     "Decline",
     "EndAck",
@@ -104,7 +115,82 @@ def collect_handlers(cls: type) -> dict[type, Callable[..., None]]:
     return handlers
 
 
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """What a field costs on the wire: `numbers` and `addresses` for the value, or for each item of
+    a tuple (`per_item`)."""
+
+    numbers: int
+    addresses: int
+    per_item: bool = False
+
+
+Address = Annotated[int, Wire(0, 1)]
+"""An actor's address (a user, a server, the sender): one address on the wire."""
+
+Addresses = Annotated[tuple[int, ...], Wire(0, 1, per_item=True)]
+"""Actors' addresses: one address each."""
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    """Bytes of one message = numbers·number_bytes + addresses·address_bytes + overhead.
+
+    Decision (the thesis leaves `adr` and `overhead` symbolic): 8-byte numbers, 6-byte
+    addresses (an IPv4 address and a port) and 28 bytes of overhead (IPv4 and UDP headers)."""
+
+    number_bytes: int = 8
+    address_bytes: int = 6
+    overhead_bytes: int = 28
+
+    def bytes_of(self, count: int, numbers: int, addresses: int) -> int:
+        return numbers * self.number_bytes + addresses * self.address_bytes + count * self.overhead_bytes
+
+
+_NUMBER = Wire(1, 0)
+_NUMBERS = Wire(1, 0, per_item=True)
+
+
+def _field_cost(annotation: Any) -> Wire | None:
+    """A field's cost from its annotation (None: no rule says; the class must give `WIRE`)."""
+    if typing.get_origin(annotation) is Annotated:
+        marks = [m for m in typing.get_args(annotation)[1:] if isinstance(m, Wire)]
+        if marks:
+            return marks[0]
+        annotation = typing.get_args(annotation)[0]
+    if annotation in (int, float, bool):
+        return _NUMBER
+    if typing.get_origin(annotation) is tuple:
+        items = typing.get_args(annotation)
+        if len(items) == 2 and items[1] is Ellipsis and items[0] in (int, float, bool):
+            return _NUMBERS
+    return None
+
+
+def _derived_wire(cls: type) -> tuple[Any, ...] | None:
+    """`WIRE` summed from the annotations of `cls`'s fields (None if one field has no cost rule)."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    numbers = addresses = 0
+    items: list[Any] = []
+    for name, annotation in hints.items():
+        if typing.get_origin(annotation) is ClassVar:
+            continue
+        cost = _field_cost(annotation)
+        if cost is None:
+            return None
+        if cost.per_item:
+            items += [name, cost.numbers, cost.addresses]
+        else:
+            numbers += cost.numbers
+            addresses += cost.addresses
+    return (numbers, addresses, *items)
+
+
 def _check_wire(cls: type) -> None:
+    if "WIRE" not in vars(cls):
+        derived = _derived_wire(cls)
+        if derived is None:
+            raise TypeError(f"{cls.__name__}: a field's wire cost has no rule (annotate it, or give WIRE)")
+        cls.WIRE = derived  # type: ignore[attr-defined]
     wire = getattr(cls, "WIRE", None)
     ok = (isinstance(wire, tuple) and len(wire) >= 2 and (len(wire) - 2) % 3 == 0
           and all(isinstance(x, str) if k >= 2 and (k - 2) % 3 == 0 else isinstance(x, int)
@@ -153,27 +239,24 @@ def message(cls: C) -> C:
 class ServerRequest:
     """A user asks the gateway which server to send its next task to."""
 
-    user: int
-    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+    user: Address
 
 
 @message
 class ServerReply:
     """The gateway names the allocator for the user's next task."""
 
-    server: int
-    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+    server: Address
 
 
 @message
 class TaskRequest:
     """A user's task: who, which task, its demand vector and the user's current G_i."""
 
-    user: int
+    user: Address
     task: int
     demand: tuple[float, ...]
     share: float
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (2, 1, "demand", 1, 0)  # task id, share; user
 
 
 @message
@@ -181,26 +264,23 @@ class Proposal:
     """An allocator offers to place task `task` of the receiving user; replies go to `proposer`."""
 
     task: int
-    proposer: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+    proposer: Address
 
 
 @message
 class Accept:
     """The user takes the first proposal for its current task."""
 
-    user: int
+    user: Address
     task: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 @message
 class Decline:
     """The user refuses a later proposal for a task already placed; the proposer drops it."""
 
-    user: int
+    user: Address
     task: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 @message
@@ -208,11 +288,10 @@ class Launch:
     """The central scheduler tells a resource node to start a task it reserved there (on the
     `devices` it reserved, in the device model: `protocols.devices`)."""
 
-    user: int
+    user: Address
     task: int
     demand: tuple[float, ...]
     devices: tuple[int, ...] = ()
-    WIRE: ClassVar[tuple[Any, ...]] = (1, 1, "demand", 1, 0, "devices", 1, 0)  # task id; user
 
 
 @message
@@ -220,8 +299,7 @@ class TaskStarted:
     """The resource node tells the user its task runs; the user adds D_i to its allocation."""
 
     task: int
-    server: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+    server: Address
 
 
 @message
@@ -233,23 +311,21 @@ class WalkTask:
     that the walk has not visited yet (see `nodes.server`).
     """
 
-    user: int
+    user: Address
     task: int
     demand: tuple[float, ...]
-    home: int
+    home: Address
     hops: int
-    visited: tuple[int, ...]
-    frontier: tuple[int, ...]
-    WIRE: ClassVar[tuple[Any, ...]] = (2, 2, "demand", 1, 0, "visited", 0, 1, "frontier", 0, 1)
+    visited: Addresses
+    frontier: Addresses
 
 
 @message
 class WalkFailed:
     """A walk used up its hops without finding room for task `task` of `user`."""
 
-    user: int
+    user: Address
     task: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 @message
@@ -257,11 +333,10 @@ class WalkAck:
     """Server `sender` received hop `hops` of the walk of task `task` of `user` (resilience on:
     the server that sent the hop stops sending it again)."""
 
-    user: int
+    user: Address
     task: int
     hops: int
-    sender: int
-    WIRE: ClassVar[tuple[int, int]] = (2, 2)
+    sender: Address
 
 
 @message
@@ -269,9 +344,8 @@ class TaskExit:
     """Task `task` of `user` has run its course on the receiving server (an environment input,
     not a network message: delivered by the run's task lifetimes at start + duration)."""
 
-    user: int
+    user: Address
     task: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
     LOCAL: ClassVar[bool] = True  # delivered into the mailbox, never sent over the network
 
 
@@ -279,10 +353,9 @@ class TaskExit:
 class TaskEnded:
     """A server's task `task` of `user` ended; its demand is free again on `server`."""
 
-    user: int
+    user: Address
     task: int
-    server: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 2)
+    server: Address
 
 
 @message
@@ -290,10 +363,9 @@ class UserShare:
     """A finite user's `G_i` is now `share`; `waiting` is False once it has no task waiting
     (its last submitted task started), so its allocator stops counting it until its next task."""
 
-    user: int
+    user: Address
     share: float
     waiting: bool
-    WIRE: ClassVar[tuple[int, int]] = (2, 1)
 
 
 @message
@@ -303,8 +375,7 @@ class RequestAck:
     a prompt wait, while one that arrived waits for its proposal without being repeated often)."""
 
     task: int
-    sender: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+    sender: Address
 
 
 @message
@@ -313,9 +384,8 @@ class ShareAck:
     repeats that notice until it is acknowledged: lost, it would leave the user counted, and
     possibly the lowest, at a home for ever)."""
 
-    user: int
-    sender: int
-    WIRE: ClassVar[tuple[int, int]] = (0, 2)
+    user: Address
+    sender: Address
 
 
 @message
@@ -323,10 +393,9 @@ class EndAck:
     """`sender` (a user, or the central scheduler) heard that task `task` of `user` ended (with
     resilience on, a server repeats `TaskEnded` until each party acknowledged it)."""
 
-    user: int
+    user: Address
     task: int
-    sender: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 2)
+    sender: Address
 
 
 @message
@@ -335,8 +404,7 @@ class PeerDown:
     `TaskExit`: delivered by the run's failure detector, not over the network). Whatever ran or
     was reserved there is gone."""
 
-    peer: int
-    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+    peer: Address
     LOCAL: ClassVar[bool] = True  # delivered into the mailbox, never sent over the network
 
 
@@ -344,8 +412,7 @@ class PeerDown:
 class PeerUp:
     """The failure detector's news that actor `peer` rejoined, empty (an environment input)."""
 
-    peer: int
-    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+    peer: Address
     LOCAL: ClassVar[bool] = True  # delivered into the mailbox, never sent over the network
 
 
@@ -355,8 +422,7 @@ class Forgotten:
     it proposed it, and no server reported the task running): the user asks again."""
 
     task: int
-    sender: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
+    sender: Address
 
 
 @message
@@ -364,15 +430,13 @@ class ServerState:
     """A resource node tells a restarted central scheduler what runs on it: `running` holds
     `(user, task, demand)` triples (the scheduler rebuilds its view from these reports)."""
 
-    server: int
-    running: tuple[tuple[int, int, tuple[float, ...]], ...]
-    WIRE: ClassVar[tuple[Any, ...]] = (0, 1, "running", 1, 1)
+    server: Address
+    running: Annotated[tuple[tuple[int, int, tuple[float, ...]], ...], Wire(1, 1, per_item=True)]  # a task id; a user
 
 
 @message
 class StateAck:
     """The central scheduler `sender` has `server`'s `ServerState` (it is repeated until then)."""
 
-    server: int
-    sender: int
-    WIRE: ClassVar[tuple[int, int]] = (0, 2)
+    server: Address
+    sender: Address

@@ -23,17 +23,17 @@ from typing import Any
 
 import numpy as np
 
+from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import ConstantLatency
+from drfemu.kernel.streams import RandomStreams
 from drfemu.live.channel import event_loop
 from drfemu.live.coordinator import quantiles_of
-from drfemu.tools.bench import Ping, PingActor
-from drfemu.tools.pools import checked_pool_size, worker_pool
 from drfemu.nodes.gc_tuning import tuned_gc
-from drfemu.kernel.latency import ConstantLatency
 from drfemu.nodes.live import LiveRuntime
 from drfemu.nodes.network import Network
-from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.wire import Codec
-from drfemu.kernel.errors import InputError
+from drfemu.tools.bench import Ping, PingActor
+from drfemu.tools.pools import checked_pool_size, worker_pool
 
 __all__ = ["LiveBenchResult", "run_live_bench"]
 

@@ -28,9 +28,9 @@ import signal
 import struct
 from typing import Any
 
-from drfemu.nodes.wire import Codec
 from drfemu.kernel import events as event_module
 from drfemu.kernel.errors import InputError
+from drfemu.nodes.wire import Codec
 
 __all__ = ["CHALLENGE", "CLOCK", "CLOCK_BODY", "ERROR", "EVENT", "EVENT_CODEC", "GO", "HELLO", "MAX_FRAME",
            "READY", "REPORT", "SECRET_ENV", "SETUP", "STOP", "LiveError", "event_loop", "new_challenge", "proof",

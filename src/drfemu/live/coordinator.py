@@ -47,6 +47,12 @@ from typing import Any
 
 import numpy as np
 
+from drfemu.assembly.build import build_nodes
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import build_harness
+from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import parse_latency
+from drfemu.kernel.streams import RandomStreams
 from drfemu.live.channel import (
     CHALLENGE,
     CLOCK,
@@ -72,24 +78,17 @@ from drfemu.live.channel import (
     write_json,
 )
 from drfemu.live.merge import EventMerge
-from drfemu.observers.harness import Harness, RunOutcome
-from drfemu.observers.ledger import TaskLedger
-from drfemu.tools.pools import checked_pool_size
-from drfemu.assembly.run import (
-    RunConfig,
-    RunResult,
-    build_harness,
-    build_nodes,
-    build_run_config,
-    result_document,
-)
-from drfemu.kernel.latency import parse_latency
 from drfemu.nodes.live import LATENCY_BINS, LATENCY_BINS_PER_DECADE, LATENCY_FLOOR_S
 from drfemu.nodes.network import TrafficTally
-from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.wire import Codec
-from drfemu.kernel.errors import InputError
-from drfemu.kernel.events import ServerCrashed, ServerRecovered, TaskAllocated
+from drfemu.observers.fault_metrics import NO_FAULTS
+from drfemu.observers.harness import STALLED, Harness, Listeners, RunOutcome
+from drfemu.observers.ledger import TaskLedger
+from drfemu.observers.observer import RunEnd
+from drfemu.observers.traffic import traffic_sections
+from drfemu.schema.result import Distributed, Live, RunResult, Section
+from drfemu.tools.pools import checked_pool_size
+from drfemu.workloads.points import build_run_config
 
 __all__ = ["BIN_EDGES", "LiveError", "LiveOptions", "quantiles_of", "run_live"]
 
@@ -331,14 +330,12 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
         if not finished.done():
             finished.set_result(outcome)
 
-    harness = build_harness(config, on_finish, log, progress)
+    harness = build_harness(config, Listeners(on_finish, log, progress))
     assert isinstance(harness, Harness)  # live runs refuse workloads whose tasks end
     hub = _Hub()
     ledger = TaskLedger()
     ledger.subscribe(hub)
-    hub.subscribe(TaskAllocated, harness.on_event)
-    hub.subscribe(ServerCrashed, harness.on_crashed)
-    hub.subscribe(ServerRecovered, harness.on_recovered)
+    harness.subscribe(hub)
     merge = EventMerge(workers)
     clock: dict[str, Any] = {"ticks": 0, "now": 0.0}  # the harness's ticks so far, and the time it last heard of
     unheard: list[Any] = []  # released after the harness ended the run
@@ -400,8 +397,8 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
         for task in done:
             if task is not pending_finish and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
-        outcome = finished.result() if finished.done() else RunOutcome("stalled", "a worker ended the run early",
-                                                                       clock["now"])
+        if harness.outcome is None:  # a worker ended before the harness did
+            harness.finish(STALLED, "a worker ended the run early", clock["now"])
         wall = time.perf_counter() - started
         for worker in workers.values():
             write_frame(worker.writer, STOP, b"")
@@ -420,14 +417,16 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
     ledger.subscribe(rest)
     for event in unheard + merge.pop_ready():
         rest.publish(event)
-    document = _document(config, outcome, harness, ledger, reports, clock["now"], wall, clock["ticks"], options,
-                         loop_name)
-    document["live"]["events_out_of_order"] = merge.out_of_order
-    return RunResult(document)
+    sections = _sections(config, harness, ledger, reports, clock["now"], wall, clock["ticks"])
+    figures = _live_figures(reports, options, loop_name)
+    sections.append(Live(live={**figures, "events_out_of_order": merge.out_of_order}))
+    return RunResult.compose(sections, config.extension_echoes())
 
 
-def _document(config: RunConfig, outcome: RunOutcome, harness: Harness, ledger: TaskLedger, reports: list[Any],
-              end: float, wall: float, ticks: int, options: LiveOptions, loop_name: str) -> dict[str, Any]:
+def _sections(config: RunConfig, harness: Harness, ledger: TaskLedger, reports: list[Any], end: float, wall: float,
+              ticks: int) -> list[Section]:
+    """The result's sections from the harness, the ledger and the workers' reports (the same as a
+    virtual run's, but the live figures)."""
     traffic: dict[str, list[int]] = {}
     users: dict[int, Any] = {}
     for report in reports:
@@ -438,19 +437,26 @@ def _document(config: RunConfig, outcome: RunOutcome, harness: Harness, ledger: 
         users.update({int(k): v for k, v in report["users"].items()})
     tally = {name: TrafficTally(*counts) for name, counts in sorted(traffic.items())}
     events = sum(r["delivered"] + r["timer_events"] for r in reports)
-    values = result_document(config, outcome, harness, ledger, tally, {"loss": 0, "partition": 0, "down": 0},
-                             dict(sorted(users.items())), end, events, wall, ticks,
-                             _assumed_latency(config).describe())
+    run_end = RunEnd(now=end, wall=wall, events=events, ticks=ticks, allocations=harness.allocations,
+                     users=dict(sorted(users.items())), submitted=config.workload.submitted_by(end))
+    sections = [*config.sections(_assumed_latency(config).describe()), run_end.engine(), NO_FAULTS,
+                *harness.sections(run_end), *ledger.sections(run_end),
+                *traffic_sections(tally, {"loss": 0, "partition": 0, "down": 0}, harness.allocations)]
     parts = [r["distributed"] for r in reports if r["distributed"] is not None]
     if parts:
-        values.update(_merge_distributed(parts))
+        sections.append(Distributed(**_merge_distributed(parts)))
+    return sections
+
+
+def _live_figures(reports: list[Any], options: LiveOptions, loop_name: str) -> dict[str, Any]:
+    """The `live` block: the loop, the workers, the time scale, latencies, rejected datagrams, late ticks."""
     latency = np.sum([r["latency_histogram"] for r in reports], axis=0)
     late = np.sum([r["late_tick_histogram"] for r in reports], axis=0)
     rejected: dict[str, int] = {}
     for report in reports:
         for reason, n in report["rejected"].items():
             rejected[reason] = rejected.get(reason, 0) + n
-    values["live"] = {
+    return {
         "loop": loop_name,
         "workers": len(reports),
         "time_scale": options.time_scale,
@@ -463,7 +469,6 @@ def _document(config: RunConfig, outcome: RunOutcome, harness: Harness, ledger: 
         "tick_lateness_ms": quantiles_of(late, 1e3),
         "ticks_late_over_half_tick": sum(r["ticks_over_half"] for r in reports),
     }
-    return values
 
 
 def _assumed_latency(config: RunConfig) -> Any:

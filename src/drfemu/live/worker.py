@@ -21,6 +21,10 @@ import time
 import traceback
 from typing import Any
 
+from drfemu.assembly.build import build_nodes
+from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import US_PER_S, parse_latency
+from drfemu.kernel.streams import RandomStreams
 from drfemu.live.channel import (
     CHALLENGE,
     CLOCK,
@@ -43,13 +47,10 @@ from drfemu.live.channel import (
     write_frame,
     write_json,
 )
-from drfemu.assembly.run import build_nodes, build_run_config, run_timeouts
-from drfemu.kernel.latency import US_PER_S, parse_latency
 from drfemu.nodes.live import LATENCY_BINS, LiveRuntime, latency_bin
 from drfemu.nodes.network import Network
-from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.wire import Codec
-from drfemu.kernel.errors import InputError
+from drfemu.workloads.points import build_run_config
 
 __all__ = ["LIVE_PROMPT_FLOOR_S", "worker_main"]
 
@@ -99,7 +100,7 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
         params = config.params
         streams = RandomStreams(params.seed)
         latency = parse_latency(params.latency, streams.python("network/latency"))
-        timeouts = run_timeouts(config, latency.bound_us() / US_PER_S)
+        timeouts = config.timeouts(latency.bound_us() / US_PER_S)
         prompt = max(timeouts.prompt, LIVE_PROMPT_FLOOR_S / setup["time_scale"])
         nodes = build_nodes(config, streams, timeouts._replace(prompt=prompt))
         mine = set(setup["actors"])
@@ -149,7 +150,7 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
             "late_tick_histogram": _histogram([t * runtime.scale for t in late]),
             "ticks_over_half": sum(t > params.tick / 2 for t in late),
             "users": {u.id: u.counters() for u in nodes.users if u.id in mine},
-            "distributed": nodes.distributed.report() if nodes.distributed is not None else None,
+            "distributed": nodes.distributed.section().model_dump() if nodes.distributed is not None else None,
         })
     except (asyncio.IncompleteReadError, ConnectionError):
         pass  # the coordinator went away: stop

@@ -18,9 +18,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from drfemu.kernel.messages import PeerDown, PeerUp, ServerReply, ServerRequest, handles
 from drfemu.nodes.actor import Actor
 from drfemu.overlay.messages import JoinReply, JoinRequest
-from drfemu.kernel.messages import PeerDown, PeerUp, ServerReply, ServerRequest, handles
 from drfemu.protocols.registry import Gateway as Mode
 
 __all__ = ["Gateway", "draw_homes"]

@@ -1,15 +1,12 @@
 """The emulated network: delivery after a latency (`kernel.latency`), message loss, and traffic
 accounting.
 
-Byte sizes follow the thesis's cost model (eq. 4.3–4.6): a message costs
-`numbers × number_bytes + addresses × address_bytes + overhead_bytes`. Every message class
-declares its payload as a class attribute: `WIRE = (numbers, addresses)` for a fixed size,
-or `WIRE = (numbers, addresses, field, numbers_per_item, addresses_per_item, ...)` when it
-also carries tuples of items (descriptors, a demand vector, a walk's visited servers), one
-`(field, numbers_per_item, addresses_per_item)` triple per tuple field. The network then
-only sums the lengths of those tuples, in C, per batch of one type.
-Decision (the thesis leaves `adr` and `overhead` symbolic): 8-byte numbers, 6-byte addresses
-(IPv4 address + port) and 28 bytes of overhead (IPv4 + UDP headers), all configurable.
+Byte sizes follow the thesis's cost model (eq. 4.3–4.6, `kernel.messages.CostModel`): a message
+costs `numbers × number_bytes + addresses × address_bytes + overhead_bytes`. Every message class
+has its payload as `WIRE = (numbers, addresses, field, numbers_per_item, addresses_per_item,
+...)`, derived from its fields' annotations (`kernel.messages`), one triple per tuple field
+(descriptors, a demand vector, a walk's visited servers). The network then only sums the
+lengths of those tuples, in C, per batch of one type.
 """
 
 from __future__ import annotations
@@ -20,11 +17,12 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from drfemu.kernel.latency import ConstantLatency, LatencyModel
 from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import ConstantLatency, LatencyModel
+from drfemu.kernel.messages import CostModel
 
-__all__ = ["CostModel", "Network", "TrafficTally"]
+__all__ = ["CostModel", "Network", "TrafficTally"]  # CostModel: declared in kernel.messages
 
 _message_of = itemgetter(1)
 
@@ -44,18 +42,6 @@ def count_items_python(out: list[tuple[int, Any]], cls: type, field: str) -> int
 _engine = compiled_module("drfemu.nodes._engine")
 count_types = _engine.count_types if _engine is not None else count_types_python
 count_items = _engine.count_items if _engine is not None else count_items_python
-
-
-@dataclass(frozen=True, slots=True)
-class CostModel:
-    """Bytes of one message = numbers·number_bytes + addresses·address_bytes + overhead."""
-
-    number_bytes: int = 8
-    address_bytes: int = 6
-    overhead_bytes: int = 28
-
-    def bytes_of(self, count: int, numbers: int, addresses: int) -> int:
-        return numbers * self.number_bytes + addresses * self.address_bytes + count * self.overhead_bytes
 
 
 @dataclass(frozen=True, slots=True)

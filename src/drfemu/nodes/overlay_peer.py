@@ -30,15 +30,15 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from drfemu.nodes.actor import Actor
+from drfemu.kernel.compiled import compiled_module
+from drfemu.kernel.messages import collect_handlers, handles
 from drfemu.kernel.streams import NodeStreams
+from drfemu.nodes.actor import Actor
 from drfemu.overlay import cyclon as cyclon_module
 from drfemu.overlay import gradient as gradient_module
 from drfemu.overlay.cyclon import Cyclon
 from drfemu.overlay.gradient import NEG_INF, Gradient
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinReply, JoinRequest
-from drfemu.kernel.compiled import compiled_module
-from drfemu.kernel.messages import collect_handlers, handles
 
 __all__ = ["EXCHANGE_IMPLEMENTATION", "PYTHON_EXCHANGES", "OverlayPeer", "bootstrap", "random_neighbors"]
 

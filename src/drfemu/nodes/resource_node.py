@@ -18,8 +18,6 @@ In the device model (`protocols.devices`) it holds each task on the devices the 
 
 from __future__ import annotations
 
-from drfemu.nodes.actor import Actor
-from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.kernel.events import TaskAllocated, TaskFinished
 from drfemu.kernel.messages import (
     EndAck,
@@ -33,8 +31,10 @@ from drfemu.kernel.messages import (
     TaskStarted,
     handles,
 )
-from drfemu.protocols.resilience import Notices
 from drfemu.kernel.resources import CapacityViolation, Vector, fits, give, take
+from drfemu.nodes.actor import Actor
+from drfemu.protocols.devices import EMPTY, Devices
+from drfemu.protocols.resilience import Notices
 
 __all__ = ["ResourceNode"]
 

@@ -36,11 +36,11 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
-from drfemu.nodes.actor import Actor, WakeAfter, WakeUp
+from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.latency import US_PER_S, to_us
+from drfemu.nodes.actor import Actor, WakeAfter, WakeUp
 from drfemu.nodes.network import Network
 from drfemu.nodes.trace import EventTrace, describe_callback
-from drfemu.kernel.compiled import compiled_module
 
 __all__ = ["ENGINE_IMPLEMENTATION", "Periodic", "Runtime", "deliver", "deliver_python"]
 

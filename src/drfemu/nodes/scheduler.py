@@ -32,9 +32,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from drfemu.nodes.actor import Actor
-from drfemu.protocols.central import CentralRule, PendingTask
-from drfemu.protocols.cluster import ClusterView
 from drfemu.kernel.messages import (
     Accept,
     Decline,
@@ -54,6 +51,9 @@ from drfemu.kernel.messages import (
     handles,
 )
 from drfemu.kernel.resources import Vector
+from drfemu.nodes.actor import Actor
+from drfemu.protocols.central import CentralRule, PendingTask
+from drfemu.protocols.cluster import ClusterView
 
 __all__ = ["CentralScheduler", "Placed"]
 

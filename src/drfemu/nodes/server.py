@@ -49,15 +49,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from drfemu.nodes.overlay_peer import OverlayPeer
-from drfemu.kernel.streams import NodeStreams
-from drfemu.overlay.gradient import NEG_INF, Gradient
-from drfemu.protocols.cluster import drfh_heuristic
 from drfemu.kernel.compiled import compiled_module
-from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.kernel.events import TaskAllocated, TaskFinished
-from drfemu.protocols.fragmentation import DemandMix
-from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.kernel.messages import (
     Accept,
     Decline,
@@ -77,9 +70,16 @@ from drfemu.kernel.messages import (
     WalkTask,
     handles,
 )
+from drfemu.kernel.resources import CapacityViolation, Vector, fits, give, take
+from drfemu.kernel.streams import NodeStreams
+from drfemu.nodes.overlay_peer import OverlayPeer
+from drfemu.overlay.gradient import NEG_INF, Gradient
+from drfemu.protocols.cluster import drfh_heuristic
+from drfemu.protocols.devices import EMPTY, Devices
+from drfemu.protocols.fragmentation import DemandMix
+from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
-from drfemu.kernel.resources import CapacityViolation, Vector, fits, give, take
 from drfemu.protocols.rule import ServerRule
 
 __all__ = ["PLACEMENT_COUNTERS", "ServerConfig", "ServerNode", "server_class"]

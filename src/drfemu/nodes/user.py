@@ -44,7 +44,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from drfemu.nodes.actor import Actor
 from drfemu.kernel.events import TaskDispatched, TaskResubmitted, TaskSubmitted
 from drfemu.kernel.messages import (
     Accept,
@@ -64,8 +63,9 @@ from drfemu.kernel.messages import (
     UserShare,
     handles,
 )
-from drfemu.protocols.resilience import Backoff
 from drfemu.kernel.resources import Vector, dominant_share
+from drfemu.nodes.actor import Actor
+from drfemu.protocols.resilience import Backoff
 
 __all__ = ["FiniteUserNode", "UserNode"]
 

@@ -29,9 +29,9 @@ from typing import Any
 import msgspec
 
 import drfemu.overlay.messages  # noqa: F401  (registers the overlay's messages)
-import drfemu.protocols.placement
-import drfemu.protocols.registry  # noqa: F401  (registers every protocol's messages)
+import drfemu.protocols.placement  # noqa: F401  (registers the walks' messages)
 from drfemu.kernel.messages import MESSAGE_TYPES
+from drfemu.protocols.registry import PROTOCOLS
 
 __all__ = ["HEADER", "NODE_PACKAGES", "VERSION", "Codec", "WireError"]
 
@@ -66,6 +66,7 @@ class Codec:
         """`types` by name; by default the nodes' vocabulary: every registered message class
         defined in `kernel`, `protocols`, `overlay` or `nodes` (not a benchmark's or a test's)."""
         if types is None:
+            PROTOCOLS.load_all()  # every protocol's messages, whichever this process has run
             types = {name: cls for name, cls in MESSAGE_TYPES.items()
                      if cls.__module__.startswith(tuple(p + "." for p in NODE_PACKAGES))}
         names = sorted(types)

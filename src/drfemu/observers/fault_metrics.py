@@ -24,21 +24,33 @@ from typing import Any
 
 from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import Runtime
+from drfemu.observers.observer import RunEnd
+from drfemu.schema.result import Faults, Section, Timeline
 
-__all__ = ["FaultTimeline"]
+__all__ = ["NO_FAULTS", "FaultTimeline"]
+
+
+NO_FAULTS = Faults(faults=[], fault_windows=[], fault_timeline=None)
+"""The faults part of the result of a run without a fault scenario."""
 
 
 class FaultTimeline:
     """Samples a run every tick for `windows`."""
 
-    def __init__(self, runtime: Runtime, harness: Any, network: Network) -> None:
+    def __init__(self, runtime: Runtime, harness: Any, network: Network, log: list[dict[str, Any]]) -> None:
+        """`log`: the fault injector's log, as it grows (`assembly.faults.FaultInjector.log`)."""
         self.harness = harness
         self.network = network
+        self.log = log
         self.times: list[float] = [0.0]
         self.allocations: list[int] = [0]
         self.min_shares: list[float] = [0.0]
         self.messages: list[int] = [0]
         runtime.add_tick_hook(self.sample)
+
+    def sections(self, end: RunEnd) -> list[Section]:
+        """The faults part of the result: the injector's log, what each fault cost, the samples."""
+        return [Faults(faults=self.log, fault_windows=self.windows(self.log), fault_timeline=self.series())]
 
     def sample(self, now: float, _: int) -> None:
         self.times.append(now)
@@ -46,16 +58,16 @@ class FaultTimeline:
         self.min_shares.append(self.harness.min_share())
         self.messages.append(self.network.messages_sent)
 
-    def series(self, step: float = 1.0) -> dict[str, list[float | None]]:
+    def series(self, step: float = 1.0) -> Timeline:
         """The samples every `step` seconds (the result's `fault_timeline`)."""
         keep, next_t = [], 0.0
         for i, t in enumerate(self.times):
             if t >= next_t - 1e-9:
                 keep.append(i)
                 next_t = t + step
-        return {"time": [self.times[i] for i in keep], "allocations": [self.allocations[i] for i in keep],
-                "min_share": [_number(self.min_shares[i]) for i in keep],
-                "messages": [self.messages[i] for i in keep]}
+        return Timeline(time=[self.times[i] for i in keep], allocations=[self.allocations[i] for i in keep],
+                        min_share=[_number(self.min_shares[i]) for i in keep],
+                        messages=[self.messages[i] for i in keep])
 
     def _at(self, t: float) -> int:
         """Index of the last sample at or before `t`."""

@@ -32,13 +32,11 @@ and share when it ends but does not count again.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from drfemu.observers.harness import SHARE_MARGIN, STALLED, TOLERANCES, RunObserver, RunOutcome
-from drfemu.observers.ledger import LedgerViolation
 from drfemu.kernel.events import (
     ServerCrashed,
     ServerRecovered,
@@ -49,31 +47,36 @@ from drfemu.kernel.events import (
 )
 from drfemu.kernel.fairness import gini, jain
 from drfemu.kernel.resources import REL_TOL, CapacityViolation, Vector, dominant_share, total_capacity
+from drfemu.observers.harness import (
+    FINISHED,
+    SHARE_MARGIN,
+    STALLED,
+    TOLERANCES,
+    FaultState,
+    Limits,
+    Listeners,
+    RunObserver,
+)
+from drfemu.observers.ledger import LedgerViolation
+from drfemu.observers.observer import RunEnd
+from drfemu.observers.swm import swm_comparison
+from drfemu.schema.result import FiniteFairness, Section, TimeAveraged, finite_or_none
+from drfemu.schema.workload import Workload
 
 __all__ = ["FINISHED", "FiniteHarness"]
-
-FINISHED = "finished"
 
 
 class FiniteHarness(RunObserver):
     """Observes one run of a finite workload. Servers are actors 0..S-1; `user_actors[k]` is user k's."""
 
-    def __init__(
-        self,
-        capacities: Sequence[Vector],
-        user_actors: Sequence[int],
-        tasks: int,
-        tick: float,
-        stall_ticks: int,
-        max_time: float,
-        on_finish: Callable[[RunOutcome], None],
-        sample_every: float,
-        swm_every: float,
-        log: Callable[..., Any] | None = None,
-        progress: Callable[[float, int], None] | None = None,
-        tolerances: Sequence[float] = TOLERANCES,
-    ) -> None:
-        super().__init__(tick, stall_ticks, max_time, on_finish, progress, tolerances)
+    def __init__(self, workload: Workload, user_actors: Sequence[int], limits: Limits, listeners: Listeners, *,
+                 faults: FaultState | None = None, sample_every: float = 0.0, swm_every: float = 0.0,
+                 tolerances: Sequence[float] = TOLERANCES) -> None:
+        super().__init__(limits, listeners, faults, tolerances)
+        capacities = [s.capacity for s in workload.servers]
+        tasks = workload.task_count
+        self.labels = [u.id for u in workload.users]
+        self.resources = workload.resources
         self.capacity = np.array(capacities, dtype=float)
         self.free = self.capacity.copy()
         self.running_on = [0] * len(capacities)
@@ -99,13 +102,11 @@ class FiniteHarness(RunObserver):
         self.last_finish = 0.0
         self.sample_every = sample_every
         self.swm_every = swm_every
-        self.outcome: RunOutcome | None = None
         self.unplaceable: list[int] = []  # the workload's validation refuses tasks that fit nowhere
         self.series: dict[str, list[float]] = {key: [] for key in (
             "time", "users_present", "min_share", "gini", "jain", "waiting", "running")}
         self.series.update({f"utilization_{r}": [] for r in range(len(self.total))})
         self.swm_samples: list[dict[str, Any]] = []
-        self._log = log
 
     # -- events ---------------------------------------------------------------------------
     def subscribe(self, runtime: Any) -> None:
@@ -277,6 +278,26 @@ class FiniteHarness(RunObserver):
             self.report_progress(now, tick)
 
     # -- results --------------------------------------------------------------------------
+    def sections(self, end: RunEnd) -> list[Section]:
+        """What this harness measured: how the run ended, its errors, fairness over time."""
+        return [self.outcome_section(self.last_finish, end.now), self.errors_section(), self.fairness()]
+
+    def fairness(self) -> FiniteFairness:
+        """Fairness over time (the final allocation of a finished run is empty): time averages of
+        the samples, the sampled series, the SWM comparison, and each user's started tasks. The
+        thesis's end-of-run metrics are the time averages (`min_dominant_share`, `gini`, `jain`)."""
+        averages = self.time_averages()
+        series = {key: [finite_or_none(x) for x in values] for key, values in self.series.items()}
+        utilization = {name: averages[f"utilization_{r}"] for r, name in enumerate(self.resources)}
+        for r, name in enumerate(self.resources):
+            series[f"utilization_{name}"] = series.pop(f"utilization_{r}")
+        return FiniteFairness(
+            min_dominant_share=averages["min_share"], gini=averages["gini"], jain=averages["jain"],
+            time_averaged=TimeAveraged(min_share=averages["min_share"], gini=averages["gini"], jain=averages["jain"],
+                                       utilization=utilization),
+            utilization=utilization, series=series, swm=swm_comparison(self.swm_samples, self.total),
+            tasks={self.labels[k]: n for k, n in enumerate(self.started)}, unplaceable_users=[])
+
     def utilization(self) -> list[float]:
         used = (self.capacity - self.free).sum(axis=0)
         return [float(u / t) if t > 0 else 0.0 for u, t in zip(used, self._total)]

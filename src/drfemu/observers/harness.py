@@ -23,13 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from drfemu.protocols.devices import EMPTY, Devices, device_matrix, device_usable
 from drfemu.kernel.events import ServerCrashed, ServerRecovered, TaskAllocated
-from drfemu.protocols.fragmentation import fragmented_matrix
+from drfemu.kernel.fairness import gini, jain, ratio_20_20, sample_std
 from drfemu.kernel.resources import (
     REL_TOL,
     CapacityViolation,
@@ -39,13 +38,19 @@ from drfemu.kernel.resources import (
     take,
     total_capacity,
 )
+from drfemu.observers.observer import RunEnd
+from drfemu.protocols.devices import EMPTY, Devices, device_matrix, device_usable
+from drfemu.protocols.fragmentation import fragmented_matrix
+from drfemu.schema.result import EndlessFairness, Errors, Outcome, Section, finite_or_none
+from drfemu.schema.workload import Workload
 
-__all__ = ["TOLERANCES", "Harness", "RunObserver", "RunOutcome", "error_series"]
+__all__ = ["FINISHED", "SATURATED", "STALLED", "TIME_CAP", "TOLERANCES", "FaultState", "Harness", "Limits", "Listeners",
+           "RunObserver", "RunOutcome", "error_series"]
 
 TOLERANCES: tuple[float, ...] = (0.0, 0.01, 0.05, 0.1, 0.15)
 SHARE_MARGIN = 1e-9
 
-SATURATED, STALLED, TIME_CAP = "saturated", "stalled", "time-cap"
+SATURATED, STALLED, FINISHED, TIME_CAP = "saturated", "stalled", "finished", "time-cap"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +60,45 @@ class RunOutcome:
     end_time: float
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """When a run ends without saturating: `stall_ticks` ticks of `tick` seconds without an
+    allocation, or `max_time` seconds of virtual time."""
+
+    tick: float
+    stall_ticks: int
+    max_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class Listeners:
+    """Who hears a harness: the run's end (`on_finish`, always), each allocation (`log`) and,
+    now and then, the virtual time and the allocations so far (`progress`)."""
+
+    on_finish: Callable[[RunOutcome], None]
+    log: Callable[..., Any] | None = None
+    progress: Callable[[float, int], None] | None = None
+
+
+class FaultState(Protocol):
+    """What a harness asks of the run's faults (the fault injector answers)."""
+
+    last_change: float
+
+    def settled(self) -> bool: ...
+
+    def standing(self) -> str: ...
+
+    def pending(self) -> str: ...
+
+
 class RunObserver:
     """What every harness shares: the end of the run, progress reports, and the error flags of
-    its allocations (bit i of byte n: allocation n was an error at tolerance i)."""
+    its allocations (bit i of byte n: allocation n was an error at tolerance i). `faults` is the
+    run's fault state (None: a run without faults)."""
 
-    def __init__(self, tick: float, stall_ticks: int, max_time: float, on_finish: Callable[[RunOutcome], None],
-                 progress: Callable[[float, int], None] | None, tolerances: Sequence[float]) -> None:
+    def __init__(self, limits: Limits, listeners: Listeners, faults: FaultState | None,
+                 tolerances: Sequence[float]) -> None:
         self.tolerances = tuple(tolerances)
         if len(self.tolerances) > 8:
             raise ValueError("at most 8 tolerances (their error flags share one byte per allocation)")
@@ -68,14 +106,15 @@ class RunObserver:
         self._error_flags = bytearray()
         self.allocations = 0
         self.last_allocation = 0.0
-        self.tick = tick
-        self.stall_ticks = stall_ticks
-        self.max_time = max_time
+        self.tick = limits.tick
+        self.stall_ticks = limits.stall_ticks
+        self.max_time = limits.max_time
         self.outcome: RunOutcome | None = None
-        self._on_finish = on_finish
-        self._progress = progress
+        self._on_finish = listeners.on_finish
+        self._log = listeners.log
+        self._progress = listeners.progress
         self._last_progress_tick = 0
-        self.faults: Any = None  # the run's fault injector, if any (`settled()`, `last_change`)
+        self.faults = faults
         self.down: set[int] = set()  # crashed servers
 
     def quiet_since(self) -> float | None:
@@ -135,30 +174,36 @@ class RunObserver:
     def error_series(self, points: int = 100) -> dict[str, list[float] | list[int]]:
         return error_series(self._error_flags, self.tolerances, points)
 
+    def outcome_section(self, run_time: float, now: float) -> Outcome:
+        """How the run ended (`run_time`: its run-time; `now`: the virtual time it ended at)."""
+        outcome = self.outcome
+        assert outcome is not None, "the run has not ended"
+        return Outcome(saturated=outcome.status == SATURATED, stalled=outcome.status == STALLED,
+                       finished=outcome.status == FINISHED, status=outcome.status, end_reason=outcome.reason,
+                       run_time_s=run_time, virtual_time_s=now, allocations=self.allocations)
+
+    def errors_section(self) -> Errors:
+        ratios = self.error_ratios()
+        return Errors(error_ratio=ratios[0],
+                      error_ratio_by_tolerance={f"{tau:g}": r for tau, r in zip(self.tolerances, ratios)},
+                      error_series=self.error_series())
+
 
 class Harness(RunObserver):
     """Observes one run of endless users. Servers are actors 0..S-1; `user_actors[k]` is user k's
     actor id."""
 
-    def __init__(
-        self,
-        capacities: Sequence[Vector],
-        demands: Sequence[Vector],
-        user_actors: Sequence[int],
-        tick: float,
-        stall_ticks: int,
-        max_time: float,
-        on_finish: Callable[[RunOutcome], None],
-        log: Callable[..., Any] | None = None,
-        progress: Callable[[float, int], None] | None = None,
-        tolerances: Sequence[float] = TOLERANCES,
-        sample_every: float = 0.0,
-        device_resource: int = -1,
-    ) -> None:
+    def __init__(self, workload: Workload, user_actors: Sequence[int], limits: Limits, listeners: Listeners, *,
+                 faults: FaultState | None = None, sample_every: float = 0.0, device_resource: int = -1,
+                 tolerances: Sequence[float] = TOLERANCES) -> None:
         """`sample_every` > 0: sample the fragmentation every that many seconds (`fragment_samples`);
         `device_resource` ≥ 0: that resource is modelled as devices (`protocols.devices`), and
         allocations say which devices they took."""
-        super().__init__(tick, stall_ticks, max_time, on_finish, progress, tolerances)
+        super().__init__(limits, listeners, faults, tolerances)
+        capacities = [s.capacity for s in workload.servers]
+        demands = [u.demand for u in workload.users]
+        self.labels = [u.id for u in workload.users]
+        self.resources = workload.resources
         self.sample_every = sample_every
         self.fragment_samples: list[tuple[float, list[float]]] = []  # (time, fragmented share of each resource)
         self.first_blocked: tuple[float, int, list[float], list[float]] | None = None
@@ -184,12 +229,17 @@ class Harness(RunObserver):
             self.fit_count += self._fitting_on(server)
         self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
         self.on_server: list[list[int]] = [[] for _ in self.capacity]  # users of the tasks running there
-        self._log = log
         self._fragments: np.ndarray | None = None  # servers × resources, as of the last `fragmentation()`
         self._changed: set[int] = set()  # servers whose free capacity changed since then
         skip = set(self.unplaceable)
         self._mix = self._demand_matrix[[k for k in range(len(demands)) if k not in skip]]  # the placeable users'
         self._capacity_array = np.asarray(self.capacity, dtype=float)
+
+    def subscribe(self, runtime: Any) -> None:
+        """Hear the nodes' allocations and the environment's crashes and recoveries."""
+        runtime.subscribe(TaskAllocated, self.on_event)
+        runtime.subscribe(ServerCrashed, self.on_crashed)
+        runtime.subscribe(ServerRecovered, self.on_recovered)
 
     # -- allocation events ----------------------------------------------------------------
     def on_event(self, event: TaskAllocated) -> None:
@@ -314,6 +364,39 @@ class Harness(RunObserver):
             self.report_progress(now, tick)
 
     # -- results --------------------------------------------------------------------------
+    def sections(self, end: RunEnd) -> list[Section]:
+        """What this harness measured: how the run ended, its errors, the final allocation's fairness."""
+        return [self.outcome_section(self.last_allocation, end.now), self.errors_section(), self.fairness()]
+
+    def fairness(self) -> EndlessFairness:
+        """Fairness of the final allocation (the thesis's metrics), over the placeable users."""
+        shares = self.placeable_shares()
+        unplaceable = set(self.unplaceable)
+        fragmented, holders = self.fragmentation()
+        samples = self.fragment_samples
+        resources, labels = self.resources, self.labels
+        return EndlessFairness(
+            min_dominant_share=min(shares) if shares else 0.0,
+            gini=gini(shares) if shares else 0.0,
+            std_dominant_share=sample_std(shares) if shares else 0.0,
+            ratio_20_20=finite_or_none(ratio_20_20(shares)) if shares else None,
+            jain=jain(shares) if shares else 1.0,
+            utilization=dict(zip(resources, self.utilization())),
+            stranded=dict(zip(resources, self.stranded())),
+            fragmented=dict(zip(resources, fragmented)),
+            fragmented_servers=dict(zip(resources, holders)),
+            fragmented_mean={name: sum(x[r] for _, x in samples) / len(samples) if samples else None
+                             for r, name in enumerate(resources)},
+            fragmented_series={"time_s": [t for t, _ in samples],
+                               **{name: [x[r] for _, x in samples] for r, name in enumerate(resources)}},
+            first_blocked=None if self.first_blocked is None else {
+                "time_s": self.first_blocked[0], "user": labels[self.first_blocked[1]],
+                "fragmented": dict(zip(resources, self.first_blocked[2])),
+                "free": dict(zip(resources, self.first_blocked[3]))},
+            dominant_shares={labels[k]: s for k, s in enumerate(self.shares) if k not in unplaceable},
+            tasks={labels[k]: n for k, n in enumerate(self.tasks) if k not in unplaceable},
+            unplaceable_users=[labels[k] for k in sorted(unplaceable)])
+
     def lowest_wanting(self) -> int | None:
         """The actor of the user with the lowest share whose next task still fits somewhere."""
         wanting = np.flatnonzero(self.fit_count > 0)

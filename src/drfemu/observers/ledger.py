@@ -34,6 +34,8 @@ from drfemu.kernel.events import (
     TaskResubmitted,
     TaskSubmitted,
 )
+from drfemu.observers.observer import RunEnd
+from drfemu.schema.result import Ledger, Section
 
 __all__ = ["STATES", "LedgerViolation", "TaskLedger"]
 
@@ -133,6 +135,12 @@ class TaskLedger:
                                   f"{self.counts}")
         due = max(submitted, expected or 0)
         return {**self.counts, "rerun": self.reruns, "lost": due - self.tracked}
+
+    def sections(self, end: RunEnd) -> list[Section]:
+        """The tasks' part of the result: the ledger `check`ed against the users' own counts and
+        what the workload submitted, and the queueing delays."""
+        return [Ledger(ledger=self.check(end.users, end.submitted), queueing_delay_s=self.delay_percentiles(),
+                       queueing_delay_quantiles_s=self.delay_quantiles())]
 
     def delay_quantiles(self, points: int = 100) -> list[float]:
         """The delays at quantiles 0, 1/points, …, 1 (a CDF to plot; empty before any start)."""

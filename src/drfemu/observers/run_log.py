@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from drfemu.schema.workload import Workload
 from drfemu.kernel.events import (
     ServerCrashed,
     ServerRecovered,
@@ -34,8 +33,9 @@ from drfemu.kernel.events import (
     TaskResubmitted,
     TaskSubmitted,
 )
+from drfemu.schema.workload import Workload
 
-__all__ = ["RunLog"]
+__all__ = ["RunLog", "labelled_log"]
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -108,3 +108,17 @@ class RunLog:
         if "links" in detail:
             detail["links"] = [[self._actor(a), self._actor(b)] for a, b in detail["links"]]
         self.emit({"event": "fault", "time": entry["at"], "fault_event": entry["event"], **detail})
+
+
+def labelled_log(workload: Workload, emit: Emit) -> Callable[..., None]:
+    """An allocation log for a harness that hands `emit` one record per allocation, with the
+    workload's user and server labels in place of actor numbers."""
+    servers = [s.id for s in workload.servers]
+    users = [u.id for u in workload.users]
+
+    def log(event: str, **fields: Any) -> None:
+        fields["user"] = users[fields["user"]]
+        fields["server"] = servers[fields["server"]]
+        emit({"event": event, **fields})
+
+    return log

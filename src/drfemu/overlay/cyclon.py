@@ -40,8 +40,8 @@ from math import comb
 from operator import itemgetter
 from typing import Any, TypeVar
 
-from drfemu.overlay.messages import CyclonReply, CyclonShuffle, Descriptor
 from drfemu.kernel.compiled import compiled_module
+from drfemu.overlay.messages import CyclonReply, CyclonShuffle, Descriptor
 
 __all__ = ["ARRAY_VIEW_MAX", "Cyclon", "merge", "merge_python", "new_view", "pop_oldest", "pop_oldest_python", "sample",
            "sample_python", "sample_values", "sample_values_python"]

@@ -47,8 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import ClassVar
 
-from drfemu.overlay.messages import Descriptor, GradientReply, GradientShuffle
 from drfemu.kernel.compiled import compiled_module
+from drfemu.overlay.messages import Descriptor, GradientReply, GradientShuffle
 
 __all__ = [
     "NEG_INF",

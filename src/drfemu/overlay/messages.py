@@ -18,9 +18,9 @@ out) and one address.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
-from drfemu.kernel.messages import message
+from drfemu.kernel.messages import Address, Addresses, Wire, message
 
 __all__ = [
     "CyclonReply",
@@ -32,13 +32,15 @@ __all__ = [
 
 Descriptor = tuple[float, int, float]
 
+Descriptors = Annotated[tuple[Descriptor, ...], Wire(2, 1, per_item=True)]
+"""Descriptors on the wire: two numbers (utility, stamp) and an address each."""
+
 
 @message
 class CyclonShuffle:
     """A Cyclon shuffle request; `entries[0]` is the sender's fresh descriptor of itself."""
 
-    entries: tuple[Descriptor, ...]
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "entries", 2, 1)
+    entries: Descriptors
 
     @property
     def sender(self) -> int:
@@ -50,17 +52,15 @@ class CyclonShuffle:
 class CyclonReply:
     """The answer to a shuffle: up to ℓ entries of the partner's view."""
 
-    sender: int
-    entries: tuple[Descriptor, ...]
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 1, "entries", 2, 1)
+    sender: Address
+    entries: Descriptors
 
 
 @message
 class GradientShuffle:
     """A gradient exchange: the sender's view plus, first, its own fresh descriptor."""
 
-    descriptors: tuple[Descriptor, ...]
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "descriptors", 2, 1)
+    descriptors: Descriptors
 
     @property
     def sender(self) -> int:
@@ -72,8 +72,7 @@ class GradientShuffle:
 class GradientReply:
     """The partner's answer: its view plus, first, its own fresh descriptor."""
 
-    descriptors: tuple[Descriptor, ...]
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "descriptors", 2, 1)
+    descriptors: Descriptors
 
 
 @message
@@ -81,14 +80,12 @@ class JoinRequest:
     """A peer whose Cyclon view emptied (every partner it tried went silent: a partition, heavy
     loss) asks the bootstrap service — the gateway — for `size` live peers (issue 16)."""
 
-    sender: int
+    sender: Address
     size: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 @message
 class JoinReply:
     """The bootstrap service's answer: live peers to start a Cyclon view from again."""
 
-    peers: tuple[int, ...]
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (0, 0, "peers", 0, 1)
+    peers: Addresses

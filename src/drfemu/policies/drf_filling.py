@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from drfemu.policies.pool import PolicyInputError, check_pool
 from drfemu.kernel.resources import REL_TOL
+from drfemu.policies.pool import PolicyInputError, check_pool
 
 __all__ = ["Allocation", "drf_divisible", "drf_tasks"]
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from drfemu.policies.pool import PolicyInputError
 from drfemu.kernel.resources import CapacityViolation
+from drfemu.policies.pool import PolicyInputError
 
 __all__ = ["ONLINE_BETAS", "RULES", "OnlineScheduler", "order_key"]
 

@@ -51,14 +51,16 @@ the order within the band is not DRF's.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Annotated
 
-from drfemu.protocols.centre import sees_top
-from drfemu.kernel.messages import handles, message
+from drfemu.kernel.messages import Wire, handles, message
 from drfemu.kernel.params import Kind, Param
+from drfemu.overlay.messages import Descriptor
+from drfemu.protocols.centre import sees_top
 from drfemu.protocols.rule import Server, ServerRule
+from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
-__all__ = ["BdgdrfRule", "MinimumNotice", "UtilityNotice"]
+__all__ = ["BDGDRF", "BdgdrfRule", "MinimumNotice", "UtilityNotice"]
 
 NEVER = -math.inf
 
@@ -66,8 +68,7 @@ NEVER = -math.inf
 class UtilityNotice:
     """A home's fresh gradient descriptor `(utility, node, stamp)`, pushed to its view's members."""
 
-    descriptor: tuple[float, int, float]
-    WIRE: ClassVar[tuple[int, int]] = (2, 1)
+    descriptor: Annotated[Descriptor, Wire(2, 1)]
 
 
 @message
@@ -76,18 +77,16 @@ class MinimumNotice:
 
     minimum: float
     learnt: float
-    WIRE: ClassVar[tuple[int, int]] = (2, 0)
 
 
 class BdgdrfRule(ServerRule):
     """A BDGDRF server's rule."""
 
     PARAMS = (Param("band", Kind.FLOAT, 0.5, "bdgdrf: a user allocates while its share is below the minimum plus "
-                    "this many of its own task shares.", gt=0, le=1e6, echo="band"),
-              Param("notify", Kind.BOOL, True, "bdgdrf: a home pushes its new utility to its gradient view's members.",
-                    echo="notify"),
+                    "this many of its own task shares.", gt=0, le=1e6),
+              Param("notify", Kind.BOOL, True, "bdgdrf: a home pushes its new utility to its gradient view's members."),
               Param("rumour_fanout", Kind.INT, 2, "bdgdrf: servers a home tells the centre's minimum share each tick "
-                    "(0: only the top homes know it).", ge=0, le=1000, echo="rumour_fanout"))
+                    "(0: only the top homes know it).", ge=0, le=1000))
     DEFAULTS = {"placement": "best-fit"}
     TICKS_ALL = True  # servers without users pass the rumour on
 
@@ -165,3 +164,7 @@ class BdgdrfRule(ServerRule):
     @handles(UtilityNotice)
     def on_utility_notice(self, server: Server, msg: UtilityNotice, now: float) -> None:
         server.gradient.offer((msg.descriptor,))
+
+
+BDGDRF = ProtocolSpec("bdgdrf", "every home that sees the gradient's top allocates for its users within a band "
+                      "of the minimum share", Gateway.HOME, server_rule=BdgdrfRule, gradient=GradientUse.LIVE)

@@ -13,15 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from drfemu.protocols.cluster import ClusterView
 from drfemu.kernel.params import Kind, Param
 from drfemu.kernel.resources import Vector
+from drfemu.protocols.cluster import ClusterView
 
 __all__ = ["CentralRule", "PER_TICK", "PendingTask"]
 
 PER_TICK = Param("allocations_per_tick", Kind.INT, 1, "Central protocols: tasks the scheduler may start per tick "
                  "(1: the thesis; 0: as many as its rule allows, like a batch allocator).", ge=0, le=10**9,
-                 unit="tasks", echo="allocations_per_tick")
+                 unit="tasks")
 
 
 @dataclass(frozen=True, slots=True)

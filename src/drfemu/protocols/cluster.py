@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from drfemu.kernel.resources import REL_TOL, Vector, fits, give, improves, take
 from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.fragmentation import least_fragmentation
-from drfemu.kernel.resources import REL_TOL, Vector, fits, give, improves, take
 
 __all__ = ["ClusterView", "best_fit", "drfh_heuristic"]
 

@@ -39,30 +39,29 @@ from __future__ import annotations
 from typing import ClassVar
 
 from drfemu.kernel.events import NeighborsFixed
-from drfemu.protocols.homes import INF
-from drfemu.kernel.messages import handles, message
+from drfemu.kernel.messages import Address, handles, message
 from drfemu.kernel.params import Kind, Param
+from drfemu.protocols.homes import INF
 from drfemu.protocols.rule import Server, ServerRule
+from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
-__all__ = ["DdrfGradientRule", "DdrfRule", "MinShareReply", "MinShareRequest"]
+__all__ = ["DDRF_GRADIENT", "DDRF_RANDOM", "DdrfGradientRule", "DdrfRule", "MinShareReply", "MinShareRequest"]
 
 
 @message
 class MinShareRequest:
     """Asks a neighbour for its minimum share; carries the sender's own."""
 
-    sender: int
+    sender: Address
     share: float
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 @message
 class MinShareReply:
     """A server's current minimum share."""
 
-    sender: int
+    sender: Address
     share: float
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 class DdrfRule(ServerRule):
@@ -133,9 +132,9 @@ class DdrfGradientRule(DdrfRule):
 
     PARAMS = (
         Param("freeze_after", Kind.INT, 20, "ddrf-gradient: a server freezes its gradient view once it has not "
-              "changed for this many ticks.", ge=1, unit="ticks", echo="freeze_after_ticks"),
+              "changed for this many ticks.", ge=1, unit="ticks"),
         Param("warmup_cap", Kind.INT, 500, "ddrf-gradient: a server freezes its view after this many ticks even "
-              "if it still changes.", ge=1, unit="ticks", echo="warmup_cap_ticks"),
+              "if it still changes.", ge=1, unit="ticks"),
     )
     TICKS_ALL = True
 
@@ -189,3 +188,8 @@ class DdrfGradientRule(DdrfRule):
 
     def counters(self) -> dict[str, int]:
         return {"frozen_servers": int(self.frozen), "thaws": self.thaws}
+
+
+DDRF_RANDOM = ProtocolSpec("ddrf-random", "DDRF over P fixed random neighbours", Gateway.HOME, server_rule=DdrfRule)
+DDRF_GRADIENT = ProtocolSpec("ddrf-gradient", "DDRF over each server's gradient view, frozen once it settles",
+                             Gateway.HOME, server_rule=DdrfGradientRule, gradient=GradientUse.FROZEN)

@@ -19,32 +19,29 @@ single centre validates; with `strict` every home tied at the top validates and 
 
 from __future__ import annotations
 
-from typing import ClassVar
-
+from drfemu.kernel.messages import Address, Addresses, handles, message
 from drfemu.protocols.centre import CENTRE_TIES, CentreTies, is_centre
-from drfemu.kernel.messages import handles, message
 from drfemu.protocols.rule import Server, ServerRule
+from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
-__all__ = ["CentreAck", "CentreCheck", "DgdrfRule"]
+__all__ = ["DGDRF", "CentreAck", "CentreCheck", "DgdrfRule"]
 
 
 @message
 class CentreCheck:
     """A server that believes it is the centre asks its lowest neighbour to confirm `members`."""
 
-    sender: int
+    sender: Address
     check: int
-    members: tuple[int, ...]
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (1, 1, "members", 0, 1)
+    members: Addresses
 
 
 @message
 class CentreAck:
     """The lowest neighbour's view equals the proposed set: the sender may allocate."""
 
-    sender: int
+    sender: Address
     check: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 class DgdrfRule(ServerRule):
@@ -89,3 +86,7 @@ class DgdrfRule(ServerRule):
         lowest = server.homes.lowest()
         if lowest is not None and lowest[1].idle() and is_centre(server.gradient, self.ties):
             server.allocate(*lowest)
+
+
+DGDRF = ProtocolSpec("dgdrf", "the validated gradient centre allocates", Gateway.HOME, server_rule=DgdrfRule,
+                     gradient=GradientUse.LIVE)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from drfemu.kernel.params import Param
 from drfemu.protocols.central import PER_TICK, PendingTask
 from drfemu.protocols.cluster import ClusterView
-from drfemu.kernel.params import Param
 from drfemu.protocols.placement import BEST_FIT, FIRST_FIT, MIN_FRAGMENTATION, PLACEMENT
+from drfemu.protocols.spec import Gateway, ProtocolSpec
 
-__all__ = ["Drf", "DrfBestFit"]
+__all__ = ["DRF", "DRF_BESTFIT", "Drf", "DrfBestFit"]
 
 
 def _by_share(pending: Sequence[PendingTask]) -> list[PendingTask]:
@@ -56,3 +57,9 @@ class DrfBestFit(Drf):
 
     def __init__(self) -> None:
         super().__init__(BEST_FIT)
+
+
+DRF = ProtocolSpec("drf", "central DRF, first-fit placement (--placement: best-fit, min-fragmentation)",
+                   Gateway.CENTRAL, central_rule=Drf)
+DRF_BESTFIT = ProtocolSpec("drf-bestfit", "central DRF, DRFH best-fit placement", Gateway.CENTRAL,
+                           central_rule=DrfBestFit)

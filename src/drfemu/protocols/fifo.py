@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from drfemu.kernel.params import Kind, Param
 from drfemu.protocols.central import PER_TICK, PendingTask
 from drfemu.protocols.cluster import ClusterView
-from drfemu.kernel.params import Kind, Param
+from drfemu.protocols.spec import Gateway, ProtocolSpec
 
-__all__ = ["Fifo", "HEAD_OF_LINE"]
+__all__ = ["FIFO", "HEAD_OF_LINE", "Fifo"]
 
 HEAD_OF_LINE = Param("head_of_line", Kind.BOOL, False, "fifo: wait for the oldest task to fit instead of skipping "
-                     "it (seed 002's FIFO).", echo="head_of_line")
+                     "it (seed 002's FIFO).")
 
 
 class Fifo:
@@ -33,3 +34,6 @@ class Fifo:
             if self.head_of_line:
                 return None
         return None
+
+
+FIFO = ProtocolSpec("fifo", "central FIFO, first-fit placement", Gateway.CENTRAL, central_rule=Fifo)

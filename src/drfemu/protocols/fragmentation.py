@@ -44,8 +44,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from drfemu.protocols.devices import Devices, device_matrix, device_need, device_usable
 from drfemu.kernel.resources import REL_TOL, Vector, fits, improves
+from drfemu.protocols.devices import Devices, device_matrix, device_need, device_usable
 
 __all__ = ["DemandMix", "DeviceRows", "fragmentation_delta", "fragmented", "fragmented_matrix", "least_fragmentation",
            "size_weights"]

@@ -23,21 +23,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from drfemu.protocols.central import PER_TICK, PendingTask
-from drfemu.protocols.cluster import ClusterView
 from drfemu.kernel.params import Kind, Param
 from drfemu.policies.online import ONLINE_BETAS, order_key
+from drfemu.protocols.central import PER_TICK, PendingTask
+from drfemu.protocols.cluster import ClusterView
+from drfemu.protocols.spec import Gateway, ProtocolSpec
 
-__all__ = ["CAdrf", "NaiveAdrf", "Wmmf"]
+__all__ = ["C_ADRF", "NAIVE_ADRF", "WMMF", "CAdrf", "NaiveAdrf", "Wmmf"]
 
-ADRF_ALPHA = Param("adrf_alpha", Kind.FLOAT, 1.0, "Online rules: α of the weight W_i(x) = β_i x^α.", gt=0, le=100,
-                   echo="adrf_alpha")
+ADRF_ALPHA = Param("adrf_alpha", Kind.FLOAT, 1.0, "Online rules: α of the weight W_i(x) = β_i x^α.", gt=0, le=100)
 ADRF_BETA = Param("adrf_beta", Kind.TEXT, "d-max", "Online rules: β_i of W_i — d-max (1, seed 002 as written) or "
-                  "D-max (the dominant share of the user's waiting task).", choices=ONLINE_BETAS, echo="adrf_beta")
+                  "D-max (the dominant share of the user's waiting task).", choices=ONLINE_BETAS)
 WMMF_RESOURCE = Param("wmmf_resource", Kind.INT, 0, "wmmf: the resource (index in the workload's list) whose share "
-                      "orders users.", ge=0, le=1000, echo="wmmf_resource")
+                      "orders users.", ge=0, le=1000)
 WMMF_WEIGHTED = Param("wmmf_weighted", Kind.BOOL, False, "wmmf: order by W_i of the share (seed 002's G-CPU / G-Mem) "
-                      "instead of the share.", echo="wmmf_weighted")
+                      "instead of the share.")
 
 
 class _OnlineRule:
@@ -99,3 +99,11 @@ class Wmmf(_OnlineRule):
     def check_resources(self, resources: int) -> None:
         if self.resource is not None and self.resource >= resources:
             raise ValueError(f"--wmmf-resource {self.resource} names no resource (the workload has {resources})")
+
+
+C_ADRF = ProtocolSpec("c-adrf", "central C-ADRF (seed 002 Algorithm 1): the lowest adaptive share, waiting until "
+                      "its task fits", Gateway.CENTRAL, central_rule=CAdrf)
+NAIVE_ADRF = ProtocolSpec("naive-adrf", "central naive ADRF: the lowest adaptive share whose task fits",
+                          Gateway.CENTRAL, central_rule=NaiveAdrf)
+WMMF = ProtocolSpec("wmmf", "central weighted max-min fairness on one resource's share", Gateway.CENTRAL,
+                    central_rule=Wmmf)

@@ -21,12 +21,13 @@ from bisect import insort
 from collections.abc import Callable, Iterable
 from operator import itemgetter
 
-from drfemu.protocols.centre import CENTRE_TIES, CentreTies, is_centre
 from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.fairness import gini_of_sorted
+from drfemu.protocols.centre import CENTRE_TIES, CentreTies, is_centre
 from drfemu.protocols.rule import Server, ServerRule
+from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
-__all__ = ["GiniTest", "PdgdrfRule", "gini_test", "gini_test_implementation", "lowers_gini_python"]
+__all__ = ["PDGDRF", "GiniTest", "PdgdrfRule", "gini_test", "gini_test_implementation", "lowers_gini_python"]
 
 INF = float("inf")
 UTILITY = itemgetter(0)
@@ -103,3 +104,7 @@ class PdgdrfRule(ServerRule):
         else:
             return
         server.allocate(user, record)
+
+
+PDGDRF = ProtocolSpec("pdgdrf", "the gradient centre, and any server whose allocation lowers the local Gini",
+                      Gateway.HOME, server_rule=PdgdrfRule, gradient=GradientUse.LIVE)

@@ -35,10 +35,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from typing import Any, ClassVar
 
-from drfemu.kernel.messages import WalkFailed, WalkTask, message
-from drfemu.kernel.params import Kind, Param
+from drfemu.kernel.messages import Address, Addresses, WalkFailed, WalkTask, message
+from drfemu.kernel.params import Declared, param
 from drfemu.kernel.resources import improves
 
 __all__ = [
@@ -46,6 +45,7 @@ __all__ = [
     "FIRST_FIT",
     "MIN_FRAGMENTATION",
     "PLACEMENT",
+    "PlacementParams",
     "FitPlace",
     "FitWalk",
     "fit_walk_step",
@@ -54,12 +54,20 @@ __all__ = [
 
 FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION = "first-fit", "best-fit", "min-fragmentation"
 
-PLACEMENT = Param(
-    "placement", Kind.TEXT, FIRST_FIT, "Where a task is placed (home-based protocols and drf): first-fit (the "
-    "allocating server, else the first with room on a walk; centrally the first server in order), best-fit (DRFH's "
-    "heuristic over --fit-candidates servers) or min-fragmentation (the server where the task adds the least "
-    "fragmentation for the known demand mix, over --fit-candidates servers).",
-    choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION), echo="placement_mode")
+
+
+class PlacementParams(Declared):
+    """The placement, a parameter of every run that the walks of home-based protocols and the central
+    DRF rule read (`schema.params.RunParams` inherits it; `protocols.drf` lists it in its `PARAMS`)."""
+
+    placement: str = param(
+        default=FIRST_FIT, help="Where a task is placed (home-based protocols and drf): first-fit (the allocating "
+        "server, else the first with room on a walk; centrally the first server in order), best-fit (DRFH's heuristic "
+        "over --fit-candidates servers) or min-fragmentation (the server where the task adds the least fragmentation "
+        "for the known demand mix, over --fit-candidates servers).", choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION))
+
+
+(PLACEMENT,) = PlacementParams.PARAMS
 
 
 def _frontier(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int]) -> tuple[int, ...]:
@@ -95,28 +103,26 @@ class FitWalk:
     the DRFH heuristic, or the fragmentation the task adds),
     until it has seen `left` more fitting servers or runs out of hops or frontier."""
 
-    user: int
+    user: Address
     task: int
     demand: tuple[float, ...]
-    home: int
+    home: Address
     hops: int
-    visited: tuple[int, ...]
-    frontier: tuple[int, ...]
-    best: int
+    visited: Addresses
+    frontier: Addresses
+    best: Address
     best_h: float
     left: int
-    WIRE: ClassVar[tuple[Any, ...]] = (4, 3, "demand", 1, 0, "visited", 0, 1, "frontier", 0, 1)
 
 
 @message
 class FitPlace:
     """The end of a best-fit walk: the server it chose is asked to take the task."""
 
-    user: int
+    user: Address
     task: int
     demand: tuple[float, ...]
-    home: int
-    WIRE: ClassVar[tuple[Any, ...]] = (1, 2, "demand", 1, 0)
+    home: Address
 
 
 def fit_walk_step(walk: FitWalk, here: int, h_here: float | None, peers: Iterable[int], ttl: int,

@@ -66,12 +66,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from drfemu.kernel.errors import InputError
-from drfemu.kernel.messages import TaskRequest, handles, message
+from drfemu.kernel.messages import Address, TaskRequest, handles, message
 from drfemu.kernel.params import Kind, Param
 from drfemu.kernel.resources import Vector, dominant_share, fits
 from drfemu.protocols.rule import Server, ServerRule
+from drfemu.protocols.spec import Gateway, ProtocolSpec
 
-__all__ = ["HEARD_TICKS", "STUCK_TICKS", "LoadReply", "LoadRequest", "LoadsReply", "LowestShare", "ProbeRule",
+__all__ = ["HEARD_TICKS", "PROBE", "STUCK_TICKS", "LoadReply", "LoadRequest", "LoadsReply", "LowestShare", "ProbeRule",
            "ProbeTask", "room_load", "task_load", "used_fractions"]
 
 
@@ -79,11 +80,10 @@ __all__ = ["HEARD_TICKS", "STUCK_TICKS", "LoadReply", "LoadRequest", "LoadsReply
 class ProbeTask:
     """A copy of a user's task forwarded to a lightly loaded neighbour."""
 
-    user: int
+    user: Address
     task: int
     demand: tuple[float, ...]
     share: float
-    WIRE: ClassVar[tuple[int, int, str, int, int]] = (2, 1, "demand", 1, 0)
 
 
 @message
@@ -91,7 +91,7 @@ class LowestShare:
     """The lowest share a server heard lately, from a copy of `user`'s `task`, answered with its
     load (`--probe-band` > 0): the band's minimum spreads over the neighbour graph."""
 
-    user: int
+    user: Address
     task: int
     share: float
     WIRE: ClassVar[tuple[int, int]] = (1, 2)
@@ -101,27 +101,24 @@ class LowestShare:
 class LoadRequest:
     """Asks a neighbour for its CPU load."""
 
-    sender: int
-    WIRE: ClassVar[tuple[int, int]] = (0, 1)
+    sender: Address
 
 
 @message
 class LoadReply:
     """A server's CPU load (eq. 4.1)."""
 
-    sender: int
+    sender: Address
     load: float
-    WIRE: ClassVar[tuple[int, int]] = (1, 1)
 
 
 @message
 class LoadsReply:
     """A server's used fraction and free amount of every resource (`--probe-load dominant|room`)."""
 
-    sender: int
+    sender: Address
     used: tuple[float, ...]
     free: tuple[float, ...]
-    WIRE: ClassVar[tuple[Any, ...]] = (0, 1, "used", 1, 0, "free", 1, 0)
 
 
 def cpu_load(server: Server) -> float:
@@ -161,20 +158,19 @@ LOADS: dict[str, Callable[[Any, Vector], float]] = {
 class ProbeRule(ServerRule):
     """A probe server's rule; the server's fixed random `neighbors` are its probe targets."""
 
-    PARAMS = (Param("probe_d", Kind.INT, 2, "probe: neighbours a task is forwarded to (at most --neighbors).", ge=1,
-                    echo="probe_d"),
+    PARAMS = (Param("probe_d", Kind.INT, 2, "probe: neighbours a task is forwarded to (at most --neighbors).", ge=1),
               Param("probe_load", Kind.TEXT, "cpu", "probe: a server's load, cpu (eq. 4.1), dominant (the largest used "
                     "fraction the task demands) or room (the share of free room the task takes).",
-                    choices=tuple(LOADS), echo="probe_load"),
+                    choices=tuple(LOADS)),
               Param("probe_retry", Kind.INT, 1, "probe: ticks a user waits for a proposal before its task is "
                     "probed again at another random server (0: never, the thesis's probe).", ge=0, le=10**9,
-                    unit="ticks", echo="probe_retry_ticks"),
+                    unit="ticks"),
               Param("probe_band", Kind.FLOAT, 0.5, "probe: a server proposes a copy only while its share is at most "
                     "the lowest share it heard lately plus this many of the user's task shares (0: no band, the "
-                    "thesis's probe).", ge=0, le=1e6, echo="probe_band"),
+                    "thesis's probe).", ge=0, le=1e6),
               Param("probe_poll_every", Kind.INT, 1, "probe: a server polls its neighbours' loads on every this "
                     "many-th tick (1: every tick, the thesis's; a cheaper emulation that changes the protocol).",
-                    ge=1, le=HEARD_TICKS, unit="ticks", echo="probe_poll_every_ticks"))
+                    ge=1, le=HEARD_TICKS, unit="ticks"))
     TICKS_ALL = True
     STRANDS = False  # re-probed by default; with --probe-retry 0 (the thesis's probe) copies wait for ever
 
@@ -326,3 +322,7 @@ class ProbeRule(ServerRule):
     @handles(LoadReply, LoadsReply)
     def on_load_reply(self, server: Server, msg: LoadReply | LoadsReply, now: float) -> None:
         self.reports[msg.sender] = msg
+
+
+PROBE = ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", Gateway.RANDOM,
+                     server_rule=ProbeRule)

@@ -32,10 +32,10 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.kernel.messages import collect_handlers
 from drfemu.kernel.params import Param
 from drfemu.kernel.resources import Vector
+from drfemu.protocols.homes import HomeUser, HomeUsers
 
 __all__ = ["GradientView", "Server", "ServerRule"]
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drfemu.kernel.errors import InputError
 from drfemu.sweeps.records import load_records
 from drfemu.sweeps.tidy import flatten_result
-from drfemu.kernel.errors import InputError
 
 __all__ = ["PointData", "load_points", "mean_sd", "metric_values", "ordered"]
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from drfemu.kernel.errors import InputError
 from drfemu.reports.fault_study import markdown_table
 from drfemu.schema.params import readers
-from drfemu.kernel.errors import InputError
 
 __all__ = ["live_report"]
 

@@ -25,8 +25,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from drfemu.reports.plots import protocol_style  # noqa: E402
 from drfemu.kernel.errors import InputError  # noqa: E402
+from drfemu.reports.plots import protocol_style  # noqa: E402
 
 __all__ = ["MARKER", "kept_part", "online_table", "write_online_report"]
 

@@ -20,11 +20,12 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from drfemu.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
 from drfemu.observers.harness import TOLERANCES  # noqa: E402
-from drfemu.schema.params import defaults, readers  # noqa: E402
-from drfemu.sweeps.report_spec import matches  # noqa: E402
 from drfemu.protocols.registry import PROTOCOLS  # noqa: E402
+from drfemu.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
+from drfemu.schema.params import readers  # noqa: E402
+from drfemu.sweeps.report_spec import matches  # noqa: E402
+from drfemu.workloads.points import defaults
 
 __all__ = ["draw_figure", "protocol_style"]
 

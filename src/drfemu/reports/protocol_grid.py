@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from drfemu.schema.params import defaults, protocol_defaults
-from drfemu.sweeps.records import load_records
 from drfemu.protocols.registry import PROTOCOLS
+from drfemu.schema.params import protocol_defaults
+from drfemu.sweeps.records import load_records
+from drfemu.workloads.points import defaults
 
 __all__ = ["CASES", "NEIGHBORS", "render", "sweep_rows"]
 

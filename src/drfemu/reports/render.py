@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drfemu.kernel.errors import InputError
 from drfemu.reports.data import (
     PointData,
     load_points,
@@ -30,7 +31,6 @@ from drfemu.reports.data import (
 )
 from drfemu.reports.plots import draw_figure
 from drfemu.sweeps.report_spec import matches
-from drfemu.kernel.errors import InputError
 
 __all__ = ["ReportSummary", "reference_cells", "table_cells", "write_report"]
 

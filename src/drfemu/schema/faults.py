@@ -47,15 +47,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from drfemu.kernel.processes import duration_distribution
-from drfemu.kernel.latency import parse_duration, parse_latency
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import parse_duration, parse_latency
 from drfemu.kernel.messages import MESSAGE_TYPES, never_on_the_wire
+from drfemu.kernel.processes import duration_distribution
 
-__all__ = ["Action", "Churn", "FaultEvent", "FaultScenario", "ScenarioError", "Selection", "Target", "load_scenario",
-           "parse_scenario"]
+__all__ = ["Action", "BoundScenario", "Churn", "FaultEvent", "FaultScenario", "ScenarioError", "Selection", "Target",
+           "load_scenario", "parse_scenario"]
 
 
 class ScenarioError(InputError):
@@ -386,6 +386,14 @@ def parse_scenario(document: Mapping[str, Any], source: str = "scenario") -> Fau
     except InputError as error:
         raise ScenarioError(f"{source}: {error}") from None
     return FaultScenario(source, loss, loss_by_type, events, churn)
+
+
+class BoundScenario(NamedTuple):
+    """A fault scenario checked against a run (`FaultScenario.bind`): `positions` maps the server
+    ids it names to their actors."""
+
+    scenario: FaultScenario
+    positions: Mapping[Any, int]
 
 
 def load_scenario(path: Path) -> FaultScenario:

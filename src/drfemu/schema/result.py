@@ -1,62 +1,93 @@
-"""The result of a run: a typed, versioned document (`RunResult`) and its JSON Schema.
+"""The result of a run: typed sections, composed into a versioned document (`RunResult`).
 
-A run's result is the document `drfemu run --json` writes. `RunResult` holds it as built —
-key order and values untouched, so `to_dict()` and `to_json()` give exactly that document —
-and exposes its fields as typed attributes (`result.min_dominant_share`), validated once on
-construction. The fields are declared once, here; the echo of the run parameters (`tick_s`,
-`neighbors`, a protocol's own `probe_d`, …) is derived from the parameter declarations, so a
-protocol from another package brings its echo keys along.
+A run's result is the document `drfemu run --json` writes. Each part of it is a typed section
+declared here — what was run (`Identity`, `Setup`, `Echo`), how it ended (`Outcome`), the tasks'
+ledger, the errors, the messages and their cost, the engine's figures, the faults, the
+fairness of the allocation (`EndlessFairness` or `FiniteFairness`), the distributed set-up's
+figures and a live run's — and each is made by the observer that measured it. `RunResult` is
+every section at once: its fields are typed attributes (`result.allocations` is an `int`), its
+document is the sections' fields in this order, and `to_dict()`/`to_json()` give that
+document. The JSON Schema (`result_schema`) is derived from the same classes.
+
+The parameters a result repeats (its echo) are fields of `Echo` (and `Identity.tick_s`), each
+naming the run parameter it repeats (`echoes`); the value and the description come from that
+parameter. A protocol of another package may echo its own parameters (`Param.echo`): those keys
+follow the echo in the document and are read as `result["key"]`.
 
 Versioning (`SCHEMA_VERSION`, the document's first key): a change that only adds keys raises
 the minor number; one that renames, removes or retypes a key raises the major number.
 Decision: keys that only some runs have (distributed runs' `placement` and `overlay`, finite
-workloads' `series` and `swm`, live runs' `live`) are optional; the parts whose inner layout
-belongs to one protocol or one mode (`overlay`, `placement`, `live`) are objects without a
-fixed inner schema. Non-finite figures are `null` in JSON (`docs/metrics.md`).
+workloads' `series` and `swm`, live runs' `live`) are optional and absent from the documents of
+other runs; the parts whose inner layout belongs to one protocol or one mode (`overlay`,
+`placement`, `live`) are objects without a fixed inner schema. Numbers keep their type (an
+int stays an int); non-finite figures are `null` in JSON (`docs/metrics.md`).
 
 Tidy tables: `allocation_table()` (one row per allocation, when the run kept its log) and
 `series_table()` (a finite run's samples over time) are pandas DataFrames. Decision: pandas,
-not Arrow: it is what a notebook plots and groups with, Arrow converts to it for that anyway,
-and it is imported only when a table is asked for (the `tables` extra).
+not Arrow: it is what a notebook plots and groups with, and it is imported only when a table
+is asked for (the `tables` extra).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, WithJsonSchema, create_model
 
-from drfemu.schema.params import all_params
 from drfemu.kernel.params import Kind, Param
+from drfemu.schema.params import RunParams, run_declarations
 
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "ResultDocument", "RunResult", "result_schema"]
+__all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "Cost", "Distributed", "Echo", "EndlessFairness", "Engine", "Errors",
+           "Fairness", "Faults", "FiniteFairness", "Identity", "Ledger", "Live", "Messages", "Outcome", "RunResult",
+           "Section", "Setup", "TimeAveraged", "Timeline", "finite_or_none", "result_schema"]
 
 SCHEMA_VERSION = "1.3"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
-Number = float | None  # JSON has no infinity or NaN: a non-finite figure is null
+Number = Annotated[int | float | None, WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "null"}]})]
+"""A figure: JSON has no infinity or NaN, so a non-finite one is null; an int stays an int."""
 
 
-class ResultDocument(BaseModel):
-    """The fields every run's document has (and the optional ones some have), typed."""
+def finite_or_none(x: float) -> float | None:
+    """`x`, or None when it is not finite (JSON has no infinity: such a figure is written as null)."""
+    return x if math.isfinite(x) else None
 
-    model_config = ConfigDict(frozen=True, extra="allow", title="drfemu run result")
 
-    schema_version: str = Field(description="Version of this schema: MAJOR.MINOR.")
+def echoes(name: str, *, required: bool = False) -> Any:
+    """Declare a field that repeats run parameter `name` (its description is the parameter's);
+    `required`: every document has it (otherwise it may be null or absent)."""
+    return Field(... if required else None, json_schema_extra={"echoes": name})
+
+
+class Section(BaseModel):
+    """A part of the result document, made by one observer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Identity(Section):
+    """What was run."""
+
     protocol: str
     machines: int = Field(description="Servers of the workload.")
     users: int
     seed: int
     resources: list[str]
+    tick_s: Number = echoes("tick")
     latency: str = Field(description="The latency model, described.")
     finite_tasks: bool = Field(description="Whether the users' tasks end (a finite workload).")
+
+
+class Outcome(Section):
+    """How the run ended."""
+
     saturated: bool
     stalled: bool
     finished: bool
@@ -65,37 +96,150 @@ class ResultDocument(BaseModel):
     run_time_s: Number = Field(description="Virtual time of the last allocation (finite: of the last task's end).")
     virtual_time_s: float
     allocations: int = Field(description="Tasks started.")
+
+
+class Ledger(Section):
+    """Every task's fate and how long tasks waited."""
+
     ledger: dict[str, int] = Field(description="Every submitted task by state; lost is 0 in a correct run.")
     queueing_delay_s: dict[str, Number]
-    queueing_delay_quantiles_s: list[Number]
+    queueing_delay_quantiles_s: Sequence[Number]
+
+
+class Errors(Section):
+    """DRF errors (SPEC §5): the ratio, by tolerance, and over the allocations."""
+
     error_ratio: Number
     error_ratio_by_tolerance: dict[str, Number]
-    error_series: dict[str, list[Number]]
+    error_series: Mapping[str, Sequence[Number]]
+
+
+class Messages(Section):
+    """Messages by type: sent, dropped, and why."""
+
     messages: dict[str, int]
     messages_dropped: dict[str, int]
     messages_dropped_by_cause: dict[str, int]
+
+
+class Timeline(Section):
+    """A run with faults sampled every second: allocations, the minimum share, messages so far."""
+
+    time: Sequence[Number]
+    allocations: list[int]
+    min_share: Sequence[Number]
+    messages: list[int]
+
+
+class Faults(Section):
+    """What the fault injector did, and what each fault cost."""
+
     faults: list[dict[str, Any]]
     fault_windows: list[dict[str, Any]]
-    fault_timeline: dict[str, Any] | None
+    fault_timeline: Timeline | None
+
+
+class Cost(Section):
+    """Bytes by message type and the totals (the thesis's cost model)."""
+
     bytes: dict[str, int]
     messages_total: int
     bytes_total: int
     messages_per_allocation: Number
+
+
+class Engine(Section):
+    """What the run cost the machine, and the ticks it ran."""
+
     wall_time_s: float = Field(description="Wall time of the emulation on this machine.")
     events: int
     events_per_s: float
+    ticks: int
+
+
+class Setup(Section):
+    """Where the workload came from, and whether the protocol is distributed."""
+
     workload: dict[str, Any] = Field(description="Where the workload came from.")
     distributed: bool
-    saturation_retry_ticks: int
-    gradient_max_age_periods: int
-    ticks: int
+
+
+class Echo(Section):
+    """The run parameters the result repeats (under these names), defaults resolved."""
+
+    neighbors: int | None = echoes("neighbors")
+    shuffles_per_tick: Number = echoes("shuffles_per_tick")
+    idle_cyclon_every: int | None = echoes("idle_cyclon_every")
+    reconnect_every: int | None = echoes("reconnect_every")
+    mark_saturated: bool | None = echoes("mark_saturated")
+    saturation_retry_ticks: int = echoes("saturation_retry", required=True)
+    gradient_variant: str | None = echoes("gradient")
+    idle_gradient_every: int | None = echoes("idle_gradient_every")
+    placement_mode: str | None = echoes("placement")
+    devices: str | None = echoes("devices")
+    sample_every_s: Number = echoes("sample_every")
+    fault_scenario: str | None = echoes("faults")
+    swm_every_s: Number = echoes("swm_every")
+    allocations_per_tick: int | None = echoes("allocations_per_tick")
+    head_of_line: bool | None = echoes("head_of_line")
+    probe_d: int | None = echoes("probe_d")
+    probe_load: str | None = echoes("probe_load")
+    probe_retry_ticks: int | None = echoes("probe_retry")
+    probe_band: Number = echoes("probe_band")
+    probe_poll_every_ticks: int | None = echoes("probe_poll_every")
+    freeze_after_ticks: int | None = echoes("freeze_after")
+    warmup_cap_ticks: int | None = echoes("warmup_cap")
+    centre_ties: str | None = echoes("centre_ties")
+    band: Number = echoes("band")
+    notify: bool | None = echoes("notify")
+    rumour_fanout: int | None = echoes("rumour_fanout")
+    adrf_alpha: Number = echoes("adrf_alpha")
+    adrf_beta: str | None = echoes("adrf_beta")
+    wmmf_resource: int | None = echoes("wmmf_resource")
+    wmmf_weighted: bool | None = echoes("wmmf_weighted")
+    gradient_max_age_periods: int = echoes("max_age", required=True)
+
+    RESOLVED: ClassVar[tuple[str, ...]] = ("saturation_retry_ticks", "gradient_max_age_periods")
+    """Echoes whose value is the parameter as the run resolved it, not as given."""
+
+    @classmethod
+    def of(cls, params: RunParams, finite: bool) -> Echo:
+        """The echo of `params`, the saturation retry and descriptor expiry as resolved (`finite`: tasks end)."""
+        values = {key: params.value(name) for key, name in cls.echoed().items() if key not in cls.RESOLVED}
+        return cls(**values, saturation_retry_ticks=params.saturation_retry_ticks(finite),
+                   gradient_max_age_periods=params.max_age_periods)
+
+    @classmethod
+    def echoed(cls) -> dict[str, str]:
+        """Echo key -> the run parameter it repeats."""
+        return _echoed(cls)
+
+
+def _echoed(section: type[Section]) -> dict[str, str]:
+    return {key: str(info.json_schema_extra["echoes"]) for key, info in section.model_fields.items()
+            if isinstance(info.json_schema_extra, dict) and "echoes" in info.json_schema_extra}
+
+
+def extension_echoes(params: RunParams) -> dict[str, Any]:
+    """The echoes plug-ins declare on their parameters (`Param.echo`), by key."""
+    return {p.echo: params.value(p.name) for p in run_declarations()
+            if p.echo is not None and p.name in params.protocol_values}
+
+
+class Fairness(Section):
+    """How fair the allocation was, over the placeable users (finite: time averages)."""
+
     min_dominant_share: Number = Field(description="The poorest user's G_i (finite: its time average).")
     gini: Number
     jain: Number
     utilization: dict[str, Number]
     tasks: dict[str, int]
     unplaceable_users: list[str]
-    # endless workloads
+
+
+class EndlessFairness(Fairness):
+    """The final allocation of endless users (the thesis's metrics) and its fragmentation."""
+
     std_dominant_share: Number = None
     ratio_20_20: Number = None
     stranded: dict[str, Number] | None = None
@@ -105,53 +249,51 @@ class ResultDocument(BaseModel):
                                                       "fragment.")
     fragmented_mean: dict[str, Number] | None = Field(None, description="Per resource: the fragmented share's mean "
                                                       "over the samples taken every --sample-every.")
-    fragmented_series: dict[str, list[Number]] | None = Field(None, description="time_s and, per resource, the "
+    fragmented_series: Mapping[str, Sequence[Number]] | None = Field(None, description="time_s and, per resource, the "
                                                               "fragmented share at each sample.")
     first_blocked: dict[str, Any] | None = Field(None, description="When an allocation first left some placeable "
                                                  "user's task fitting nowhere (that user saturated): time_s, user, and "
                                                  "per resource the fragmented and the free share then; null if none.")
     dominant_shares: dict[str, Number] | None = None
-    # finite workloads
-    time_averaged: dict[str, Any] | None = None
-    series: dict[str, list[Number]] | None = None
+
+
+class TimeAveraged(Section):
+    """Time averages of a finite run's samples (those with some user present)."""
+
+    min_share: Number
+    gini: Number
+    jain: Number
+    utilization: dict[str, Number]
+
+
+class FiniteFairness(Fairness):
+    """Fairness over time, for tasks that end: time averages, the samples, the SWM comparison."""
+
+    time_averaged: TimeAveraged | None = None
+    series: Mapping[str, Sequence[Number]] | None = None
     swm: dict[str, Any] | None = None
-    # distributed protocols
+
+
+class Distributed(Section):
+    """A distributed protocol's set-up and its servers' figures, summed."""
+
     homes: int | None = None
-    walk_ttl: int | None = None
     cyclon_view: int | None = None
     shuffle_length: int | None = None
+    walk_ttl: int | None = None
     placement: dict[str, Any] | None = None
     overlay: dict[str, Any] | None = None
-    # live runs
+
+
+class Live(Section):
+    """A live run's figures (`docs/live.md`)."""
+
     live: dict[str, Any] | None = None
 
 
-_JSON_TYPES: dict[Kind, Any] = {Kind.INT: int, Kind.FLOAT: Number, Kind.BOOL: bool, Kind.TEXT: str,
-                                Kind.DURATION: float}
-
-
-def _echo_fields(params: Sequence[Param]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for p in params:
-        if p.echo is None or p.echo in ResultDocument.model_fields or p.echo in fields:
-            continue
-        kind = _JSON_TYPES[p.kind]
-        fields[p.echo] = (kind | None, Field(None, description=f"{p.option}: {p.help}"))
-    return fields
-
-
-@cache
-def _model(params: tuple[Param, ...]) -> type[ResultDocument]:
-    """The document model with the echo keys of `params` (made once per set of declarations)."""
-    return create_model("RunResultDocument", __base__=ResultDocument,  # type: ignore[call-overload, no-any-return]
-                        **_echo_fields(params))
-
-
-def result_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of the result document, for the protocols registered now."""
-    schema = _model(all_params()).model_json_schema(mode="serialization")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-            "description": f"A drfemu run's result document, schema version {SCHEMA_VERSION}.", **schema}
+SECTIONS: tuple[type[Section], ...] = (Identity, Outcome, Ledger, Errors, Messages, Faults, Cost, Engine, Setup, Echo,
+                                       EndlessFairness, FiniteFairness, Distributed, Live)
+"""The sections in document order (`Fairness` comes with either of its two kinds)."""
 
 
 def _json_safe(value: Any) -> Any:
@@ -165,27 +307,43 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-class RunResult:
+class RunResult(Live, Distributed, FiniteFairness, EndlessFairness, Echo, Setup, Engine, Cost, Faults, Messages,
+                Errors, Ledger, Outcome, Identity):
     """The outcome and metrics of one run: typed fields, the `--json` document, tidy tables.
 
-    Fields are attributes (`result.gini`, `result.ledger`); `result["key"]` reads the document.
-    `allocation_log` holds one record per allocation when the run was asked to keep it.
+    Fields are attributes (`result.gini`, `result.ledger`); `result["key"]` reads the document,
+    extension keys included. `allocation_log` holds one record per allocation when the run was
+    asked to keep it. Made by `compose` from the sections the run's observers returned.
     """
 
-    __slots__ = ("_document", "allocation_log", "fields")
+    model_config = ConfigDict(frozen=True, extra="allow", title="drfemu run result")
 
-    def __init__(self, values: Mapping[str, Any], allocation_log: list[dict[str, Any]] | None = None) -> None:
-        self._document = {"schema_version": SCHEMA_VERSION, **values}
-        self.fields: ResultDocument = _model(all_params()).model_validate(_json_safe(self._document))
-        self.allocation_log = allocation_log
+    schema_version: str = Field(description="Version of this schema: MAJOR.MINOR.")
+    _document: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _allocation_log: list[dict[str, Any]] | None = PrivateAttr(default=None)
 
-    def __getattr__(self, name: str) -> Any:
-        if name in RunResult.__slots__ or name.startswith("__"):  # not set yet (unpickling)
-            raise AttributeError(name)
-        try:
-            return getattr(self.fields, name)
-        except AttributeError:
-            raise AttributeError(f"a run result has no field {name!r}") from None
+    @classmethod
+    def compose(cls, sections: Iterable[Section], extensions: Mapping[str, Any] | None = None) -> RunResult:
+        """The result of the sections a run's observers made (each kind at most once), in document
+        order, with a plug-in's echoes (`extensions`) after the `Echo` section."""
+        made = {type(section): section for section in sections}
+        document: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for kind in SECTIONS:
+            section = made.pop(kind, None)
+            if section is not None:
+                document.update(section.model_dump())
+            if kind is Echo:
+                document.update(extensions or {})
+        if made:
+            raise ValueError(f"not sections of a run result: {', '.join(k.__name__ for k in made)}")
+        return cls.of_document(document)
+
+    @classmethod
+    def of_document(cls, document: Mapping[str, Any]) -> RunResult:
+        """The result whose document is `document` (as `to_dict` gives it; validated against the schema)."""
+        result = _model(tuple(run_declarations())).model_validate(_json_safe(dict(document)))
+        result._document = dict(document)
+        return result
 
     def __getitem__(self, key: str) -> Any:
         return self._document[key]
@@ -194,8 +352,17 @@ class RunResult:
         return key in self._document
 
     def __repr__(self) -> str:
-        return (f"RunResult(protocol={self.fields.protocol!r}, status={self.fields.status!r}, "
-                f"allocations={self.fields.allocations}, min_dominant_share={self.fields.min_dominant_share})")
+        return (f"RunResult(protocol={self.protocol!r}, status={self.status!r}, allocations={self.allocations}, "
+                f"min_dominant_share={self.min_dominant_share})")
+
+    @property
+    def allocation_log(self) -> list[dict[str, Any]] | None:
+        """One record per allocation, when the run was asked to keep them (`drfemu.run(allocation_log=True)`)."""
+        return self._allocation_log
+
+    def keep_allocation_log(self, records: list[dict[str, Any]] | None) -> None:
+        """Attach the allocation records a run kept (what `allocation_log` then gives)."""
+        self._allocation_log = records
 
     @property
     def values(self) -> dict[str, Any]:
@@ -218,9 +385,37 @@ class RunResult:
 
     def series_table(self) -> pandas.DataFrame:
         """A finite run's samples over time, one row per sample (`time_s` and one column per metric)."""
-        if self.fields.series is None:
+        if self.series is None:
             raise ValueError("only runs of tasks that end sample over time (this run's tasks never end)")
-        return _pandas().DataFrame(self.fields.series)
+        return _pandas().DataFrame(self.series)
+
+
+_JSON_TYPES: dict[Kind, Any] = {Kind.INT: int, Kind.FLOAT: Number, Kind.BOOL: bool, Kind.TEXT: str,
+                                Kind.DURATION: float}
+
+
+@cache
+def _model(params: tuple[Param, ...]) -> type[RunResult]:
+    """`RunResult` with the extension echoes of `params` declared (for the schema and validation)."""
+    extensions = {p.echo: (_JSON_TYPES[p.kind] | None, Field(None, description=f"{p.option}: {p.help}"))
+                  for p in params if p.echo is not None and p.echo not in RunResult.model_fields}
+    if not extensions:
+        return RunResult
+    return create_model("RunResult", __base__=RunResult, **extensions)  # type: ignore[call-overload, no-any-return]
+
+
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the result document, for the protocols registered now."""
+    params = run_declarations()
+    by_name = {p.name: p for p in params}
+    schema = _model(params).model_json_schema(mode="serialization")
+    for key, name in _echoed(RunResult).items():
+        entry = schema["properties"][key]
+        entry.pop("echoes", None)
+        if name in by_name:
+            entry["description"] = f"{by_name[name].option}: {by_name[name].help}"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            "description": f"A drfemu run's result document, schema version {SCHEMA_VERSION}.", **schema}
 
 
 def _pandas() -> Any:

@@ -106,6 +106,10 @@ class Workload:
         """Cluster capacity C (eq. 3.1)."""
         return total_capacity([s.capacity for s in self.servers])
 
+    def submitted_by(self, now: float) -> int | None:
+        """How many of its tasks are submitted by time `now` (None for endless users)."""
+        return sum(t.submit <= now for u in self.users for t in u.tasks or ()) if self.finite else None
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "resources": list(self.resources),

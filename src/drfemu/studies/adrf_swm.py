@@ -17,10 +17,10 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from drfemu.workloads.google import draw_request, load_google_trace
-from drfemu.kernel.streams import RandomStreams
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.streams import RandomStreams
 from drfemu.policies.adrf import BETAS, adrf, social_welfare, swm
+from drfemu.workloads.google import draw_request, load_google_trace
 
 __all__ = ["SEED_TABLE_2", "adrf_vs_swm"]
 

@@ -11,11 +11,30 @@ case; (3) nothing about wall time — that is `drfemu overlay --nodes 10000 ...`
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from drfemu.assembly.overlay_run import OverlayConfig, run_overlay
+from drfemu.schema.workload import Workload, load_workload
+from drfemu.workloads.google import google_case
 
-__all__ = ["overlay_study"]
+__all__ = ["overlay_study", "overlay_workload", "run_overlay_config"]
+
+
+def overlay_workload(config: OverlayConfig) -> Workload | None:
+    """The workload whose users' shares give the utilities of `--utilities google` (a Google case
+    of `nodes` × `users`, drawn with `seed`) or of a workload file; None for random utilities."""
+    if config.utilities == "random":
+        return None
+    if config.utilities == "google":
+        assert config.nodes is not None, "OverlayConfig.build fills in the node count"
+        return google_case(config.nodes, config.users, config.seed)
+    return load_workload(Path(config.utilities))
+
+
+def run_overlay_config(config: OverlayConfig, **options: Any) -> dict[str, Any]:
+    """`run_overlay` of `config`, with the workload its `--utilities` names."""
+    return run_overlay(config, overlay_workload(config), **options)
 
 
 def _convergence(seeds: int, rounds: int, csv_rows: list[list[str]]) -> list[str]:
@@ -29,7 +48,7 @@ def _convergence(seeds: int, rounds: int, csv_rows: list[list[str]]) -> list[str
         conv: list[str] = []
         fractions: list[float] = []
         for seed in range(1, seeds + 1):
-            result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=view, rounds=rounds, seed=seed))
+            result = run_overlay_config(OverlayConfig.build(nodes=1000, neighbors=view, rounds=rounds, seed=seed))
             conv.append("–" if result["rounds_to_converge"] is None else str(result["rounds_to_converge"]))
             if seed == 1:
                 fractions = [row["ideal_view_fraction"] for row in result["rounds"]]
@@ -71,15 +90,17 @@ def _recovery(perturbations: int) -> list[str]:
              "| case | recovered | min | median | mean | p90 | max | rounds: count |",
              "|---|---|---|---|---|---|---|---|"]
     for view in (2, 5, 10):
-        result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=view, rounds=30, perturbations=perturbations))
+        config = OverlayConfig.build(nodes=1000, neighbors=view, rounds=30, perturbations=perturbations)
+        result = run_overlay_config(config)
         lines.append(_recovery_row(f"random, 1,000 nodes, P={view}, drop below 1..P nodes", result))
     for view in (2, 10):
-        result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=view, rounds=30, perturbations=perturbations,
-                                           drop_rank=100))
+        config = OverlayConfig.build(nodes=1000, neighbors=view, rounds=30, perturbations=perturbations, drop_rank=100)
+        result = run_overlay_config(config)
         lines.append(_recovery_row(f"random, 1,000 nodes, P={view}, drop below 1..100 nodes", result))
     for view in (2, 10):
-        result = run_overlay(OverlayConfig.build(nodes=100, neighbors=view, rounds=30, utilities="google", users=20,
-                                           perturbations=perturbations))
+        config = OverlayConfig.build(nodes=100, neighbors=view, rounds=30, utilities="google", users=20,
+                                     perturbations=perturbations)
+        result = run_overlay_config(config)
         lines.append(_recovery_row(f"Google 100×20 (eq. 4.2), P={view}, one allocation each", result))
     return lines
 

@@ -31,14 +31,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from drfemu.kernel.errors import InputError
+from drfemu.protocols.registry import PROTOCOLS, GradientUse
+from drfemu.schema.workload import Workload, WorkloadError
 from drfemu.tools.log_check import check_log
 from drfemu.tools.pools import worker_pool
 from drfemu.workloads.fault_schedules import ScheduleBounds, random_schedule
 from drfemu.workloads.google import google_case
-from drfemu.schema.workload import Workload, WorkloadError
 from drfemu.workloads.synthetic import synthetic_case
-from drfemu.kernel.errors import InputError
-from drfemu.protocols.registry import PROTOCOLS, GradientUse
 
 __all__ = ["DEFAULT_SIZES", "CampaignCase", "RunWorkload", "campaign_cases", "parse_sizes", "run_campaign", "run_case",
            "stalls_by_design"]

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drfemu.schema.params import canonical_params, defaults, protocol_defaults, run_id
-from drfemu.sweeps.report_spec import check_figure, check_table
 from drfemu.kernel.errors import InputError
 from drfemu.protocols.registry import PROTOCOLS, get_protocol
+from drfemu.schema.params import protocol_defaults
+from drfemu.sweeps.report_spec import check_figure, check_table
+from drfemu.workloads.points import canonical_params, defaults, run_id
 
 __all__ = ["Experiment", "Point", "Sweep", "SweepConfigError", "load_sweep", "sweep_from_document"]
 

@@ -31,12 +31,12 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from drfemu.tools.pools import worker_pool
+from drfemu.kernel.errors import InputError
+from drfemu.protocols.registry import GradientUse, get_protocol
 from drfemu.sweeps.config import Experiment, Sweep
 from drfemu.sweeps.records import Record, load_records, write_atomic, write_record
 from drfemu.sweeps.tidy import write_tidy
-from drfemu.kernel.errors import InputError
-from drfemu.protocols.registry import GradientUse, get_protocol
+from drfemu.tools.pools import worker_pool
 
 __all__ = ["RunPoint", "SweepSummary", "dask_cluster", "execute_run", "order_runs", "process_pool", "read_manifest",
            "run_sweep", "write_manifest"]

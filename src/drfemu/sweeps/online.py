@@ -31,10 +31,10 @@ from multiprocessing import Manager
 from pathlib import Path
 from typing import Any
 
-from drfemu.schema.params import canonical_params
-from drfemu.tools.pools import worker_pool
 from drfemu.sweeps.records import write_atomic
+from drfemu.tools.pools import worker_pool
 from drfemu.workloads.online import online_case
+from drfemu.workloads.points import canonical_params
 
 __all__ = ["ReplayProgress", "run_online_protocols"]
 

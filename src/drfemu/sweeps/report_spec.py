@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from drfemu.observers.harness import TOLERANCES
-from drfemu.schema.params import defaults
 from drfemu.kernel.errors import InputError
+from drfemu.observers.harness import TOLERANCES
+from drfemu.workloads.points import defaults
 
 __all__ = ["FIGURE_KINDS", "check_figure", "check_table", "matches"]
 

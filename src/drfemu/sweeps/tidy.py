@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from drfemu.schema.params import defaults
 from drfemu.sweeps.records import load_records
+from drfemu.workloads.points import defaults
 
 __all__ = ["flatten_result", "tidy_rows", "write_tidy"]
 

@@ -28,18 +28,17 @@ import multiprocessing
 import random
 import time
 from dataclasses import dataclass
-from typing import ClassVar
 
-from drfemu.tools.pools import worker_pool
+from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import ConstantLatency, to_us
+from drfemu.kernel.messages import handles, message
+from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.gc_tuning import tuned_gc
-from drfemu.kernel.latency import ConstantLatency, to_us
 from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION, Runtime
-from drfemu.kernel.streams import RandomStreams
-from drfemu.kernel.errors import InputError
-from drfemu.kernel.messages import handles, message
+from drfemu.tools.pools import worker_pool
 
 __all__ = ["BenchResult", "run_bench"]
 
@@ -49,7 +48,6 @@ class Ping:
     """A benchmark message: how many hops it has travelled."""
 
     hops: int
-    WIRE: ClassVar[tuple[int, int]] = (1, 0)
 
 
 class PingActor(Actor):

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from drfemu.tools.pools import worker_pool
-from drfemu.assembly.run import build_run_config, run_emulation
+from drfemu.assembly.config import RunConfig
+from drfemu.assembly.run import run_emulation
 from drfemu.nodes.trace import Diverged, EventTrace
+from drfemu.tools.pools import worker_pool
 
 __all__ = ["WALL_CLOCK", "Divergence", "RunCheck", "check_runs", "traced_run"]
 
@@ -77,14 +78,19 @@ def _comparable(result: Mapping[str, Any]) -> dict[str, Any]:
     return document  # type: ignore[no-any-return]
 
 
-def traced_run(params: Mapping[str, Any], reference: bytes | None = None,
+Build = Callable[[Mapping[str, Any]], RunConfig]
+"""Canonical run parameters → the run's config (`workloads.points.build_run_config`; a module-level
+function, so that a spawned process can be handed it)."""
+
+
+def traced_run(params: Mapping[str, Any], build: Build, reference: bytes | None = None,
                describe_at: int | None = None) -> dict[str, Any]:
-    """Run canonical `params` under an `EventTrace`. Returns `hashes` (bytes, without a
-    reference), `events`, `digest` and `result`, or — if the run parted from `reference` or
-    reached `describe_at` — `diverged`: the event's number, time, line and context."""
+    """Run canonical `params` (configured by `build`) under an `EventTrace`. Returns `hashes`
+    (bytes, without a reference), `events`, `digest` and `result`, or — if the run parted from
+    `reference` or reached `describe_at` — `diverged`: the event's number, time, line and context."""
     trace = EventTrace(reference, describe_at)
     try:
-        result = run_emulation(build_run_config(params), trace=trace).to_dict()
+        result = run_emulation(build(params), trace=trace).to_dict()
     except Diverged as stop:
         return {"diverged": {"index": stop.index, "at_us": stop.at_us, "line": stop.line, "context": stop.context,
                              "agrees": stop.agrees}}
@@ -94,11 +100,11 @@ def traced_run(params: Mapping[str, Any], reference: bytes | None = None,
     return outcome
 
 
-def _reference_event(params: Mapping[str, Any], reference: bytes, index: int) -> str:
+def _reference_event(params: Mapping[str, Any], build: Build, reference: bytes, index: int) -> str:
     """What the reference run did at event `index`, by replaying it here up to there."""
     if index >= len(reference) // 8:
         return "(the run had ended)"
-    replay = traced_run(params, reference, describe_at=index)
+    replay = traced_run(params, build, reference, describe_at=index)
     stop = replay.get("diverged")
     if stop is None:
         return "(not found: the replay ended early)"
@@ -109,44 +115,44 @@ def _reference_event(params: Mapping[str, Any], reference: bytes, index: int) ->
     return str(stop["line"])
 
 
-def _verdict(against: str, params: Mapping[str, Any], reference: dict[str, Any],
+def _verdict(against: str, params: Mapping[str, Any], build: Build, reference: dict[str, Any],
              checked: dict[str, Any]) -> tuple[list[Divergence], dict[str, tuple[str, ...]]]:
     stop = checked.get("diverged")
     if stop is None and checked["events"] < reference["events"]:
         stop = {"index": checked["events"], "at_us": -1, "line": "(the run ended)", "context": []}
     if stop is not None:
         at_s = stop["at_us"] / 1e6 if stop["at_us"] >= 0 else float("nan")
-        expected = _reference_event(params, reference["hashes"], stop["index"])
+        expected = _reference_event(params, build, reference["hashes"], stop["index"])
         return [Divergence(against, stop["index"], at_s, expected, stop["line"], tuple(stop["context"]))], {}
     keys = sorted(k for k in set(reference["result"]) | set(checked["result"])
                   if reference["result"].get(k) != checked["result"].get(k))
     return [], ({against: tuple(keys)} if keys else {})
 
 
-def check_runs(runs: Sequence[tuple[str, Mapping[str, Any]]], workers: int = 1) -> Iterator[RunCheck]:
-    """Check each `(run id, canonical params)`; yields the verdicts in order. `workers`: the
-    size of the fresh-process pool (at least 1; the reference and the rerun run here, while
-    the pool replays earlier runs)."""
+def check_runs(runs: Sequence[tuple[str, Mapping[str, Any]]], build: Build, workers: int = 1) -> Iterator[RunCheck]:
+    """Check each `(run id, canonical params)`, configured by `build`; yields the verdicts in
+    order. `workers`: the size of the fresh-process pool (at least 1; the reference and the rerun
+    run here, while the pool replays earlier runs)."""
     context = multiprocessing.get_context("spawn")
     with worker_pool(max(1, workers), mp_context=context) as pool:
         pending: list[tuple[str, Mapping[str, Any], dict[str, Any], dict[str, Any], Future[dict[str, Any]]]] = []
         for run, params in runs:
-            reference = traced_run(params)
-            remote = pool.submit(traced_run, dict(params), reference["hashes"])
-            rerun = traced_run(params, reference["hashes"])
+            reference = traced_run(params, build)
+            remote = pool.submit(traced_run, dict(params), build, reference["hashes"])
+            rerun = traced_run(params, build, reference["hashes"])
             pending.append((run, params, reference, rerun, remote))
             while pending and (pending[0][4].done() or len(pending) > max(1, workers)):
-                yield _finish(*pending.pop(0))
+                yield _finish(build, *pending.pop(0))
         while pending:
-            yield _finish(*pending.pop(0))
+            yield _finish(build, *pending.pop(0))
 
 
-def _finish(run: str, params: Mapping[str, Any], reference: dict[str, Any], rerun: dict[str, Any],
+def _finish(build: Build, run: str, params: Mapping[str, Any], reference: dict[str, Any], rerun: dict[str, Any],
             remote: Future[dict[str, Any]]) -> RunCheck:
     divergences: list[Divergence] = []
     differences: dict[str, tuple[str, ...]] = {}
     for against, checked in (("rerun", rerun), ("process", remote.result())):
-        found, differ = _verdict(against, params, reference, checked)
+        found, differ = _verdict(against, params, build, reference, checked)
         divergences += found
         differences.update(differ)
     return RunCheck(run, reference["events"], reference["digest"], tuple(divergences), differences)

@@ -26,10 +26,12 @@ from itertools import accumulate
 
 import numpy as np
 
-from drfemu.schema.workload import Server, User, Workload, WorkloadError
 from drfemu.kernel.streams import RandomStreams
+from drfemu.schema.params import CaseParams
+from drfemu.schema.workload import Server, User, Workload, WorkloadError
+from drfemu.workloads.registry import WorkloadSpec
 
-__all__ = ["GoogleTrace", "draw_request", "google_case", "load_google_trace"]
+__all__ = ["SPEC", "GoogleTrace", "draw_request", "google_case", "load_google_trace"]
 
 RESOURCES = ("cpu", "mem")
 ATTRIBUTION = "Google cluster-usage trace clusterdata-2011-2, CC-BY 4.0 (John Wilkes, Charles Reiss, Google)"
@@ -94,3 +96,8 @@ def google_case(machines: int = 100, users: int = 20, seed: int = 1) -> Workload
         chosen.append(User(entry.user[:12], draw_request(entry, user_rng)))
     source = {"kind": "google-2011", "machines": machines, "users": users, "seed": seed, "attribution": ATTRIBUTION}
     return Workload(RESOURCES, servers, tuple(chosen), source)
+
+
+SPEC = WorkloadSpec("google", "a case drawn from the Google 2011 trace (thesis §5.1): machines with their capacities, "
+                    "users with one submitted task's request each", CaseParams,
+                    lambda machines, users, case_seed: google_case(machines, users, case_seed), label="")

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from drfemu.schema.workload import MAX_NODES, Server, User, Workload, WorkloadError
 from drfemu.kernel.streams import RandomStreams
+from drfemu.schema.params import CaseParams
+from drfemu.schema.workload import MAX_NODES, Server, User, Workload, WorkloadError
+from drfemu.workloads.registry import WorkloadSpec
 
-__all__ = ["FRACTIONS", "SERVER_KINDS", "gpu_cluster_case"]
+__all__ = ["FRACTIONS", "SERVER_KINDS", "SPEC", "gpu_cluster_case"]
 
 SERVER_KINDS: tuple[tuple[float, float, float, float], ...] = (
     (96.0, 768.0, 8.0, 0.35), (64.0, 512.0, 4.0, 0.25), (32.0, 256.0, 2.0, 0.20), (96.0, 512.0, 0.0, 0.20))
@@ -73,3 +75,8 @@ def gpu_cluster_case(servers: int, users: int, seed: int = 1, gpu_users: float =
     source = {"kind": "gpu-cluster", "servers": servers, "users": users, "seed": seed, "gpu_users": gpu_users,
               "whole": whole}
     return Workload(("cpu", "mem", "gpu"), cluster, tuple(people), source)
+
+
+SPEC = WorkloadSpec("gpu-cluster", "a GPU-sharing cluster drawn from the shapes of the Alibaba GPU trace (cores, "
+                    "GiB, GPUs; fractional and whole-GPU users)", CaseParams,
+                    lambda machines, users, case_seed: gpu_cluster_case(machines, users, case_seed), label="gpu")

@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from drfemu.workloads.google import ATTRIBUTION, RESOURCES, load_google_trace
-from drfemu.schema.workload import Server, Task, User, Workload, WorkloadError
-from drfemu.kernel.streams import RandomStreams
 from drfemu.kernel.resources import fits
+from drfemu.kernel.streams import RandomStreams
+from drfemu.schema.workload import Server, Task, User, Workload, WorkloadError
+from drfemu.workloads.google import ATTRIBUTION, RESOURCES, load_google_trace
 
 __all__ = ["TraceTask", "check_online_options", "load_first_hour", "offered_load", "online_case"]
 

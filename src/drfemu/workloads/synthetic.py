@@ -30,10 +30,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from drfemu.schema.workload import MAX_NODES, MAX_TASKS, Server, Task, User, Workload, WorkloadError
 from drfemu.kernel.processes import Draw, arrival_process, duration_distribution
-from drfemu.kernel.streams import RandomStreams
 from drfemu.kernel.resources import fits
+from drfemu.kernel.streams import RandomStreams
+from drfemu.schema.workload import MAX_NODES, MAX_TASKS, Server, Task, User, Workload, WorkloadError
 
 __all__ = ["synthetic_case"]
 

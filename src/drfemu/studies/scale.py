@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from drfemu.schema.params import canonical_params, param
-from drfemu.tools.pools import worker_pool
-from drfemu.assembly.run import build_run_config, run_emulation
+from drfemu.assembly.run import run_emulation
 from drfemu.kernel.errors import InputError
+from drfemu.tools.pools import worker_pool
+from drfemu.workloads.points import build_run_config, canonical_params, declared
 
 __all__ = ["DEFAULT_SERVERS", "ScalePoint", "run_scale_curve", "users_for"]
 
@@ -95,7 +95,8 @@ def run_scale_curve(protocols: Iterable[str] = ("pdgdrf", "dgdrf"), servers: Ite
     protocols, servers = list(protocols), sorted(set(servers))
     if not protocols or not servers:
         raise InputError("the scale curve needs at least one protocol and one size")
-    low, high = param("machines").ge or 1, param("machines").le or math.inf
+    machines = declared("machines")
+    low, high = machines.ge or 1, machines.le or math.inf
     if not low <= min(servers) <= max(servers) <= high:
         wrong = min(servers) if min(servers) < low else max(servers)
         raise InputError(f"--servers: cluster sizes must be in [{low:g}, {high:g}], got {wrong}")

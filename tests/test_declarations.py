@@ -1,0 +1,144 @@
+"""One declaration per fact, checked on the source: a run parameter, a result field, a public
+name, a message's size — each is written in one place, and everything else derives from it.
+
+The checks read the package's source (`ast`), so a second declaration fails them wherever it is
+written: a `param(...)` field or a `Param("name", ...)` of a name declared elsewhere, an
+annotated field of a result section that another section has, a dict literal that spells the
+result document's keys, a public name imported twice by the package's face, a message class
+that states its `WIRE` beside fields that already say it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drfemu.schema.overlay_config import OverlayConfig
+from drfemu.schema.overlay_result import OverlayResult
+from drfemu.schema.result import SECTIONS, RunResult, Section
+from drfemu.workloads.points import point_declarations
+
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "drfemu"
+
+
+def _modules() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _parameter_declarations() -> Counter[str]:
+    """Every parameter declaration in the source: `name: T = param(...)` in a class body, and
+    `Param("name", ...)`."""
+    found: Counter[str] = Counter()
+    for _, tree in _modules():
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "param"):
+                found[node.target.id] += 1
+            elif (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Param" and node.args
+                  and isinstance(node.args[0], ast.Constant)):
+                found[str(node.args[0].value)] += 1
+    return found
+
+
+def test_every_parameter_is_declared_in_one_place() -> None:
+    declared = _parameter_declarations()
+    names = {p.name for p in (*point_declarations(), *OverlayConfig.PARAMS)}
+    assert names <= set(declared), f"declared nowhere the test can see: {sorted(names - set(declared))}"
+    twice = {name: n for name, n in declared.items() if n > 1}
+    assert not twice, f"parameters declared in more than one place: {twice}"
+
+
+def _section_fields() -> Counter[str]:
+    """The annotated fields of every result section class in the source."""
+    sections = {cls.__name__ for cls in (*SECTIONS, RunResult)} | {"Fairness", "Section"}
+    found: Counter[str] = Counter()
+    for _, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name in sections:
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        found[item.target.id] += 1
+    return found
+
+
+def test_every_result_field_is_declared_in_one_section() -> None:
+    fields = _section_fields()
+    document = set(RunResult.model_fields)
+    assert document <= set(fields)
+    twice = {name: n for name, n in fields.items() if n > 1 and not name.startswith("_")}
+    assert not twice, f"result fields declared in more than one section: {twice}"
+    assert all(issubclass(cls, Section) for cls in SECTIONS)
+
+
+RESULT_MAKERS = ("assembly", "observers", "live")
+"""The layers that make results: they build sections, never a dict of a document's keys."""
+
+
+def test_no_dict_literal_spells_the_result_document() -> None:
+    """The document is composed of the sections' fields: where results are made, no dict literal
+    holds three of its keys (nor of an overlay run's document, `schema.overlay_result`)."""
+    keys = set(RunResult.model_fields) | set(OverlayResult.model_fields)
+    offenders = []
+    for path, tree in _modules():
+        if path.relative_to(PACKAGE).parts[0] not in RESULT_MAKERS:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict):
+                spelled = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+                if len(spelled & keys) >= 3:
+                    offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {sorted(spelled & keys)}")
+    assert not offenders, offenders
+
+
+def test_every_public_name_is_written_once() -> None:
+    """`drfemu/__init__.py` names each public name in one import line; the lazy table and
+    `__all__` are read from those lines, not written again."""
+    import drfemu
+
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    imported = Counter(alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                       and node.module and node.module.startswith("drfemu") for alias in node.names)
+    assert {name: n for name, n in imported.items() if n > 1} == {}
+    assert set(imported) == set(drfemu.__all__)
+    strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    assert not strings & (set(imported) - {"__version__"}), "a public name is spelled again as text"
+
+
+STATED_WIRE = {"protocols/probe.py: LowestShare"}  # the hand-written size that disagrees with its fields (next commit)
+
+
+def test_message_sizes_derive_from_the_fields() -> None:
+    """No message class of the package states its `WIRE`: `@message` derives it from the fields'
+    annotations (`kernel.messages`)."""
+    stated = []
+    for path, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    target = item.target if isinstance(item, ast.AnnAssign) else (
+                        item.targets[0] if isinstance(item, ast.Assign) else None)
+                    if isinstance(target, ast.Name) and target.id == "WIRE":
+                        stated.append(f"{path.relative_to(PACKAGE)}: {node.name}")
+    assert set(stated) == STATED_WIRE, stated
+
+
+@pytest.mark.parametrize("kind", ["protocols", "workloads"])
+def test_plugins_are_listed_without_being_imported(kind: str) -> None:
+    """The registries list every entry by name; listing imports no plug-in module."""
+    import subprocess
+    import sys
+
+    code = (f"import sys, json\nfrom drfemu.{kind}.registry import {kind.upper()} as r\nnames = list(r)\n"
+            f"print(json.dumps([names, sorted(m for m in sys.modules if m.startswith('drfemu.{kind}.') "
+            f"and not m.endswith(('registry', 'spec', 'rule', 'central', 'cluster', 'devices', 'fragmentation', "
+            f"'homes', 'messages', 'placement')))]))")
+    import json
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    names, loaded = json.loads(done.stdout)
+    assert len(names) >= 2 and loaded == [], loaded
