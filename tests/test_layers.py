@@ -14,6 +14,7 @@ import ast
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,27 @@ def test_one_module_object_per_name(where: str, tmp_path: Path) -> None:
     seen = json.loads(done.stdout)
     assert Path(seen["registry"]).resolve() == (PACKAGE / "protocols" / "registry.py").resolve()
     assert seen["spec"] == "drfemu.protocols.spec" and seen["doubles"] == []
+
+
+def _functions(layer: str) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield f"{path.relative_to(PACKAGE)}:{node.name}", node
+
+
+def test_the_assembly_is_made_of_short_functions() -> None:
+    """A run is assembled step by step: no function of the assembly is over 40 lines."""
+    long = {name: n for name, node in _functions("assembly") if (n := node.end_lineno - node.lineno + 1) > 40}
+    assert not long, long
+
+
+@pytest.mark.parametrize("layer", ["assembly", "observers"])
+def test_no_function_takes_more_than_8_parameters(layer: str) -> None:
+    """Where a run is assembled and observed, what travels together is one typed object."""
+    def count(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+        args = node.args
+        return len(args.posonlyargs) + len(args.args) + len(args.kwonlyargs) + bool(args.vararg) + bool(args.kwarg)
+
+    many = {name: n for name, node in _functions(layer) if (n := count(node)) > 8}
+    assert not many, many

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from drfemu.assembly.config import RunConfig
 from drfemu.assembly.distributed import DistributedSetup
@@ -21,60 +22,110 @@ from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import FiniteUserNode, UserNode
+from drfemu.observers.observer import RunEnd
 from drfemu.protocols.central import PER_TICK
 from drfemu.protocols.resilience import Timeouts
+from drfemu.schema.result import Distributed, Section
 
-__all__ = ["Nodes", "build_nodes", "central_scheduler"]
+__all__ = ["CentralSetup", "Nodes", "Setup", "build_nodes", "central_scheduler"]
 
 
 @dataclass
 class Nodes:
-    """Every node of a run, built from its config: servers (or resource nodes), users, the
-    gateway and the central scheduler, in actor-id order, and the ones the tick drives."""
+    """Every node of a run, built from its config, in actor-id order — the servers (or resource
+    nodes), the users, the gateway, the central scheduler — the ones the tick drives, and the
+    setup of the protocol's kind (`Setup`) that built the servers."""
 
     actors: list[Actor]
     users: list[UserNode | FiniteUserNode]
     gateway: Gateway
     tickers: list[Actor]
-    distributed: DistributedSetup | None
+    setup: Setup
+
+
+class Setup(Protocol):
+    """The resource side of a run, by the kind of its protocol: the servers of a distributed one
+    (`assembly.distributed.DistributedSetup`) or the resource nodes and the central scheduler of a
+    central one (`CentralSetup`). An observer of the run too (its figures, `sections`)."""
+
+    @property
+    def servers(self) -> Sequence[Actor]:
+        """Actors 0..S−1."""
+
+    @property
+    def tail(self) -> Sequence[Actor]:
+        """The actors after the users and the gateway."""
+
+    def tickers(self, every_server: bool = False) -> Sequence[Actor]:
+        """The actors the allocation tick drives (`every_server`: every server, runs with crashes)."""
+
+    def start(self, runtime: Any) -> None:
+        """Create its periodic drivers, after the allocation tick's."""
+
+    def rejoin(self, actor: int, life: int, down: Sequence[int], now: float) -> Actor:
+        """Actor `actor`'s `life`-th life after a crash, rejoining empty (`down`: the others down now)."""
+
+    def sections(self, end: RunEnd) -> list[Section]:
+        """Its part of the result (`figures`, if any)."""
+
+    def figures(self) -> Distributed | None:
+        """Its figures, summed over its servers (a live worker reports its own servers')."""
+
+
+class CentralSetup:
+    """The resource nodes and the central scheduler of a central protocol."""
+
+    def __init__(self, config: RunConfig, gateway: Gateway, streams: RandomStreams, timeouts: Timeouts) -> None:
+        """`gateway` and `streams` are a distributed setup's business: a central one needs neither."""
+        ids = config.ids
+        self.config = config
+        self.timeouts = timeouts
+        self.servers: list[Actor] = [ResourceNode(i, s.capacity, ids.scheduler, timeouts.answer, timeouts.prompt,
+                                                  config.device_resource)
+                                     for i, s in zip(ids.servers, config.workload.servers)]
+        self.tail: list[Actor] = [central_scheduler(config, ack_ends=timeouts.answer > 0)]
+
+    def tickers(self, every_server: bool = False) -> list[Actor]:
+        return list(self.tail)
+
+    def start(self, runtime: Any) -> None:
+        """No driver: the scheduler ticks with the allocation tick."""
+
+    def rejoin(self, actor: int, life: int, down: Sequence[int], now: float) -> Actor:
+        """The scheduler restarts and rebuilds from the servers' reports (`nodes.scheduler`); a
+        resource node rejoins empty."""
+        config = self.config
+        servers = len(config.workload.servers)
+        if actor == config.ids.scheduler:
+            return central_scheduler(config, ack_ends=True, restarted=True, down=[s for s in down if s < servers])
+        return ResourceNode(actor, config.workload.servers[actor].capacity, config.ids.scheduler, *self.timeouts)
+
+    def sections(self, end: RunEnd) -> list[Section]:
+        return []
+
+    def figures(self) -> Distributed | None:
+        return None
 
 
 def build_nodes(config: RunConfig, streams: RandomStreams, timeouts: Timeouts = Timeouts(),
                 every_server: bool = False) -> Nodes:
     """The run's nodes, each with its own streams from `streams`. `timeouts.answer` > 0 turns
-    resilience on; `every_server` ticks every server (runs with crashes)."""
+    resilience on; `every_server` ticks every server (runs with crashes). The gateway is built
+    first: a distributed setup homes its servers' users as the gateway drew them."""
     ids = config.ids
     gateway = Gateway(ids.gateway, config.spec.gateway, ids.servers, ids.users, streams.python("gateway"),
                       central=ids.scheduler)
-    distributed: DistributedSetup | None = None
-    tickers: list[Actor] = []
-    if config.spec.distributed:
-        distributed = DistributedSetup(config, gateway.homes, streams, timeouts, ids.gateway)
-        actors: list[Actor] = list(distributed.servers)
-        tickers.extend(distributed.tickers(every_server=every_server))
-    else:
-        actors = [ResourceNode(i, s.capacity, ids.scheduler, timeouts.answer, timeouts.prompt, config.device_resource)
-                  for i, s in zip(ids.servers, config.workload.servers)]
-    users = _users(config, timeouts)
-    actors += [*users, gateway]
-    if config.spec.central_rule is not None:
-        scheduler = central_scheduler(config, ack_ends=timeouts.answer > 0)
-        actors.append(scheduler)
-        tickers.append(scheduler)
-    return Nodes(actors, users, gateway, tickers, distributed)
-
-
-def _users(config: RunConfig, timeouts: Timeouts) -> list[UserNode | FiniteUserNode]:
-    """One node per user: endless users submit one task after another, finite ones their task list."""
-    ids, workload, spec = config.ids, config.workload, config.spec
-    durable = spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
-    retry = spec.server_rule.reprobe_ticks(config.params.values()) if spec.server_rule is not None else 0
-    reprobe = retry * config.params.tick  # users ask the gateway again after this long without a proposal (probes)
-    total, rto = workload.total, timeouts.answer
-    return [FiniteUserNode(a, ids.gateway, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable,
-                           timeouts.prompt, reprobe)
-            if workload.finite else UserNode(a, ids.gateway, u.demand, total, rto, durable, timeouts.prompt, reprobe)
-            for a, u in zip(ids.users, workload.users)]
+    kind: type[DistributedSetup | CentralSetup] = DistributedSetup if config.spec.distributed else CentralSetup
+    setup: Setup = kind(config, gateway, streams, timeouts)
+    durable = config.spec.central_rule is not None  # a restarted scheduler rebuilds what it knew (`nodes.scheduler`)
+    total, rto, prompt, reprobe = config.workload.total, timeouts.answer, timeouts.prompt, config.reprobe
+    users: list[UserNode | FiniteUserNode] = [
+        FiniteUserNode(a, ids.gateway, [(t.submit, t.demand) for t in u.tasks or ()], total, rto, durable, prompt,
+                       reprobe)
+        if u.finite else UserNode(a, ids.gateway, u.demand, total, rto, durable, prompt, reprobe)
+        for a, u in zip(ids.users, config.workload.users)]
+    actors = [*setup.servers, *users, gateway, *setup.tail]
+    return Nodes(actors, users, gateway, list(setup.tickers(every_server)), setup)
 
 
 def central_scheduler(config: RunConfig, ack_ends: bool, restarted: bool = False,

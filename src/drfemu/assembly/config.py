@@ -7,11 +7,13 @@ the gateway, then (central protocols) the scheduler.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.latency import US_PER_S, parse_latency
 from drfemu.kernel.messages import CostModel
 from drfemu.protocols.devices import check_device_workload
 from drfemu.protocols.registry import get_protocol
@@ -54,6 +56,13 @@ class RunConfig:
     """The run's protocol, looked up in the registry once, when the config is made."""
     device_resource: int = field(init=False, repr=False, compare=False)
     """The index of the resource `--devices` models as devices (`protocols.devices`); -1: none."""
+    faults: BoundScenario | None = field(init=False, repr=False, compare=False)
+    """The run's fault scenario, read and checked against the run (None without one)."""
+    resilience: Timeouts = field(init=False, repr=False, compare=False)
+    """The run's timeouts: resilience (timeouts, retries, acknowledged ends) is on in runs with
+    faults (`docs/faults.md`), with timeouts from the latency model's bound; off otherwise."""
+    reprobe: float = field(init=False, repr=False, compare=False)
+    """Seconds a user waits for a proposal before asking the gateway again (probes; 0: never)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "spec", get_protocol(self.params.protocol))
@@ -69,6 +78,12 @@ class RunConfig:
             resource = check_device_workload(self.params.devices, [s.capacity for s in workload.servers],
                                              [u.demand for u in workload.users], workload.resources)
         object.__setattr__(self, "device_resource", resource)
+        object.__setattr__(self, "faults", self._checked())
+        bound = parse_latency(self.params.latency, random.Random(0)).bound_us() / US_PER_S  # draws change no bound
+        object.__setattr__(self, "resilience", self.timeouts(bound) if self.faults is not None else Timeouts())
+        rule = self.spec.server_rule
+        object.__setattr__(self, "reprobe", (rule.reprobe_ticks(self.params.values()) if rule is not None else 0)
+                           * self.params.tick)
 
     @classmethod
     def build(cls, workload: Workload, **params: Any) -> RunConfig:
@@ -79,9 +94,9 @@ class RunConfig:
     def ids(self) -> ActorIds:
         return ActorIds.of(self.workload)
 
-    def validate(self) -> BoundScenario | None:
-        """Checks that need the workload as well as the parameters; returns the run's fault
-        scenario, read and checked against the run (None without one)."""
+    def _checked(self) -> BoundScenario | None:
+        """Checks that need the workload as well as the parameters; the run's fault scenario,
+        read and checked against the run (None without one)."""
         spec = self.spec
         servers = len(self.workload.servers)
         if spec.distributed and servers > 1 and self.params.neighbors >= servers:

@@ -17,6 +17,8 @@ from drfemu.assembly.config import RunConfig
 from drfemu.kernel.events import NeighborsFixed
 from drfemu.kernel.resources import dominant_share
 from drfemu.kernel.streams import RandomStreams
+from drfemu.nodes.actor import Actor
+from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.overlay_peer import bootstrap, random_neighbors
 from drfemu.nodes.runtime import Runtime
 from drfemu.nodes.server import PLACEMENT_COUNTERS, ServerConfig, ServerNode, server_class
@@ -65,10 +67,12 @@ def server_config(config: RunConfig, timeouts: Timeouts, gateway: int) -> Server
 class DistributedSetup:
     """The servers of one distributed run, their overlay drivers and their figures."""
 
-    def __init__(self, config: RunConfig, homes: Mapping[int, int], streams: RandomStreams,
-                 timeouts: Timeouts = Timeouts(), gateway: int = -1) -> None:
-        """`homes`: each user's home server (the gateway's draw); see `server_config` for the rest.
-        A finite workload's homes count a user only once its first task arrives (`protocols.homes`)."""
+    def __init__(self, config: RunConfig, gateway: Gateway, streams: RandomStreams,
+                 timeouts: Timeouts = Timeouts()) -> None:
+        """The servers home their users as `gateway` drew them (a finite workload's homes count a
+        user only once its first task arrives, `protocols.homes`); the gateway is also the
+        bootstrap service a server whose Cyclon view empties asks again (`server_config`)."""
+        homes = gateway.homes
         spec = config.spec
         rule = spec.server_rule
         if rule is None:
@@ -81,7 +85,7 @@ class DistributedSetup:
         homed: dict[int, dict[int, float]] = {}
         for user, server in homes.items():
             homed.setdefault(server, {})[user] = dominant_share(demands[user], workload.total)
-        self.config = server_config(config, timeouts, gateway)
+        self.config = server_config(config, timeouts, gateway.id)
         rule_params = {p.name: params.value(p.name) for p in spec.params}
         node_class = server_class(rule)
         self.streams = streams
@@ -94,6 +98,7 @@ class DistributedSetup:
         self._build = build
         self.servers: list[ServerNode] = [build(server, homed.get(server, {}), 0)
                                           for server in range(len(workload.servers))]
+        self.tail: list[Actor] = []
         self.homes = sorted(homed)
         self._start()
 
@@ -111,12 +116,13 @@ class DistributedSetup:
         if self.spec.gradient is GradientUse.FROZEN:
             self._ideal = ideal_views([s.gradient.utility for s in self.servers], params.neighbors)
 
-    def rejoin(self, server: int, life: int, live: Sequence[int], now: float) -> ServerNode:
+    def rejoin(self, server: int, life: int, down: Sequence[int], now: float) -> ServerNode:
         """Server `server`'s `life`-th life after a crash: nothing homed, fresh streams, and from
         the bootstrap service a Cyclon view of `c` random live servers (described as of `now`,
-        utility unknown) and, for protocols with fixed random neighbours, `P` of them."""
+        utility unknown) and, for protocols with fixed random neighbours, `P` of them (`down`:
+        the other actors down now)."""
         node = self._build(server, {}, life)
-        others = [s for s in live if s != server]
+        others = [s for s in range(len(self.servers)) if s != server and s not in down]
         rng = node.stream("bootstrap")
         picks = rng.sample(others, min(node.cyclon.size, len(others)))
         node.join([(NEG_INF, p, now) for p in picks])
@@ -146,9 +152,9 @@ class DistributedSetup:
 
     def sections(self, end: RunEnd) -> list[Section]:
         """The distributed part of a run's result (an observer of the run: `observers.observer`)."""
-        return [self.section()]
+        return [self.figures()]
 
-    def section(self) -> Distributed:
+    def figures(self) -> Distributed:
         """The distributed part of the result: the set-up and the servers' counters, summed."""
         overlay: dict[str, Any] = {"gradient": self.spec.gradient.value}
         if self.spec.gradient is GradientUse.FROZEN:

@@ -58,7 +58,6 @@ from typing import Any, Protocol
 from drfemu.assembly.windows import Windows
 from drfemu.kernel.latency import parse_latency
 from drfemu.kernel.messages import MESSAGE_TYPES, PeerDown, PeerUp
-from drfemu.kernel.processes import duration_distribution
 from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.network import Network
 from drfemu.schema.faults import Action, BoundScenario, FaultEvent, Selection, Target
@@ -304,7 +303,7 @@ class FaultInjector:
         assert churn is not None
         end = min(churn.end if churn.end is not None else max_time, max_time)
         chosen = sorted(self.rng.sample(self.servers, min(churn.count(len(self.servers)), len(self.servers))))
-        up, down = duration_distribution(churn.up), duration_distribution(churn.down)
+        up, down = churn.up_draw, churn.down_draw
         for server in chosen:
             rng = self.streams.numpy(f"faults/churn/{server}")
             self._plan(churn.start + float(up(rng, 1)[0]), partial(self._churn_crash, server, rng, up, down, end), True)

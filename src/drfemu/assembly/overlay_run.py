@@ -39,6 +39,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from drfemu.kernel.errors import InputError
@@ -206,14 +207,7 @@ def run_overlay(
                          f"and a Cyclon view of {config.cyclon_view}")
     streams = RandomStreams(config.seed)
     utilities = _Utilities(config, streams, workload)
-    max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
-    gradient_view = gradient_factory(config.gradient, temperature=config.softmax_temperature,
-                                     shuffle_size=config.gradient_shuffle)
-    peers = [OverlayPeer(i, config.neighbors, config.cyclon_view, config.shuffle_length,
-                         streams.node(i).python("overlay"), utilities.values[i], max_age, gradient_view)
-             for i in range(n)]
-    bootstrap(peers, utilities.values, config.seed)
-
+    peers = _peers(config, n, streams, utilities)
     loop = VirtualClockLoop()
     try:
         network = Network(parse_latency(config.latency, streams.python("network/latency")))
@@ -228,28 +222,58 @@ def run_overlay(
             wall = time.perf_counter() - started
     finally:
         loop.close()
+    return _result(config, workload, _Run(runtime, peers, observer, cyclon.fired, gradient.fired, wall)).model_dump()
 
-    emulation_wall = max(wall - observer.seconds, 1e-9)
+
+def _peers(config: OverlayConfig, n: int, streams: RandomStreams, utilities: _Utilities) -> list[OverlayPeer]:
+    """The `n` overlay peers, each with its own stream, bootstrapped as the thesis's bootstrap server does."""
+    max_age = config.max_age_periods * config.tick / config.shuffles_per_tick
+    gradient_view = gradient_factory(config.gradient, temperature=config.softmax_temperature,
+                                     shuffle_size=config.gradient_shuffle)
+    peers = [OverlayPeer(i, config.neighbors, config.cyclon_view, config.shuffle_length,
+                         streams.node(i).python("overlay"), utilities.values[i], max_age, gradient_view)
+             for i in range(n)]
+    bootstrap(peers, utilities.values, config.seed)
+    return peers
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What an overlay run left to report: its runtime, peers and observer, the rounds of each
+    overlay's driver, and the wall time."""
+
+    runtime: Runtime
+    peers: list[OverlayPeer]
+    observer: _Observer
+    cyclon_rounds: int
+    gradient_rounds: int
+    wall: float
+
+
+def _result(config: OverlayConfig, workload: Workload | None, run: _Run) -> OverlayResult:
+    runtime, peers, observer = run.runtime, run.peers, run.observer
+    emulation_wall = max(run.wall - observer.seconds, 1e-9)
     events = runtime.delivered + runtime.timer_events
     exchanges = sum(p.cyclon_exchanges + p.gradient_exchanges for p in peers)
-    traffic = network.tally()
+    traffic = runtime.network.tally()
     perturbations = observer.perturbations
     recoveries = [p["recovery_rounds"] for p in perturbations if p["recovery_rounds"] is not None]
     return OverlayResult(
-        nodes=n, neighbors=config.neighbors, cyclon_view=config.cyclon_view, shuffle_length=config.shuffle_length,
-        shuffles_per_tick=config.shuffles_per_tick, max_age_periods=config.max_age_periods, gradient=config.gradient,
+        nodes=len(peers), neighbors=config.neighbors, cyclon_view=config.cyclon_view,
+        shuffle_length=config.shuffle_length, shuffles_per_tick=config.shuffles_per_tick,
+        max_age_periods=config.max_age_periods, gradient=config.gradient,
         softmax_temperature=config.softmax_temperature if config.gradient == "kompics" else None, tick_s=config.tick,
-        latency=network.latency.describe(), seed=config.seed, utilities=config.utilities,
+        latency=runtime.network.latency.describe(), seed=config.seed, utilities=config.utilities,
         users=len(workload.users) if workload is not None else None, static_rounds=config.rounds,
         observe_every=config.observe_every, rounds=observer.rounds, rounds_to_converge=observer.rounds_to_converge,
         perturbations=perturbations,
         recovery=Recovery(perturbations=len(perturbations), recovered=len(recoveries), cap_rounds=config.recovery_cap,
                           drop_rank=observer.drop_rank if workload is None else None, **_summary(recoveries)),
-        cyclon_rounds=cyclon.fired, gradient_rounds=gradient.fired,
+        cyclon_rounds=run.cyclon_rounds, gradient_rounds=run.gradient_rounds,
         cyclon_exchanges=sum(p.cyclon_exchanges for p in peers),
         gradient_exchanges=sum(p.gradient_exchanges for p in peers),
         messages={name: t.sent for name, t in traffic.items()}, bytes={name: t.bytes for name, t in traffic.items()},
         messages_total=sum(t.sent for t in traffic.values()), bytes_total=sum(t.bytes for t in traffic.values()),
-        virtual_time_s=runtime.now, wall_time_s=wall, observer_wall_s=observer.seconds, emulation_wall_s=emulation_wall,
-        events=events, events_per_s=events / emulation_wall, exchanges_per_s=exchanges / emulation_wall,
-        gradient_merge=RANK_IMPLEMENTATION).model_dump()
+        virtual_time_s=runtime.now, wall_time_s=run.wall, observer_wall_s=observer.seconds,
+        emulation_wall_s=emulation_wall, events=events, events_per_s=events / emulation_wall,
+        exchanges_per_s=exchanges / emulation_wall, gradient_merge=RANK_IMPLEMENTATION)

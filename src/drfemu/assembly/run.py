@@ -35,19 +35,18 @@ import time
 from collections.abc import Callable, Set
 from typing import Any
 
-from drfemu.assembly.build import build_nodes, central_scheduler
+from drfemu.assembly.build import build_nodes
 from drfemu.assembly.config import RunConfig
 from drfemu.assembly.faults import DETECTION_TIMEOUTS, FaultInjector
 from drfemu.assembly.lifetimes import TaskLifetimes
 from drfemu.kernel.events import ServerCrashed, ServerRecovered
-from drfemu.kernel.latency import US_PER_S, parse_latency
+from drfemu.kernel.latency import parse_latency
 from drfemu.kernel.messages import PeerDown, PeerUp
 from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.gc_tuning import tuned_gc
 from drfemu.nodes.network import Network
-from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.runtime import Periodic, Runtime
 from drfemu.nodes.trace import EventTrace
 from drfemu.observers.fault_metrics import NO_FAULTS, FaultTimeline
@@ -57,7 +56,6 @@ from drfemu.observers.ledger import TaskLedger
 from drfemu.observers.observer import Observer, RunEnd
 from drfemu.observers.run_log import RunLog
 from drfemu.observers.traffic import Traffic
-from drfemu.protocols.resilience import Timeouts
 from drfemu.schema.faults import BoundScenario, Target
 from drfemu.schema.result import RunResult, Section
 
@@ -88,13 +86,12 @@ class Run:
         `trace` every event (`nodes.trace`: the determinism checker), `record` every fact of the
         replayable run log (`observers.run_log`)."""
         self.config = config
-        bound = config.validate()
+        bound = config.faults
         params = config.params
         self.streams = RandomStreams(params.seed)
         self.loop = VirtualClockLoop()
         latency = parse_latency(params.latency, self.streams.python("network/latency"))
-        # Resilience (timeouts, retries, acknowledged ends) is on in runs with faults (docs/faults.md).
-        self.timeouts = config.timeouts(latency.bound_us() / US_PER_S) if bound is not None else Timeouts()
+        self.timeouts = config.resilience
         self.nodes = build_nodes(config, self.streams, self.timeouts,
                                  every_server=bound is not None and bound.scenario.crashes)
         self.network = Network(latency, loss=config.loss, loss_rng=self.streams.python("network/loss"),
@@ -138,9 +135,8 @@ class Run:
         for user in self.nodes.users:
             runtime.call_at(0.0, user.start, actor=user)
         ticks = runtime.start_ticks(config.params.tick, self.nodes.tickers)
-        if self.nodes.distributed is not None:
-            self.nodes.distributed.start(runtime)
-            self.observers.append(self.nodes.distributed)
+        self.nodes.setup.start(runtime)
+        self.observers.append(self.nodes.setup)
         runtime.add_tick_hook(self.harness.on_tick)
         if isinstance(self.harness, Harness) and not self.harness.placeable_shares():
             self.harness.finish(SATURATED, "no user's task fits on any server", 0.0)
@@ -204,21 +200,13 @@ class Run:
         self.runtime.inject(fresh)
 
     def _rebuild(self, actor: int, life: int) -> Actor:
-        """Actor `actor`'s `life`-th life: a server rejoins empty (a distributed one with a fresh
-        bootstrap view), the scheduler restarts and rebuilds from the servers' reports, the gateway
-        keeps its home table (`nodes.gateway`)."""
-        runtime, nodes, config = self.runtime, self.nodes, self.config
-        down = sorted(runtime.down - {actor})
-        servers_down = [s for s in down if s < len(self.servers)]
-        if actor == nodes.gateway.id:
-            nodes.gateway.rejoin(servers_down)
-            return nodes.gateway
-        if actor == config.ids.scheduler:
-            return central_scheduler(config, ack_ends=True, restarted=True, down=servers_down)
-        if nodes.distributed is not None:
-            return nodes.distributed.rejoin(actor, life, [s for s in self.servers if s not in runtime.down],
-                                            runtime.now)
-        return ResourceNode(actor, config.workload.servers[actor].capacity, config.ids.scheduler, *self.timeouts)
+        """Actor `actor`'s `life`-th life: the gateway keeps its home table (`nodes.gateway`); the
+        setup rebuilds a server, a resource node or the scheduler (`assembly.build.Setup.rejoin`)."""
+        down = sorted(self.runtime.down - {actor})
+        if actor == self.nodes.gateway.id:
+            self.nodes.gateway.rejoin([s for s in down if s < len(self.servers)])
+            return self.nodes.gateway
+        return self.nodes.setup.rejoin(actor, life, down, self.runtime.now)
 
     def notify(self, notice: PeerDown | PeerUp) -> None:
         runtime = self.runtime

@@ -49,7 +49,6 @@ def live(**options: Any) -> None:
     """Run one emulation live: the same nodes on the real clock, over UDP, across processes."""
     from drfemu.live.coordinator import LiveOptions, run_live
     from drfemu.observers.run_log import labelled_log
-    from drfemu.workloads.points import build_run_config
 
     json_path: Path | None = options.pop("json_path")
     log: Path | None = options.pop("log")
@@ -59,8 +58,8 @@ def live(**options: Any) -> None:
     live_options = LiveOptions(processes=options.pop("processes"), remote=options.pop("remote_workers"),
                                time_scale=options.pop("time_scale"), bind=options.pop("bind"),
                                listen=(host, int(port)))
-    params = resolve_run_options(options, json_path, log)
-    case = build_run_config(params).workload
+    point = resolve_run_options(options, json_path, log)
+    params, case = point.params, point.config.workload
     protocol = params["protocol"]
     with run_log_file(log) as writer, progress_reporter(f"{protocol} live: starting") as report:
 

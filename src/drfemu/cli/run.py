@@ -24,14 +24,14 @@ from drfemu.cli.common import (
     write_json,
 )
 from drfemu.protocols.registry import PROTOCOLS
-from drfemu.schema.params import readers
+from drfemu.schema.params import readers, unread
 from drfemu.schema.workload import Workload
 from drfemu.workloads.points import (
-    canonical_params,
+    Point,
+    configure_point,
     declared,
     parameters_markdown,
     point_declarations,
-    unread_given,
 )
 
 if TYPE_CHECKING:
@@ -121,12 +121,13 @@ def run_signature() -> inspect.Signature:
                               output_option("log", "--log", "Write one JSON line per allocation.")])
 
 
-def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> dict[str, Any]:
-    """The canonical run parameters of the options given (warning of those the protocol does not
-    read), once every output path is known to be writable."""
+def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> Point:
+    """The run the options given describe (warning of those the protocol does not read), once
+    every output path is known to be writable."""
     given = {name: value for name, value in options.items() if value is not None}
-    params = canonical_params(given)
-    for option in unread_given(given):
+    point = configure_point(given)
+    params = point.params
+    for option in unread(given):
         print(f"drfemu: warning: {option} is not read by protocol {params['protocol']}; ignored", file=sys.stderr)
     faults = params["faults"]
     if faults is not None and not Path(faults).read_text(encoding="utf-8", errors="replace").strip():
@@ -135,7 +136,7 @@ def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> dict[st
     for path in paths:
         if path is not None:
             check_writable(path)
-    return params
+    return point
 
 
 def warn_unplaceable(result: RunResult, case: Workload) -> None:
@@ -156,9 +157,9 @@ def run(**options: Any) -> None:
 
     json_path: Path | None = options.pop("json_path")
     log: Path | None = options.pop("log")
-    params = resolve_run_options(options, json_path, log)
-    config = api.configure(**params)
-    protocol = params["protocol"]
+    point = resolve_run_options(options, json_path, log)
+    config = point.config
+    protocol = config.params.protocol
     with run_log_file(log) as writer, progress_reporter(f"{protocol}: starting") as report:
 
         def progress(now: float, allocations: int) -> None:

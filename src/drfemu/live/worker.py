@@ -130,8 +130,7 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
         runtime.start_ticks(params.tick, nodes.tickers)
         live = runtime
         runtime.add_tick_hook(lambda now, tick: write_frame(writer, CLOCK, CLOCK_BODY.pack(live.now)))
-        if nodes.distributed is not None:
-            nodes.distributed.start(runtime)
+        nodes.setup.start(runtime)
         runtime.begin(loop.time() + (go["start"] - time.time()))
         stop = asyncio.ensure_future(read_frame(reader))
         try:
@@ -150,7 +149,7 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
             "late_tick_histogram": _histogram([t * runtime.scale for t in late]),
             "ticks_over_half": sum(t > params.tick / 2 for t in late),
             "users": {u.id: u.counters() for u in nodes.users if u.id in mine},
-            "distributed": nodes.distributed.section().model_dump() if nodes.distributed is not None else None,
+            "distributed": figures.model_dump() if (figures := nodes.setup.figures()) is not None else None,
         })
     except (asyncio.IncompleteReadError, ConnectionError):
         pass  # the coordinator went away: stop

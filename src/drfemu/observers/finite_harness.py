@@ -51,7 +51,6 @@ from drfemu.observers.harness import (
     FINISHED,
     SHARE_MARGIN,
     STALLED,
-    TOLERANCES,
     FaultState,
     Limits,
     Listeners,
@@ -70,9 +69,8 @@ class FiniteHarness(RunObserver):
     """Observes one run of a finite workload. Servers are actors 0..S-1; `user_actors[k]` is user k's."""
 
     def __init__(self, workload: Workload, user_actors: Sequence[int], limits: Limits, listeners: Listeners, *,
-                 faults: FaultState | None = None, sample_every: float = 0.0, swm_every: float = 0.0,
-                 tolerances: Sequence[float] = TOLERANCES) -> None:
-        super().__init__(limits, listeners, faults, tolerances)
+                 faults: FaultState | None = None, sample_every: float = 0.0, swm_every: float = 0.0) -> None:
+        super().__init__(limits, listeners, faults)
         capacities = [s.capacity for s in workload.servers]
         tasks = workload.task_count
         self.labels = [u.id for u in workload.users]

@@ -98,7 +98,7 @@ class RunObserver:
     run's fault state (None: a run without faults)."""
 
     def __init__(self, limits: Limits, listeners: Listeners, faults: FaultState | None,
-                 tolerances: Sequence[float]) -> None:
+                 tolerances: Sequence[float] = TOLERANCES) -> None:
         self.tolerances = tuple(tolerances)
         if len(self.tolerances) > 8:
             raise ValueError("at most 8 tolerances (their error flags share one byte per allocation)")
@@ -194,12 +194,11 @@ class Harness(RunObserver):
     actor id."""
 
     def __init__(self, workload: Workload, user_actors: Sequence[int], limits: Limits, listeners: Listeners, *,
-                 faults: FaultState | None = None, sample_every: float = 0.0, device_resource: int = -1,
-                 tolerances: Sequence[float] = TOLERANCES) -> None:
+                 faults: FaultState | None = None, sample_every: float = 0.0, device_resource: int = -1) -> None:
         """`sample_every` > 0: sample the fragmentation every that many seconds (`fragment_samples`);
         `device_resource` ≥ 0: that resource is modelled as devices (`protocols.devices`), and
         allocations say which devices they took."""
-        super().__init__(limits, listeners, faults, tolerances)
+        super().__init__(limits, listeners, faults)
         capacities = [s.capacity for s in workload.servers]
         demands = [u.demand for u in workload.users]
         self.labels = [u.id for u in workload.users]

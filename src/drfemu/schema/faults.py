@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import parse_duration, parse_latency
 from drfemu.kernel.messages import MESSAGE_TYPES, never_on_the_wire
-from drfemu.kernel.processes import duration_distribution
+from drfemu.kernel.processes import Draw, duration_distribution
 
 __all__ = ["Action", "BoundScenario", "Churn", "FaultEvent", "FaultScenario", "ScenarioError", "Selection", "Target",
            "load_scenario", "parse_scenario"]
@@ -103,11 +103,16 @@ class FaultEvent:
 
 @dataclass(frozen=True)
 class Churn:
+    """Servers that crash and recover on their own: `up` and `down` are duration specs, whose
+    draws (`up_draw`, `down_draw`: `kernel.processes`) are parsed with the scenario."""
+
     servers: float  # a count (≥ 1) or a fraction (< 1)
     up: str
     down: str
     start: float = 0.0
     end: float | None = None  # None: the time cap
+    up_draw: Draw = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    down_draw: Draw = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def count(self, servers: int) -> int:
         """How many of `servers` servers churn (a fraction rounds to the nearest, at least 1)."""
@@ -353,18 +358,19 @@ def _churn(raw: Any) -> Churn:
     if (isinstance(servers, bool) or not isinstance(servers, (int, float)) or servers <= 0
             or (servers >= 1 and servers != int(servers))):
         raise InputError(f"churn: servers must be a count (≥ 1) or a fraction in (0, 1), not {servers!r}")
+    draws = []
     for key in ("up", "down"):
         if not isinstance(raw[key], str):
             raise InputError(f"churn: {key} must be a duration spec such as 'exp:300'")
         try:
-            duration_distribution(raw[key])
+            draws.append(duration_distribution(raw[key]))
         except InputError as error:
             raise InputError(f"churn: {key}: {error}") from None
     start = _time(raw.get("start", 0.0), "churn: start")
     end = _time(raw["end"], "churn: end") if "end" in raw else None
     if end is not None and end <= start:
         raise InputError(f"churn: end ({end:g} s) must be after start ({start:g} s)")
-    return Churn(float(servers), raw["up"], raw["down"], start, end)
+    return Churn(float(servers), raw["up"], raw["down"], start, end, *draws)
 
 
 def parse_scenario(document: Mapping[str, Any], source: str = "scenario") -> FaultScenario:

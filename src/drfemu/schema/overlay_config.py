@@ -13,8 +13,7 @@ from typing import Any
 
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.params import param
-from drfemu.schema.checked import check_values
-from drfemu.schema.params import DrawnUsers, OverlayParams, check_gradient_period, check_latency
+from drfemu.schema.params import DrawnUsers, OverlayParams, check_gradient_period, check_latency, check_values
 
 __all__ = ["MAX_OVERLAY_NODES", "OverlayConfig"]
 

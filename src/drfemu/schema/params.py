@@ -7,7 +7,7 @@ grouped so that what is shared is declared once: `OverlayParams` (what the overl
 found through the registry; a drawn case's are `CaseParams`, which the built-in generated
 workloads read (`workloads.registry`). From these declarations come
 - the typed, validated run parameters (`run_params`: a `RunParams`, whose `protocol_values`
-  holds the protocols' own), checked by a pydantic model made from them (`schema.checked`);
+  holds the protocols' own), checked by a pydantic model made from them (`schema.params`);
 - the `drfemu run` options and their help, sweep-config validation (`workloads.points`), the
   reset of parameters a protocol never reads (`reads`), the result's echo (`schema.result.Echo`)
   and the table in `docs/parameters.md` (`drfemu params --markdown`).
@@ -15,28 +15,41 @@ workloads read (`workloads.registry`). From these declarations come
 Decisions: a parameter given but not read by the protocol is reset to its default (sweeps) and
 named by the command line; `case_seed` (the draw of a generated case) defaults to `seed`, so
 replicates over seeds draw different cases unless a config pins it.
+
+Values are checked against the declarations (`check_values`) by a pydantic model made from the
+`Param`s, with one-line errors that name the option. Why pydantic: it validates a model built at run time from the declarations (`create_model`),
+with bounds (`ge`, `gt`, `le`) and strict types, and reports every failure with its field,
+which becomes our one-line error. msgspec is faster but its constraints and errors are
+thinner, and validation here runs once per run, not per message.
+
+Decisions: durations are text with a unit (`"100ms"`); a bare number in a config or in Python
+is seconds, but a text without a unit (`--tick 100`) is refused. Integers and booleans are
+strict (no `"3"`, no `True` for a count); a float takes an int but not a bool or a text.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
-from typing import Any
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, create_model
+from pydantic.functional_validators import BeforeValidator
 
 from drfemu.kernel.errors import InputError
-from drfemu.kernel.latency import US_PER_S, parse_latency
-from drfemu.kernel.params import Declared, Duration, Param, param
+from drfemu.kernel.latency import US_PER_S, parse_duration, parse_latency
+from drfemu.kernel.params import Declared, Duration, Kind, Param, param
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
 from drfemu.protocols.placement import PlacementParams
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
-from drfemu.schema.checked import check_values
 from drfemu.schema.workload import MAX_NODES, MAX_SEED
 
 __all__ = ["RETRY_CAP_TICKS", "SATURATION_RETRY_TICKS", "CaseParams", "OverlayParams", "RunParams",
-           "check_gradient_period", "check_latency", "declared", "protocol_defaults", "reads", "readers",
-           "run_declarations", "run_params"]
+           "check_gradient_period", "canonical_run", "check_latency", "check_values", "declared", "protocol_defaults", "reads", "readers",
+           "run_declarations", "run_params", "unread"]
 
 SATURATION_RETRY_TICKS = {False: 50, True: 1}
 """`--saturation-retry` when not given, by whether tasks end. Decision: with endless tasks a
@@ -161,6 +174,86 @@ class CaseParams(DrawnUsers, DrawnMachines):
     case_seed: int | None = param(default=None, help="Seed of the case draw (default: --seed).", ge=0, le=MAX_SEED)
 
 
+# -- checking values ------------------------------------------------------------------------------
+class _Checked(BaseModel):
+    """Base of every model generated from declarations: frozen, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_duration(value)
+    if isinstance(value, bool):
+        raise InputError("expected a duration such as '100ms'")
+    return value
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, (bool, str)):
+        raise InputError("expected a number")
+    return value
+
+
+def _annotation(p: Param) -> Any:
+    bounds: dict[str, Any] = {k: v for k, v in (("ge", p.ge), ("gt", p.gt), ("le", p.le)) if v is not None}
+    if p.kind is Kind.BOOL:
+        return StrictBool
+    if p.kind is Kind.TEXT:
+        if p.choices:
+            return Literal[p.choices] if p.default is not None else Literal[p.choices] | None  # type: ignore[valid-type]
+        return str
+    if p.kind is Kind.DURATION:
+        return Annotated[float, BeforeValidator(_duration), Field(allow_inf_nan=False, **bounds)]
+    if p.kind is Kind.FLOAT:
+        return Annotated[float, BeforeValidator(_no_bool), Field(strict=False, allow_inf_nan=False, **bounds)]
+    if p.default is None:
+        return Annotated[StrictInt | None, Field(**bounds)]
+    return Annotated[StrictInt, Field(**bounds)]
+
+
+@cache
+def _model(params: tuple[Param, ...]) -> type[_Checked]:
+    """The pydantic model of `params` (made once per set of declarations)."""
+    fields = {p.name: (_annotation(p), p.default) for p in params}
+    return create_model("CheckedParams", __base__=_Checked, **fields)  # type: ignore[call-overload, no-any-return]
+
+
+def check_values(params: Iterable[Param], values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` checked against the declarations `params`: defaults filled in, durations in
+    seconds, in declaration order; an `InputError` of one line naming the option otherwise."""
+    declared = tuple(params)
+    try:
+        return _model(declared)(**values).model_dump()
+    except ValidationError as error:
+        raise InputError(_one_line(error, {p.name: p for p in declared})) from None
+
+
+def _one_line(error: ValidationError, declared: Mapping[str, Param]) -> str:
+    first = error.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else "?"
+    if first["type"] == "extra_forbidden":
+        return f"unknown run parameter {name!r} (known: {', '.join(declared)})"
+    option = declared[name].option if name in declared else name
+    kind, context, got = first["type"], first.get("ctx", {}), f", got {first.get('input')!r}"
+    if kind == "greater_than_equal":
+        return f"{option} must be at least {context['ge']:g}{got}"
+    if kind == "greater_than":
+        bound = "positive" if context["gt"] == 0 else f"above {context['gt']:g}"
+        return f"{option} must be {bound}{got}"
+    if kind == "less_than_equal":
+        return f"{option} must be at most {context['le']:g}{got}"
+    if kind == "literal_error":
+        return f"{option} must be one of {', '.join(declared[name].choices)}{got}"
+    if kind == "value_error":  # our own validators' messages name the value already
+        return f"{option}: {first['msg'].removeprefix('Value error, ')}"
+    expected = {"int_type": "an integer", "int_parsing": "an integer", "bool_type": "true or false",
+                "float_type": "a finite number", "float_parsing": "a finite number", "finite_number": "a finite number",
+                "string_type": "a text"}.get(kind)
+    return f"{option}: {'must be ' + expected if expected else first['msg']}{got}"
+
+
+# -- who reads what -------------------------------------------------------------------------------
 _DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "idle_cyclon_every", "reconnect_every",
                 "mark_saturated", "saturation_retry")
 _GRADIENT = ("shuffles_per_tick", "max_age", "idle_gradient_every", "gradient", "softmax_temperature",
@@ -253,6 +346,27 @@ def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
     check = getattr(spec.rule, "check_params", None)
     if check is not None:
         check(values)
+
+
+def canonical_run(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The run parameters of `given` (not None) checked (`run_params`), every one by name, and those
+    the protocol does not read reset to their declared defaults (so two sweep points that
+    describe the same run are equal)."""
+    values = run_params(**given).values()
+    spec = get_protocol(values["protocol"])
+    declarations = {p.name: p for p in run_declarations()}
+    return {name: value if name == "protocol" or reads(spec, name) else declarations[name].default
+            for name, value in values.items()}
+
+
+def unread(given: Mapping[str, Any]) -> list[str]:
+    """The options among `given` (run parameters, not None) that the chosen protocol never reads
+    and that differ from their defaults."""
+    spec = get_protocol(given.get("protocol") or ProtocolChoice.PARAMS[0].default)
+    declarations = {p.name: p for p in run_declarations()}
+    return [declarations[n].option for n, v in given.items()
+            if v is not None and n in declarations and n != "protocol" and not reads(spec, n)
+            and v != declarations[n].default]
 
 
 def run_params(**values: Any) -> RunParams:

@@ -34,7 +34,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, WithJsonSchema, create_model
 
@@ -51,7 +51,10 @@ __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "Cost", "Distributed", "Echo", "Endles
 SCHEMA_VERSION = "1.3"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
-Number = Annotated[int | float | None, WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "null"}]})]
+if TYPE_CHECKING:
+    Number: TypeAlias = float | None
+else:  # the same for the type checker (an int is a float there); validation keeps an int an int
+    Number = Annotated[int | float | None, WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "null"}]})]
 """A figure: JSON has no infinity or NaN, so a non-finite one is null; an int stays an int."""
 
 

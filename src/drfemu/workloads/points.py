@@ -19,27 +19,30 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from drfemu.assembly.config import RunConfig
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.params import Declared, Kind, Param, param
-from drfemu.protocols.registry import PROTOCOLS, get_protocol
-from drfemu.schema.checked import check_values
+from drfemu.protocols.registry import PROTOCOLS
 from drfemu.schema.params import (
     CaseParams,
     ProtocolChoice,
+    canonical_run,
+    check_values,
     protocol_defaults,
     readers,
-    reads,
     run_declarations,
     run_params,
+    unread,
 )
 from drfemu.schema.workload import Workload, load_workload
 from drfemu.workloads.registry import WORKLOADS, WorkloadSpec, workload_declarations
 
-__all__ = ["ALWAYS_NAMED", "WorkloadChoice", "build_run_config", "canonical_params", "configured", "declared",
+__all__ = ["ALWAYS_NAMED", "Point", "WorkloadChoice", "build_run_config", "canonical_params", "configure_point",
+           "configured", "declared",
            "defaults", "draw_workload", "parameters_markdown", "point_declarations", "run_id", "run_point",
            "run_workload", "unread_given"]
 
@@ -92,9 +95,9 @@ def _readable(value: Any, base_dir: Path | None, option: str, what: str) -> Path
     return path.resolve()
 
 
-def _case(workload: str, given: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
-    """The workload part of a point: the generated workload's parameters checked, or the file's path."""
-    spec = _generated(workload)
+def _case(workload: str, spec: WorkloadSpec | None, given: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
+    """The workload part of a point: the generated workload's (`spec`) parameters checked, or the
+    file's path."""
     others = [p for p in workload_declarations() if spec is None or p not in spec.params]
     stray = [p.option for p in others if p.name in given]
     if stray and spec is None:
@@ -110,37 +113,60 @@ def _case(workload: str, given: Mapping[str, Any], base_dir: Path | None) -> dic
     return {"workload": workload, **case, **own}
 
 
-def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, Any]:
-    """Every point parameter, with defaults filled in, types and bounds checked and unread ones
-    reset; durations in seconds. Raises `InputError` with one line."""
-    known = {p.name for p in point_declarations()}
-    unknown = sorted(set(params) - known)
+@dataclass(frozen=True)
+class Point:
+    """A run point checked in one pass: its canonical parameters and the config they build."""
+
+    params: dict[str, Any]
+    config: RunConfig
+
+
+def _canonical(params: Mapping[str, Any],
+               base_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any], WorkloadSpec | None]:
+    """The canonical point of `params`, its run parameters alone, and its generated workload (None
+    for a file). Names and paths are checked first, then the values (`schema.params`)."""
+    declarations = point_declarations()
+    unknown = sorted(set(params) - {p.name for p in declarations})
     if unknown:
-        raise InputError(f"unknown run parameter(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        raise InputError(f"unknown run parameter(s): {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(p.name for p in declarations))})")
     given = {k: v for k, v in params.items() if v is not None}
     workload = given.get("workload", WorkloadChoice.PARAMS[0].default)
     if not isinstance(workload, str):
         raise InputError(f"--workload: expected a generated workload's name or a file path, got {workload!r}")
-    case = _case(workload, given, base_dir)
+    spec = WORKLOADS[workload] if workload in WORKLOADS else None
     if given.get("faults") is not None:
         given["faults"] = str(_readable(given["faults"], base_dir, "--faults", "fault scenario"))
-    validated = run_params(**{k: v for k, v in given.items() if k not in case}).values()
-    if case.get("case_seed", 0) is None and _generated(workload) is not None:
-        case["case_seed"] = validated["seed"]
-    spec = get_protocol(validated["protocol"])
-    for name in validated:
-        if name != "protocol" and not reads(spec, name):
-            validated[name] = declared(name).default
-    merged = {**case, **validated}
-    return {p.name: merged[p.name] for p in point_declarations() if p.name in merged}
+    case = _case(workload, spec, given, base_dir)
+    run = canonical_run({k: v for k, v in given.items() if k not in case})
+    if case.get("case_seed", 0) is None and spec is not None:
+        case["case_seed"] = run["seed"]
+    merged = {**case, **run}
+    return {p.name: merged[p.name] for p in declarations if p.name in merged}, run, spec
+
+
+def canonical_params(params: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, Any]:
+    """Every point parameter, with defaults filled in, types and bounds checked and unread ones
+    reset; durations in seconds (what a sweep names a run by). Raises `InputError` with one line."""
+    return _canonical(params, base_dir)[0]
+
+
+def configure_point(params: Mapping[str, Any], base_dir: Path | None = None) -> Point:
+    """The canonical point of `params` (`canonical_params`) and the `RunConfig` it builds, in one
+    pass: the workload drawn (or read) once, the run parameters checked once."""
+    point, run, spec = _canonical(params, base_dir)
+    workload = (spec.draw(**{p.name: point[p.name] for p in spec.params}) if spec is not None
+                else load_workload(Path(point["workload"])))
+    return Point(point, RunConfig(workload, run_params(**run)))
 
 
 def unread_given(params: Mapping[str, Any]) -> list[str]:
     """The options given (not None) that the chosen protocol never reads."""
-    spec = get_protocol(params.get("protocol") or ProtocolChoice.PARAMS[0].default)
-    case = {p.name for p in (*WorkloadChoice.PARAMS, *workload_declarations())}
-    return [declared(n).option for n, v in params.items()
-            if v is not None and n not in case and n != "protocol" and not reads(spec, n) and v != declared(n).default]
+    return unread({k: v for k, v in params.items() if k not in _case_names()})
+
+
+def _case_names() -> set[str]:
+    return {p.name for p in (*WorkloadChoice.PARAMS, *workload_declarations())}
 
 
 def run_id(params: Mapping[str, Any]) -> str:
@@ -179,9 +205,7 @@ def draw_workload(params: Mapping[str, Any]) -> Workload:
 def build_run_config(params: Mapping[str, Any]) -> RunConfig:
     """The validated `RunConfig` of canonical `params` (loads or draws the workload)."""
     case = {"workload", *(p.name for p in workload_declarations())}
-    config = RunConfig(draw_workload(params), run_params(**{k: v for k, v in params.items() if k not in case}))
-    config.validate()
-    return config
+    return RunConfig(draw_workload(params), run_params(**{k: v for k, v in params.items() if k not in case}))
 
 
 def run_workload(workload: Workload, params: Mapping[str, Any],
@@ -232,7 +256,5 @@ def configured(protocol: str, workload: Workload, given: Mapping[str, Any]) -> R
     stray = sorted(set(given) & {p.name for p in workload_declarations()})
     if stray:
         raise InputError(f"{', '.join(stray)} describe a generated case and cannot be combined with a Workload")
-    config = RunConfig(workload, run_params(protocol=protocol, **given))
-    config.validate()
-    return config
+    return RunConfig(workload, run_params(protocol=protocol, **given))
 

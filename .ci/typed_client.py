@@ -1,0 +1,26 @@
+"""A user's script, type-checked by `.ci/typecheck-client` with `mypy --strict` against the
+installed package: each `reveal_type` must show the type the docs promise (`docs/api.md`)."""
+
+from typing import reveal_type
+
+import drfemu
+
+result = drfemu.run(protocol="drf", machines=20, users=4)
+reveal_type(result.allocations)  # expect: int
+reveal_type(result.min_dominant_share)  # expect: float | None
+reveal_type(result.utilization)  # expect: dict[str, float | None]
+reveal_type(result.ledger)  # expect: dict[str, int]
+reveal_type(result.neighbors)  # expect: int | None
+reveal_type(result.tick_s)  # expect: float | None
+reveal_type(result.probe_d)  # expect: int | None
+reveal_type(result.saturation_retry_ticks)  # expect: int
+reveal_type(result.to_dict())  # expect: dict[str, Any]
+
+config = drfemu.configure(protocol="pdgdrf", machines=20, users=4, neighbors=2)
+reveal_type(config.params.neighbors)  # expect: int
+reveal_type(config.params.tick)  # expect: float
+reveal_type(config.workload.servers)  # expect: tuple[drfemu.schema.workload.Server, ...]
+reveal_type(drfemu.run_config(config).gini)  # expect: float | None
+reveal_type(drfemu.SCHEMA_VERSION)  # expect: str
+reveal_type(drfemu.params())  # expect: tuple[drfemu.kernel.params.Param, ...]
+reveal_type(drfemu.google_case(10, 3, seed=1))  # expect: drfemu.schema.workload.Workload
