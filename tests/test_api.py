@@ -13,6 +13,7 @@ import pytest
 import drfemu
 from drfemu.cli import main
 from drfemu.protocols.registry import unregister
+from drfemu.workloads.registry import WORKLOADS
 from tests.toy_protocol import ToyRule
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,13 +100,15 @@ def test_the_api_page_examples_run_as_doctests(tmp_path: Path, monkeypatch: pyte
     pytest.importorskip("pandas", reason="docs/api.md shows tidy tables, which need pandas (the tables extra)")
     monkeypatch.chdir(tmp_path)  # the examples write their files here
     os.environ.setdefault("COLUMNS", "120")
-    registered = set(drfemu.available_protocols())
+    protocols, workloads = set(drfemu.available_protocols()), set(drfemu.available_workloads())
     try:
         failed, attempted = doctest.testfile(str(ROOT / "docs" / "api.md"), module_relative=False,
                                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    finally:
-        for name in set(drfemu.available_protocols()) - registered:  # the page registers one of its own
+    finally:  # the page registers a protocol and a workload of its own
+        for name in set(drfemu.available_protocols()) - protocols:
             unregister(name)
+        for name in set(drfemu.available_workloads()) - workloads:
+            WORKLOADS.unregister(name)
     assert attempted > 10 and failed == 0
 
 

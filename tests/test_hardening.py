@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from drfemu._version import __version__
 from drfemu.cli.common import CliError, check_writable
 from drfemu.live.channel import proof
 from drfemu.tools.pools import max_workers, worker_pool
@@ -365,6 +366,18 @@ def test_version_and_run_first_in_help(scratch: Path) -> None:
     assert version.returncode == 0 and version.stdout.startswith("drfemu ")
     listed = drfemu("--help", cwd=scratch).stdout.split("Commands:")[1].split()
     assert listed[0] == "run"
+
+
+def test_the_version_needs_no_installed_metadata(scratch: Path) -> None:
+    """A source tree that was never installed (no dist-info to read) still knows its version."""
+    blocked = ("import sys, importlib.metadata as m\n"
+               "def gone(name): raise m.PackageNotFoundError(name)\n"
+               "m.version = m.distribution = m.metadata = gone\n"
+               "sys.argv = ['drfemu', '--version']\n"
+               "from drfemu.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", blocked], cwd=scratch, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"drfemu {__version__}"
 
 
 def test_zero_needs_no_unit(scratch: Path) -> None:

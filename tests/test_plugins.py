@@ -1,6 +1,7 @@
-"""Protocols from other packages: an installed distribution's `drfemu.protocols` entry point adds a
-protocol, with a parameter of its own, to the CLI, sweeps, `drfemu protocols` and `drfemu params`;
-a broken one is one line naming it, and everything else works on."""
+"""Protocols and workloads from other packages: an installed distribution's `drfemu.protocols`
+entry point adds a protocol, and its `drfemu.workloads` entry point a generated workload, each with
+a parameter of its own, to the CLI, sweeps, the listings and `drfemu params`; a broken one is one
+line naming it, and everything else works on."""
 
 from __future__ import annotations
 
@@ -40,6 +41,29 @@ SPEC = ProtocolSpec("demo", "a plug-in's protocol: homes allocate every few tick
                     server_rule=DemoRule)
 '''
 
+WORKLOAD_PLUGIN = '''
+"""A generated workload of a package of the user's own: `ring_size` identical servers, users
+whose demands step through the resources."""
+
+from drfemu.kernel.params import param
+from drfemu.schema.params import CaseParams
+from drfemu.schema.workload import Server, User, Workload
+from drfemu.workloads.registry import WorkloadSpec
+
+
+class RingParams(CaseParams):
+    ring_size: int = param(default=4, help="ring: servers in the ring.", ge=1, le=1000)
+
+
+def ring_case(machines: int, users: int, case_seed: int, ring_size: int) -> Workload:
+    servers = tuple(Server(f"r{i}", (8.0, 16.0)) for i in range(ring_size))
+    people = tuple(User(f"u{i}", (1.0 + i % 2, 1.0 + (i + 1) % 2)) for i in range(users))
+    return Workload(("cpu", "mem"), servers, people, {"kind": "ring", "seed": case_seed})
+
+
+SPEC = WorkloadSpec("ring", "a plug-in's workload: a ring of equal servers", RingParams, ring_case)
+'''
+
 
 def _distribution(site: Path, name: str, entry_points: str) -> None:
     """What pip leaves in site-packages for an installed distribution: its metadata and entry points."""
@@ -55,7 +79,9 @@ def site(tmp_path: Path) -> Path:
     site = tmp_path / "site"
     (site / "drfemu_demo_plugin").mkdir(parents=True)
     (site / "drfemu_demo_plugin" / "__init__.py").write_text(PLUGIN)
-    _distribution(site, "drfemu_demo_plugin", "[drfemu.protocols]\ndemo = drfemu_demo_plugin:SPEC\n")
+    (site / "drfemu_demo_plugin" / "ring.py").write_text(WORKLOAD_PLUGIN)
+    _distribution(site, "drfemu_demo_plugin", "[drfemu.protocols]\ndemo = drfemu_demo_plugin:SPEC\n"
+                  "[drfemu.workloads]\nring = drfemu_demo_plugin.ring:SPEC\n")
     _distribution(site, "drfemu_broken_plugin", "[drfemu.protocols]\nbroken = drfemu_no_such_module:SPEC\n")
     return site
 
@@ -104,3 +130,29 @@ def test_a_broken_plugin_leaves_the_built_in_protocols_working(site: Path, tmp_p
     done = _drfemu(site, "run", "--protocol", "drf", "--machines", "10", "--users", "3", cwd=tmp_path)
     assert done.returncode == 0
     assert done.stderr.strip().splitlines() == [BROKEN]
+
+
+@pytest.mark.slow
+def test_an_installed_package_adds_a_generated_workload_with_its_own_parameter(site: Path, tmp_path: Path) -> None:
+    params = _drfemu(site, "params", cwd=tmp_path)
+    assert params.returncode == 0, params.stderr
+    assert "--ring-size" in params.stdout
+
+    out = tmp_path / "ring.json"
+    done = _drfemu(site, "run", "--protocol", "drf", "--workload", "ring", "--ring-size", "3", "--users", "4",
+                   "--json", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["machines"] == 3 and result["users"] == 4 and result["allocations"] > 0
+    refused = _drfemu(site, "run", "--workload", "ring", "--ring-size", "0", cwd=tmp_path)
+    assert refused.returncode == 2 and "--ring-size must be at least 1" in refused.stderr
+    alone = _drfemu(site, "run", "--workload", "google", "--ring-size", "3", cwd=tmp_path)
+    assert alone.returncode == 2 and "--ring-size" in alone.stderr  # read by the ring only: not ignored
+
+    config = tmp_path / "ring.toml"
+    config.write_text('[base]\nworkload = "ring"\nusers = 4\n[[grids]]\nprotocol = "drf"\nring_size = [2, 5]\n')
+    swept = _drfemu(site, "sweep", str(config), "--out", str(tmp_path / "sweep"), "--workers", "2", cwd=tmp_path)
+    assert swept.returncode == 0, swept.stderr
+    records = [json.loads(p.read_text()) for p in (tmp_path / "sweep" / "runs").glob("*.json")]
+    assert sorted(r["result"]["machines"] for r in records) == [2, 5]
+    assert all(r["status"] == "ok" for r in records)
