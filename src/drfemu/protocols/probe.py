@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.messages import Address, TaskRequest, handles, message
@@ -94,7 +94,6 @@ class LowestShare:
     user: Address
     task: int
     share: float
-    WIRE: ClassVar[tuple[int, int]] = (1, 2)
 
 
 @message

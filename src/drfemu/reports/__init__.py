@@ -1,1 +1,1 @@
-"""reports"""
+"""Markdown, figures and HTML made from sweeps."""

@@ -1,1 +1,2 @@
-"""policies"""
+"""Studies that run many runs of their own: the overlay study, the cost curve and the policy
+experiments."""
