@@ -1,5 +1,5 @@
 """Build of the C accelerators (`overlay._rank`, `overlay._cyclon`, `nodes._exchange`,
-`nodes._engine`, `protocols._gini`); everything else is in pyproject.toml.
+`nodes._engine`, `protocols._gini`, `overlay._cycle`); everything else is in pyproject.toml.
 
 The extensions are optional: without a C compiler the install still succeeds, and the
 gradient and Cyclon use their pure-Python merges and exchanges, the runtime its pure-Python
@@ -22,4 +22,5 @@ setup(ext_modules=[
     accelerator("drfemu.nodes._exchange", "src/native/_exchange.c"),
     accelerator("drfemu.nodes._engine", "src/native/_engine.c"),
     accelerator("drfemu.protocols._gini", "src/native/_gini.c"),
+    accelerator("drfemu.overlay._cycle", "src/native/_cycle.c"),
 ])

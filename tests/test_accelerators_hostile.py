@@ -715,7 +715,7 @@ NO_COMPILER = """
 import json, sys
 class NoCompiler:  # as an install that found no C compiler: the extensions are not there
     def find_spec(self, name, path=None, target=None):
-        if name.rsplit(".", 1)[-1] in {"_engine", "_cyclon", "_exchange", "_rank", "_gini"}:
+        if name.rsplit(".", 1)[-1] in {"_engine", "_cyclon", "_exchange", "_rank", "_gini", "_cycle"}:
             raise ImportError(f"No module named {name!r}")
         return None
 sys.meta_path.insert(0, NoCompiler())
@@ -725,9 +725,15 @@ from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION
 from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION
 from drfemu.overlay.gradient import RANK_IMPLEMENTATION
 from drfemu.protocols.pdgdrf import gini_test_implementation
-implementations = (ENGINE_IMPLEMENTATION, EXCHANGE_IMPLEMENTATION, RANK_IMPLEMENTATION, gini_test_implementation())
+from drfemu.overlay.cycle import CYCLE_IMPLEMENTATION
+from drfemu.schema.overlay_config import OverlayConfig
+from drfemu.studies.overlay import run_overlay_config
+implementations = (ENGINE_IMPLEMENTATION, EXCHANGE_IMPLEMENTATION, RANK_IMPLEMENTATION, gini_test_implementation(),
+                   CYCLE_IMPLEMENTATION)
 run = traced_run(json.loads(sys.argv[1]), build_run_config)
-print(json.dumps({"implementations": implementations, "digest": run["digest"], "events": run["events"]}))
+cycles = run_overlay_config(OverlayConfig.build(**json.loads(sys.argv[2])))["rounds"]
+print(json.dumps({"implementations": implementations, "digest": run["digest"], "events": run["events"],
+                  "cycles": cycles}))
 """
 
 
@@ -740,10 +746,16 @@ def test_without_the_extensions_every_reference_runs_and_the_run_is_the_same() -
     from drfemu.tools.check import traced_run
     from drfemu.workloads.points import build_run_config, canonical_params
 
+    from drfemu.schema.overlay_config import OverlayConfig
+    from drfemu.studies.overlay import run_overlay_config
+
     params = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 2})
+    overlay = {"nodes": 150, "neighbors": 4, "rounds": 8, "perturbations": 2, "mode": "cycle"}
     here = traced_run(params, build_run_config)
-    done = subprocess.run([sys.executable, "-c", NO_COMPILER, json.dumps(params)], capture_output=True, text=True,
-                          check=True, env={**os.environ, "DRFEMU_PURE_PYTHON": ""})
+    cycles = run_overlay_config(OverlayConfig.build(**overlay))["rounds"]
+    done = subprocess.run([sys.executable, "-c", NO_COMPILER, json.dumps(params), json.dumps(overlay)],
+                          capture_output=True, text=True, check=True, env={**os.environ, "DRFEMU_PURE_PYTHON": ""})
     alone = json.loads(done.stdout)
-    assert alone["implementations"] == ["Python"] * 4
+    assert alone["implementations"] == ["Python"] * 5
     assert (alone["digest"], alone["events"]) == (here["digest"], here["events"])
+    assert alone["cycles"] == cycles

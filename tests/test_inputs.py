@@ -41,7 +41,7 @@ def _workload(**extra: object) -> dict[str, object]:
         (lambda d: ["run", "--log", str(d)], "it is a directory"),
         (lambda d: ["policy", "drf", "--capacity", "1e300,1e300", "--demand", "1e-300,1e-300"], "must lie in"),
         (lambda d: ["policy", "drf", "--capacity", "1e12,1e12", "--demand", "1e-9,1e-9"], "use --divisible"),
-        (lambda d: ["overlay", "--nodes", "10000000"], "--nodes must be at most 200000"),
+        (lambda d: ["overlay", "--nodes", "1000000000"], "--nodes must be at most 100000000"),
         (lambda d: ["experiment", "online", "--plots", _write(d / "file", "") + "/sub"], "cannot write into --plots"),
         (lambda d: ["workload", "google"], "Missing option '-o'"),
         (lambda d: ["report", str(d)], "not a sweep directory"),

@@ -5,14 +5,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+import scipy.optimize as scipy_optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drfemu.policies.drf_filling import drf_divisible, drf_tasks
 from drfemu.policies.pool import PolicyInputError
 from drfemu.policies.tda import saturated_allocations, tda, tda_bound
-
-scipy_optimize = pytest.importorskip("scipy.optimize")
 
 # Seed 000, chapter 5: user 1's task from <1,1> to <5,2>, user 2's from <1,1> to <3,6>.
 SCENARIOS = [((c1, m1), (c2, m2)) for c1 in range(1, 6) for m1 in (1, 2) for c2 in (1, 2, 3) for m2 in range(1, 7)]

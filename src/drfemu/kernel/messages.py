@@ -145,6 +145,16 @@ class CostModel:
     def bytes_of(self, count: int, numbers: int, addresses: int) -> int:
         return numbers * self.number_bytes + addresses * self.address_bytes + count * self.overhead_bytes
 
+    def message_bytes(self, cls: type, count: int, items: int = 0) -> int:
+        """Bytes of `count` messages of type `cls` carrying `items` items in all in each of their
+        tuple fields (a message type with one such field, as the overlays' are)."""
+        wire: tuple[Any, ...] = getattr(cls, "WIRE")
+        numbers, addresses = wire[0] * count, wire[1] * count
+        for k in range(2, len(wire), 3):
+            numbers += wire[k + 1] * items
+            addresses += wire[k + 2] * items
+        return self.bytes_of(count, numbers, addresses)
+
 
 _NUMBER = Wire(1, 0)
 _NUMBERS = Wire(1, 0, per_item=True)

@@ -61,6 +61,11 @@ class RandomStreams:
         """A numpy `Generator` (PCG64) for stream `name`."""
         return np.random.Generator(np.random.PCG64(self._sequence(name)))
 
+    def word(self, name: str) -> int:
+        """A 64-bit seed for stream `name`, for a generator of another kind (the cycle-driven
+        overlay's, `overlay.cycle.SplitMix64`)."""
+        return int(self._sequence(name).generate_state(1, dtype=np.uint64)[0])
+
     def node(self, node: int, life: int = 0) -> NodeStreams:
         """Node `node`'s own streams; `life` > 0: those of its `life`-th restart after a crash
         (a node that rejoins empty draws afresh, not its first life's numbers again)."""

@@ -1,4 +1,4 @@
-"""Observers: snapshot the overlays as networkx graphs and measure them (SPEC §4.1).
+"""Observers: measure the overlays from a snapshot of every node's views (SPEC §4.1).
 
 Observers belong to the emulator, never to a node: they read every node's state at once,
 including the *true* utilities, which no node knows. Reading never changes a node — the
@@ -17,20 +17,30 @@ What is measured, per snapshot (`measure`):
   spread;
 - gradient: in-degree spread, and the mean hop count from a node to the centre along view
   links (nodes that cannot reach it are counted apart).
+
+Decision (issue 51): a snapshot is a few arrays — the views padded with −1 — and the measures
+are array operations (numpy, and scipy's sparse-graph routines for connectivity and hops), so
+an observation of a million nodes takes seconds and leaves nothing behind but its figures.
+The graph of a snapshot as networkx sees it (`cyclon_graph`, `gradient_graph`) is still there
+for a user's own analysis; edges repeated in a view count once, as they do there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import networkx as nx
 import numpy as np
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from drfemu.overlay.cyclon import Cyclon
-from drfemu.overlay.gradient import Gradient, acknowledges, is_above, validation_set
+from drfemu.overlay.gradient import Gradient
 from drfemu.overlay.messages import Descriptor
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "CentreStatus",
@@ -45,15 +55,45 @@ __all__ = [
     "total_order",
 ]
 
+NO_NODE = -1
+"""What pads a view shorter than its row."""
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, eq=False)
 class OverlaySnapshot:
-    """Every node's true utility, Cyclon neighbours and gradient view at one instant."""
+    """Every node's true utility, Cyclon neighbours and gradient view at one instant, as arrays:
+    `cyclon[u]` and `gradient[u]` are node `u`'s views in view order (most preferred first for the
+    gradient), padded with −1; `believed[u, k]` is the utility the descriptor of `gradient[u, k]`
+    carries."""
 
-    utilities: tuple[float, ...]
-    cyclon: tuple[tuple[int, ...], ...]
-    gradient: tuple[tuple[Descriptor, ...], ...]
+    utilities: np.ndarray
+    cyclon: np.ndarray
+    gradient: np.ndarray
+    believed: np.ndarray
     view_size: int
+
+    @classmethod
+    def of(cls, utilities: Sequence[float], cyclon: Sequence[Sequence[int]],
+           gradient: Sequence[Sequence[Descriptor]], view_size: int) -> OverlaySnapshot:
+        """A snapshot from per-node sequences: Cyclon neighbours, and gradient descriptors
+        `(utility, node, stamp)`."""
+        n = len(utilities)
+        cyclon_nodes = np.full((n, max((len(v) for v in cyclon), default=0)), NO_NODE, dtype=np.int64)
+        width = max((len(v) for v in gradient), default=0)
+        gradient_nodes = np.full((n, width), NO_NODE, dtype=np.int64)
+        believed = np.zeros((n, width))
+        for u in range(n):
+            row = cyclon[u]
+            cyclon_nodes[u, : len(row)] = row
+            view = gradient[u]
+            if view:
+                gradient_nodes[u, : len(view)] = [d[1] for d in view]
+                believed[u, : len(view)] = [d[0] for d in view]
+        return cls(np.asarray(utilities, dtype=float), cyclon_nodes, gradient_nodes, believed, view_size)
+
+    @property
+    def nodes(self) -> int:
+        return len(self.utilities)
 
 
 class _Peer(Protocol):
@@ -68,50 +108,84 @@ def snapshot(peers: Sequence[_Peer]) -> OverlaySnapshot:
 
     This is the emulator-side observer of the overlay-only study (global knowledge, read
     between rounds); allocation runs never use it on their nodes."""
-    return OverlaySnapshot(
-        utilities=tuple(p.gradient.utility for p in peers),
-        cyclon=tuple(tuple(p.cyclon.neighbors()) for p in peers),
-        gradient=tuple(tuple(p.gradient.peek()) for p in peers),
-        view_size=peers[0].gradient.size if peers else 0,
-    )
+    return OverlaySnapshot.of([p.gradient.utility for p in peers], [p.cyclon.neighbors() for p in peers],
+                              [p.gradient.peek() for p in peers], peers[0].gradient.size if peers else 0)
 
 
-def total_order(utilities: Sequence[float]) -> list[int]:
+def total_order(utilities: Sequence[float] | np.ndarray) -> list[int]:
     """Nodes from the bottom to the top of the total order `(utility, node)`."""
-    return sorted(range(len(utilities)), key=lambda node: (utilities[node], node))
+    order: list[int] = _order(np.asarray(utilities, dtype=float)).tolist()
+    return order
+
+
+def _order(utilities: np.ndarray) -> np.ndarray:
+    return np.lexsort((np.arange(len(utilities)), utilities))
+
+
+def _ideal_matrix(order: np.ndarray, size: int) -> np.ndarray:
+    """Row `u`: node `u`'s ideal view (the `size` nodes just above it in `order`, topped up from
+    just below), in no particular order; needs more than `size` nodes."""
+    n = len(order)
+    position = np.arange(n)[:, None]
+    above = np.minimum(size, n - 1 - np.arange(n))[:, None]
+    j = np.arange(size)[None, :]
+    index = np.where(j < above, position + 1 + j, position - (j - above + 1))
+    ideal = np.empty((n, size), dtype=np.int64)
+    ideal[order] = order[index]
+    return ideal
 
 
 def ideal_views(utilities: Sequence[float], size: int) -> list[frozenset[int]]:
     """Each node's ideal view: the `size` nodes just above it, topped up from just below."""
-    order = total_order(utilities)
-    views: list[frozenset[int]] = [frozenset()] * len(order)
-    for position, node in enumerate(order):
-        above = order[position + 1 : position + 1 + size]
-        missing = size - len(above)
-        below = order[max(0, position - missing) : position] if missing > 0 else []
-        views[node] = frozenset(above) | frozenset(below)
-    return views
+    order = _order(np.asarray(utilities, dtype=float))
+    n = len(order)
+    if n > size:
+        return [frozenset(row) for row in _ideal_matrix(order, size).tolist()]
+    return [frozenset(int(v) for v in order if v != node) for node in range(n)]
+
+
+def _edges(views: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct edges u → v of padded views (a node repeated in a row is one edge)."""
+    n = len(views)
+    rows = np.sort(views, axis=1)
+    first = np.ones_like(rows, dtype=bool)
+    first[:, 1:] = rows[:, 1:] != rows[:, :-1]
+    keep = first & (rows != NO_NODE)
+    return np.broadcast_to(np.arange(n)[:, None], rows.shape)[keep], rows[keep]
+
+
+def _matrix(sources: np.ndarray, targets: np.ndarray, n: int) -> csr_array:
+    return csr_array((np.ones(len(sources), dtype=np.int8), (sources, targets)), shape=(n, n))
+
+
+def _networkx(views: np.ndarray) -> nx.DiGraph:
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(views)))
+    sources, targets = _edges(views)
+    graph.add_edges_from(zip(sources.tolist(), targets.tolist()))
+    return graph
 
 
 def cyclon_graph(snap: OverlaySnapshot) -> nx.DiGraph:
-    """Directed graph: an edge u → v for every v in u's Cyclon view."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(snap.cyclon)))
-    graph.add_edges_from((u, v) for u, view in enumerate(snap.cyclon) for v in view)
-    return graph
+    """Directed networkx graph: an edge u → v for every v in u's Cyclon view."""
+    return _networkx(snap.cyclon)
 
 
 def gradient_graph(snap: OverlaySnapshot) -> nx.DiGraph:
-    """Directed graph: an edge u → v for every v in u's gradient view."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(snap.gradient)))
-    graph.add_edges_from((u, d[1]) for u, view in enumerate(snap.gradient) for d in view)
-    return graph
+    """Directed networkx graph: an edge u → v for every v in u's gradient view."""
+    return _networkx(snap.gradient)
 
 
-def believes_centre(node: int, utility: float, view: Sequence[Descriptor]) -> bool:
-    """Eq. 3.11 on a snapshot: no descriptor in the view is above the node."""
-    return not any(is_above(d[0], d[1], utility, node) for d in view)
+def _believers(snap: OverlaySnapshot) -> np.ndarray:
+    """Eq. 3.11 for every node: no descriptor in its view is above it, as the descriptors say."""
+    me = np.arange(snap.nodes)[:, None]
+    utility = snap.utilities[:, None]
+    held = snap.gradient != NO_NODE
+    above = held & ((snap.believed > utility) | ((snap.believed == utility) & (snap.gradient > me)))
+    believers: np.ndarray = ~above.any(axis=1)
+    return believers
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,54 +245,106 @@ class CentreStatus:
         return self.centre_believes and self.false_centres == 0 and self.centre_view_exact and self.centre_validated
 
 
-def centre_status(snap: OverlaySnapshot) -> CentreStatus:
-    """Who the true centre is and whether the overlay has found it (see the module docstring)."""
-    utilities = snap.utilities
-    order = total_order(utilities)
-    centre = order[-1]
-    believers = [node for node, view in enumerate(snap.gradient) if believes_centre(node, utilities[node], view)]
-    centre_believes = centre in believers
-    centre_view = snap.gradient[centre]
+def _status(snap: OverlaySnapshot, order: np.ndarray, believers: np.ndarray) -> CentreStatus:
+    centre = int(order[-1])
+    centre_believes = bool(believers[centre])
+    row = snap.gradient[centre]
+    held = row != NO_NODE
+    view = row[held]
     validated = False
-    if centre_believes and centre_view:
-        partner, proposed = validation_set(centre, centre_view)
-        validated = acknowledges(snap.gradient[partner], proposed)
+    if centre_believes and view.size:
+        believed = snap.believed[centre][held]
+        lowest = int(view[np.lexsort((view, believed))[0]])  # the lowest neighbour (validation_set)
+        proposed = set(view.tolist()) - {lowest} | {centre}
+        partner = snap.gradient[lowest]
+        validated = set(partner[partner != NO_NODE].tolist()) == proposed
     return CentreStatus(
         centre=centre,
         centre_believes=centre_believes,
-        false_centres=len(believers) - (1 if centre_believes else 0),
-        centre_view_exact=frozenset(d[1] for d in centre_view) == frozenset(order[-1 - snap.view_size : -1]),
+        false_centres=int(believers.sum()) - (1 if centre_believes else 0),
+        centre_view_exact=set(view.tolist()) == set(order[-1 - snap.view_size : -1].tolist()),
         centre_validated=validated,
     )
 
 
+def centre_status(snap: OverlaySnapshot) -> CentreStatus:
+    """Who the true centre is and whether the overlay has found it (see the module docstring)."""
+    return _status(snap, _order(snap.utilities), _believers(snap))
+
+
+def _ideal_fraction(snap: OverlaySnapshot, order: np.ndarray) -> float:
+    """The fraction of nodes whose gradient view is their ideal view."""
+    n, size = snap.nodes, snap.view_size
+    if n == 0:
+        return 1.0
+    if n <= size or snap.gradient.shape[1] != size:
+        ideal = ideal_views(snap.utilities.tolist(), size)
+        views = [frozenset(row[row != NO_NODE].tolist()) for row in snap.gradient]
+        return sum(1 for node in range(n) if views[node] == ideal[node]) / n
+    same = np.sort(snap.gradient, axis=1) == np.sort(_ideal_matrix(order, size), axis=1)
+    return int(same.all(axis=1).sum()) / n
+
+
+def _hops_to_centre(gradient: csr_array, centre: int) -> tuple[float | None, int]:
+    """Mean hops from a node to `centre` along view links (over the nodes with a path), and the
+    number of nodes without one: a breadth-first search from the centre over reversed links,
+    each node's depth then found by pointer doubling over the search tree."""
+    n = gradient.shape[0]
+    towards = gradient.T.tocsr()  # v → u for every u that holds v: from the centre, the nodes that reach it
+    reached, parent = breadth_first_order(towards, centre, directed=True, return_predecessors=True)
+    if len(reached) == 1:
+        return None, n - 1
+    ancestor = np.where(parent < 0, centre, parent)
+    depth = (parent >= 0).astype(np.int64)
+    while True:
+        hop = ancestor[ancestor]
+        if np.array_equal(hop, ancestor):
+            break
+        depth += depth[ancestor]
+        ancestor = hop
+    total = int(depth[reached].sum())
+    return total / (len(reached) - 1), n - len(reached)
+
+
+def _repeats(views: np.ndarray) -> int:
+    """Entries that repeat a node already in their view."""
+    if views.shape[1] < 2:
+        return 0
+    rows = np.sort(views, axis=1)
+    return int(((rows[:, 1:] == rows[:, :-1]) & (rows[:, 1:] != NO_NODE)).sum())
+
+
+def _connected(graph: csr_array, connection: str) -> bool:
+    return int(connected_components(graph, directed=True, connection=connection, return_labels=False)) == 1
+
+
 def measure(snap: OverlaySnapshot) -> OverlayMetrics:
-    """Measure one snapshot against the true utilities."""
-    n = len(snap.utilities)
-    status = centre_status(snap)
-    ideal = ideal_views(snap.utilities, snap.view_size)
-    cyclon = cyclon_graph(snap)
-    gradient = gradient_graph(snap)
-    cyclon_in = np.array([d for _, d in cyclon.in_degree()], dtype=float)
-    gradient_in = np.array([d for _, d in gradient.in_degree()], dtype=float)
-    hops = nx.single_source_shortest_path_length(gradient.reverse(copy=False), status.centre)
-    distances = [d for node, d in hops.items() if node != status.centre]
+    """Measure one snapshot (of at least one node) against the true utilities."""
+    n = snap.nodes
+    order = _order(snap.utilities)
+    status = _status(snap, order, _believers(snap))
+    cyclon_sources, cyclon_targets = _edges(snap.cyclon)
+    gradient_sources, gradient_targets = _edges(snap.gradient)
+    cyclon_in = np.bincount(cyclon_targets, minlength=n).astype(float)
+    gradient_in = np.bincount(gradient_targets, minlength=n).astype(float)
+    cyclon = _matrix(cyclon_sources, cyclon_targets, n)
+    hops, unreachable = _hops_to_centre(_matrix(gradient_sources, gradient_targets, n), status.centre)
+    strong = _connected(cyclon, "strong")
     return OverlayMetrics(
         centre=status.centre,
         centre_believes=status.centre_believes,
         false_centres=status.false_centres,
         centre_view_exact=status.centre_view_exact,
         centre_validated=status.centre_validated,
-        ideal_view_fraction=sum(1 for node, view in enumerate(snap.gradient)
-                                if frozenset(d[1] for d in view) == ideal[node]) / n if n else 1.0,
-        cyclon_connected=n > 0 and nx.is_weakly_connected(cyclon),
-        cyclon_strongly_connected=n > 0 and nx.is_strongly_connected(cyclon),
-        cyclon_self_links=nx.number_of_selfloops(cyclon),
-        cyclon_duplicates=sum(len(view) - len(set(view)) for view in snap.cyclon),
-        cyclon_indegree_mean=float(cyclon_in.mean()) if n else 0.0,
+        ideal_view_fraction=_ideal_fraction(snap, order),
+        cyclon_connected=strong or _connected(cyclon, "weak"),
+        cyclon_strongly_connected=strong,
+        cyclon_self_links=int((cyclon_sources == cyclon_targets).sum()),
+        cyclon_duplicates=_repeats(snap.cyclon),
+        cyclon_indegree_mean=float(cyclon_in.mean()),
         indegree_std=_std(cyclon_in),
         gradient_indegree_std=_std(gradient_in),
-        gradient_indegree_max=int(gradient_in.max()) if n else 0,
-        mean_hops_to_centre=sum(distances) / len(distances) if distances else None,
-        unreachable_centre=n - len(hops),
+        gradient_indegree_max=int(gradient_in.max()),
+        mean_hops_to_centre=hops,
+        unreachable_centre=unreachable,
     )

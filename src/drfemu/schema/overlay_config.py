@@ -8,6 +8,7 @@ the overlays and the runtime.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,25 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.params import param
 from drfemu.schema.params import DrawnUsers, OverlayParams, check_gradient_period, check_latency, check_values
 
-__all__ = ["MAX_OVERLAY_NODES", "OverlayConfig"]
+__all__ = ["BYTES_PER_NODE", "MAX_OVERLAY_NODES", "MODES", "OverlayConfig", "available_memory", "check_memory",
+           "memory_needed"]
 
-MAX_OVERLAY_NODES = 200_000  # a documented bound: about 0.6 GB of node state at the most
+MAX_OVERLAY_NODES = 100_000_000
+"""Node ids are 32-bit in the cycle-driven engine; what a size needs of memory is checked
+against the machine before the run starts (`check_memory`)."""
+
+MODES = ("event", "cycle")
+
+BYTES_PER_NODE = {"event": 8_000, "cycle": 2_000}
+"""Peak memory a node costs an overlay run with the default views (c = P = 10), observed every
+round, measured as the peak resident size over 10,000 to 1,000,000 nodes (`docs/overlay.md`,
+"Scale"); the estimate scales it by the views' width."""
+
+FIXED_BYTES = 150 * 2**20
+"""The interpreter, numpy, scipy and the package: what a run needs before its first node."""
+
+CYCLE_ONLY = ("latency", "gradient", "softmax_temperature", "gradient_shuffle")
+"""Options of the event-driven engine that the cycle-driven one does not read."""
 
 
 class OverlayConfig(DrawnUsers, OverlayParams):
@@ -39,12 +56,21 @@ class OverlayConfig(DrawnUsers, OverlayParams):
                               le=10**7, unit="rounds")
     observe_every: int = param(default=1, help="Measure every this many rounds (the last is always measured).", ge=1,
                                le=10**7, unit="rounds")
+    mode: str = param(default="event", help="event (the emulated network: every exchange messages with latency) | "
+                      "cycle (PeerSim's cycle-driven semantics over arrays: atomic exchanges, for millions of nodes).",
+                      choices=MODES)
 
     @classmethod
     def build(cls, **given: Any) -> OverlayConfig:
         """A checked config from parameters by name (None or absent: the declared default).
         Raises `InputError` with one line naming the option."""
         values = {name: value for name, value in given.items() if value is not None}
+        if values.get("mode") == "cycle":
+            for name in CYCLE_ONLY:
+                if name in values and not (name == "gradient" and values[name] == "tman"):
+                    option = "--" + name.replace("_", "-")
+                    raise InputError(f"{option} is not read by --mode cycle (its exchanges are atomic, its gradient "
+                                     "is tman)")
         checked = check_values(cls.PARAMS, values)
         if checked["nodes"] is None:
             checked["nodes"] = 1000
@@ -66,3 +92,42 @@ class OverlayConfig(DrawnUsers, OverlayParams):
             raise InputError(f"--cyclon-view must be between 1 and {self.nodes - 1}")
         check_gradient_period(self.tick, self.shuffles_per_tick)
         check_latency(self.latency)
+
+
+def memory_needed(config: OverlayConfig, nodes: int, mode: str | None = None) -> int:
+    """Bytes an overlay run of `nodes` nodes is expected to need at its peak in `mode` (default:
+    the config's), from the measured cost of a node (`BYTES_PER_NODE`) scaled by the views' width."""
+    width = (config.cyclon_view + config.neighbors) / 20
+    return FIXED_BYTES + int(BYTES_PER_NODE[mode or config.mode] * max(1.0, width) * nodes)
+
+
+def available_memory() -> int | None:
+    """Bytes this machine can give a new process now (Linux `MemAvailable`), else its physical
+    memory, else None when neither can be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _gb(size: int) -> str:
+    return f"{size / 2**30:.1f} GB"
+
+
+def check_memory(config: OverlayConfig, nodes: int) -> None:
+    """Refuse, before it starts, a run that needs more memory than the machine has: one line with
+    what the size needs (and, in event mode, what the cycle-driven engine would)."""
+    have = available_memory()
+    need = memory_needed(config, nodes)
+    if have is None or need <= have:
+        return
+    other = "" if config.mode == "cycle" else f"; --mode cycle needs about {_gb(memory_needed(config, nodes, 'cycle'))}"
+    raise InputError(f"--nodes {nodes:,} needs about {_gb(need)} in {config.mode} mode and this machine has "
+                     f"{_gb(have)} available{other}")

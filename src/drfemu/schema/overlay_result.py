@@ -36,6 +36,7 @@ class OverlayResult(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     nodes: int
+    mode: str = Field(description="The engine: event (the emulated network) or cycle (cycle-driven, atomic exchanges).")
     neighbors: int
     cyclon_view: int
     shuffle_length: int

@@ -159,12 +159,12 @@ class RunParams(PlacementParams, OverlayParams, ProtocolChoice):
 
 
 class DrawnMachines(Declared):
-    machines: int = param(default=100, help="Machines drawn (with a generated workload: --workload google or "
-                          "gpu-cluster).", ge=1, le=MAX_NODES)
+    machines: int = param(default=100, help="Machines drawn (with a generated workload, e.g. --workload "
+                          "google).", ge=1, le=MAX_NODES)
 
 
 class DrawnUsers(Declared):
-    users: int = param(default=20, help="Users drawn (with a generated workload: --workload google or gpu-cluster; "
+    users: int = param(default=20, help="Users drawn (with a generated workload, e.g. --workload google; "
                        "drfemu overlay --utilities google).", ge=1, le=MAX_NODES)
 
 
@@ -229,6 +229,11 @@ def check_values(params: Iterable[Param], values: Mapping[str, Any]) -> dict[str
         raise InputError(_one_line(error, {p.name: p for p in declared})) from None
 
 
+def _bound(value: float) -> str:
+    """A bound as a user wrote it: an integer in full, a fraction as `:g` gives it."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
 def _one_line(error: ValidationError, declared: Mapping[str, Param]) -> str:
     first = error.errors()[0]
     name = str(first["loc"][0]) if first["loc"] else "?"
@@ -237,12 +242,12 @@ def _one_line(error: ValidationError, declared: Mapping[str, Param]) -> str:
     option = declared[name].option if name in declared else name
     kind, context, got = first["type"], first.get("ctx", {}), f", got {first.get('input')!r}"
     if kind == "greater_than_equal":
-        return f"{option} must be at least {context['ge']:g}{got}"
+        return f"{option} must be at least {_bound(context['ge'])}{got}"
     if kind == "greater_than":
-        bound = "positive" if context["gt"] == 0 else f"above {context['gt']:g}"
+        bound = "positive" if context["gt"] == 0 else f"above {_bound(context['gt'])}"
         return f"{option} must be {bound}{got}"
     if kind == "less_than_equal":
-        return f"{option} must be at most {context['le']:g}{got}"
+        return f"{option} must be at most {_bound(context['le'])}{got}"
     if kind == "literal_error":
         return f"{option} must be one of {', '.join(declared[name].choices)}{got}"
     if kind == "value_error":  # our own validators' messages name the value already

@@ -1,0 +1,203 @@
+"""What both overlay engines share: the utilities the emulator sets (in the role of an allocation
+protocol), the observer that measures rounds and runs the centre perturbations, and the result
+document built from what an engine reports (`OverlayRun`).
+
+The engines are `assembly.overlay_run` (event-driven: the emulated network) and
+`assembly.overlay_cycle` (cycle-driven); `docs/overlay.md` describes both.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drfemu.kernel.resources import dominant_share
+from drfemu.kernel.streams import RandomStreams
+from drfemu.nodes.gateway import draw_homes
+from drfemu.overlay.gradient import NEG_INF
+from drfemu.overlay.observe import OverlayMetrics, OverlaySnapshot, centre_status, measure, total_order
+from drfemu.schema.overlay_config import OverlayConfig
+from drfemu.schema.overlay_result import OverlayResult, Recovery
+from drfemu.schema.workload import Workload
+
+__all__ = ["OverlayRun", "RoundObserver", "Utilities", "overlay_result"]
+
+
+class Utilities:
+    """The emulator's stand-in for an allocation protocol: who has which utility."""
+
+    def __init__(self, config: OverlayConfig, streams: RandomStreams, workload: Workload | None) -> None:
+        self.workload = workload
+        self.homes: dict[int, list[int]] = {}
+        if workload is None:
+            draw = streams.numpy("overlay/utilities").random(config.nodes)
+            self.values = [-float(x) for x in draw]
+            self.shares: list[float] = []
+            self.unit: list[float] = []
+        else:
+            servers = list(range(len(workload.servers)))
+            users = list(range(len(workload.users)))
+            for user, home in draw_homes(servers, users, streams.python("gateway")).items():
+                self.homes.setdefault(home, []).append(user)
+            total = workload.total
+            self.unit = [dominant_share(u.demand, total) for u in workload.users]
+            self.shares = [0.0] * len(users)
+            self.values = [self._of(server) for server in servers]
+        self._perturb = streams.python("overlay/perturbations")
+
+    def _of(self, server: int) -> float:
+        users = self.homes.get(server)
+        return -min(self.shares[u] for u in users) if users else NEG_INF
+
+    def perturb(self, centre: int, drop_rank: int) -> float:
+        """Lower the centre's utility as an allocation would; returns the new utility."""
+        if self.workload is not None:
+            users = self.homes[centre]
+            lowest = min(users, key=lambda u: (self.shares[u], u))
+            self.shares[lowest] += self.unit[lowest]
+            self.values[centre] = self._of(centre)
+            return self.values[centre]
+        others = [node for node in reversed(total_order(self.values)) if node != centre]
+        j = 1 + int(self._perturb.random() * min(drop_rank, len(others)))
+        upper = self.values[others[j - 1]]
+        lower = self.values[others[j]] if j < len(others) else upper - 1.0
+        self.values[centre] = (upper + lower) / 2
+        return self.values[centre]
+
+
+def _round_row(round_number: int, now: float, metrics: OverlayMetrics) -> dict[str, Any]:
+    row: dict[str, Any] = {"round": round_number, "time_s": now}
+    row.update(metrics.to_dict())
+    return row
+
+
+def _summary(values: list[int]) -> dict[str, float | int | None]:
+    if not values:
+        return {"min": None, "median": None, "mean": None, "p90": None, "max": None}
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return {"min": ordered[0], "median": statistics.median(ordered), "mean": statistics.fmean(ordered),
+            "p90": p90, "max": ordered[-1]}
+
+
+class RoundObserver:
+    """The observer's hook: measures rounds, then runs the perturbations one by one.
+
+    Called at the start of tick `k`, before that tick's exchanges, it sees round `k − 1`. It
+    reads the overlay through `read` (a snapshot of every node's views), changes the centre's
+    utility through `set_utility(node, utility)` and ends the run through `stop`, so both engines
+    (the event-driven one and the cycle-driven one) share it.
+    """
+
+    def __init__(self, config: OverlayConfig, read: Callable[[], OverlaySnapshot],
+                 set_utility: Callable[[int, float], None], stop: Callable[[], None], utilities: Utilities,
+                 progress: Callable[[int, OverlayMetrics | None], None] | None) -> None:
+        self.config = config
+        self.read = read
+        self.set_utility = set_utility
+        self.stop = stop
+        self.utilities = utilities
+        self.progress = progress
+        self.drop_rank = config.drop_rank or config.neighbors
+        self.rounds: list[dict[str, Any]] = []
+        self.perturbations: list[dict[str, Any]] = []
+        self.rounds_to_converge: int | None = None
+        self.perturbed_at = -1  # the round of the perturbation under way, -1 while static
+        self.old_centre = -1
+        self.seconds = 0.0  # wall time spent observing
+        self.stopped = False
+
+    def __call__(self, now: float, tick: int) -> None:
+        started = time.perf_counter()
+        if self.perturbed_at < 0:
+            self._static_round(tick - 1, now)
+        else:
+            self._recovery_round(tick - 1)
+        self.seconds += time.perf_counter() - started
+
+    def _static_round(self, round_number: int, now: float) -> None:
+        config = self.config
+        last = round_number >= config.rounds
+        if round_number % config.observe_every == 0 or last:
+            metrics = measure(self.read())
+            self.rounds.append(_round_row(round_number, now, metrics))
+            if metrics.converged and self.rounds_to_converge is None:
+                self.rounds_to_converge = round_number
+            if self.progress is not None:
+                self.progress(round_number, metrics)
+        if last:
+            self._next_perturbation(round_number)
+
+    def _recovery_round(self, round_number: int) -> None:
+        status = centre_status(self.read())
+        elapsed = round_number - self.perturbed_at
+        if status.recovered or elapsed >= self.config.recovery_cap:
+            self.perturbations.append({
+                "perturbation": len(self.perturbations) + 1,
+                "round": self.perturbed_at,
+                "old_centre": self.old_centre,
+                "new_centre": status.centre,
+                "recovery_rounds": elapsed if status.recovered else None,
+            })
+            if self.progress is not None:
+                self.progress(round_number, None)
+            self._next_perturbation(round_number)
+
+    def _next_perturbation(self, round_number: int) -> None:
+        if len(self.perturbations) == self.config.perturbations:
+            self.stopped = True
+            self.stop()
+            return
+        centre = total_order(self.utilities.values)[-1]
+        self.set_utility(centre, self.utilities.perturb(centre, self.drop_rank))
+        self.perturbed_at = round_number
+        self.old_centre = centre
+
+
+@dataclass(frozen=True)
+class OverlayRun:
+    """What an overlay run left to report, whichever engine ran it: its observer, the rounds of
+    each overlay, the exchanges, the traffic by message type, the events and the wall time."""
+
+    observer: RoundObserver
+    nodes: int
+    latency: str
+    virtual_time_s: float
+    cyclon_rounds: int
+    gradient_rounds: int
+    cyclon_exchanges: int
+    gradient_exchanges: int
+    messages: dict[str, int]
+    bytes: dict[str, int]
+    events: int
+    wall: float
+    implementation: str
+
+
+def overlay_result(config: OverlayConfig, workload: Workload | None, run: OverlayRun) -> OverlayResult:
+    observer = run.observer
+    emulation_wall = max(run.wall - observer.seconds, 1e-9)
+    perturbations = observer.perturbations
+    recoveries = [p["recovery_rounds"] for p in perturbations if p["recovery_rounds"] is not None]
+    return OverlayResult(
+        nodes=run.nodes, mode=config.mode, neighbors=config.neighbors, cyclon_view=config.cyclon_view,
+        shuffle_length=config.shuffle_length, shuffles_per_tick=config.shuffles_per_tick,
+        max_age_periods=config.max_age_periods, gradient=config.gradient,
+        softmax_temperature=config.softmax_temperature if config.gradient == "kompics" else None, tick_s=config.tick,
+        latency=run.latency, seed=config.seed, utilities=config.utilities,
+        users=len(workload.users) if workload is not None else None, static_rounds=config.rounds,
+        observe_every=config.observe_every, rounds=observer.rounds, rounds_to_converge=observer.rounds_to_converge,
+        perturbations=perturbations,
+        recovery=Recovery(perturbations=len(perturbations), recovered=len(recoveries), cap_rounds=config.recovery_cap,
+                          drop_rank=observer.drop_rank if workload is None else None, **_summary(recoveries)),
+        cyclon_rounds=run.cyclon_rounds, gradient_rounds=run.gradient_rounds,
+        cyclon_exchanges=run.cyclon_exchanges, gradient_exchanges=run.gradient_exchanges,
+        messages=run.messages, bytes=run.bytes, messages_total=sum(run.messages.values()),
+        bytes_total=sum(run.bytes.values()), virtual_time_s=run.virtual_time_s, wall_time_s=run.wall,
+        observer_wall_s=observer.seconds, emulation_wall_s=emulation_wall, events=run.events,
+        events_per_s=run.events / emulation_wall,
+        exchanges_per_s=(run.cyclon_exchanges + run.gradient_exchanges) / emulation_wall,
+        gradient_merge=run.implementation)
