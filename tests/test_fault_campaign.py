@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import random
 import tomllib
 from pathlib import Path
@@ -16,21 +17,41 @@ from drfemu.protocols.registry import PROTOCOLS
 from drfemu.reports.fault_campaign import BEGIN, END, campaign_rows, failed, with_campaign
 from drfemu.schema.faults import Action, parse_scenario
 from drfemu.sweeps.campaign import campaign_cases, parse_sizes
-from drfemu.workloads.fault_schedules import ScheduleBounds, random_schedule
+from drfemu.workloads.fault_schedules import BURST, ScheduleBounds, random_schedule
+
+
+def _crashes_for_good(text: str, servers: int = 20) -> int:
+    """How many crash events of `text` name servers that no duration and no later recover heals."""
+    scenario = parse_scenario(tomllib.loads(text))
+    scenario.bind([f"s{i}" for i in range(servers)], central=True, gradient=True, max_time=1000.0)
+    recovered = [(e.at, e.servers) for e in scenario.events if e.action is Action.RECOVER]
+    return sum(e.action is Action.CRASH and e.servers is not None and e.duration is None
+               and not any(at > e.at and named == e.servers for at, named in recovered)
+               for e in scenario.events)
 
 
 def test_a_drawn_schedule_is_valid_bounded_and_heals() -> None:
     rng = random.Random(7)
+    bounds = ScheduleBounds(max_loss=0.1)
     for _ in range(200):
-        text = random_schedule(rng, 20, central=True, gradient=True, bounds=ScheduleBounds(max_loss=0.1))
+        text = random_schedule(rng, 20, central=True, gradient=True, bounds=bounds)
         scenario = parse_scenario(tomllib.loads(text))
         scenario.bind([f"s{i}" for i in range(20)], central=True, gradient=True, max_time=1000.0)
         assert scenario.loss <= 0.1 and all(p <= 0.1 for p in scenario.loss_by_type.values())
         for event in scenario.events:
-            assert 0.5 <= event.at <= 30.0
-            if event.action in (Action.CRASH, Action.PARTITION, Action.LOSS, Action.LATENCY):
-                assert event.duration is not None  # every fault heals
+            assert bounds.start <= event.at <= bounds.horizon + bounds.longest
+            if event.action is Action.LOSS and event.loss is not None and event.loss > 0.1:
+                assert event.duration is not None and event.duration <= BURST  # heavy loss comes in bursts
+            if event.action in (Action.PARTITION, Action.LOSS, Action.LATENCY) or event.target is not None:
+                assert event.duration is not None
+        assert _crashes_for_good(text) == 0  # every fault heals
         assert scenario.churn is None or scenario.churn.end is not None
+
+
+def test_a_permanent_schedule_crashes_servers_for_good() -> None:
+    rng = random.Random(8)
+    texts = [random_schedule(rng, 20, central=False, gradient=True, transient=False) for _ in range(50)]
+    assert all(_crashes_for_good(text) >= 1 for text in texts)
 
 
 def test_the_same_seed_draws_the_same_cases_and_every_protocol_runs_endless_and_finite() -> None:
@@ -71,7 +92,17 @@ def test_the_table_gives_each_protocol_its_failures_and_ratios() -> None:
     assert (drf["endless"], drf["finite"], drf["lost"]) == (2, 1, 1)
     assert drf["min share / fault-free (median / worst)"] == "0.650 / 0.500"
     assert drf["finite run length / fault-free (median / worst)"] == "1.500 / 1.500"
-    assert probe["stalled by design"] == 1
+    assert probe["ended by design"] == 1
+
+
+def test_only_a_rule_s_own_design_excuses_fitting_tasks_left() -> None:
+    from drfemu.sweeps.campaign import ends_by_design
+
+    case = campaign_cases(1, 1, ["drf"], parse_sizes("6x2"))[0]
+    assert ends_by_design(replace(case, protocol="c-adrf"), "blocked")
+    assert not ends_by_design(replace(case, protocol="c-adrf"), "stalled")  # its stalls are failures since issue 52
+    for protocol in ("drf", "dgdrf", "pdgdrf", "bdgdrf", "probe"):
+        assert not ends_by_design(replace(case, protocol=protocol), "stalled")
 
 
 def test_the_campaign_section_is_replaced_and_kept_by_the_fault_report() -> None:
@@ -99,7 +130,7 @@ def test_the_command_runs_a_small_campaign_and_writes_its_section(tmp_path: Path
 
 @pytest.mark.parametrize("args, message", [
     (["--schedules", "0"], "--schedules"), (["--max-loss", "0.5"], "--max-loss"),
-    (["--protocols", "nope"], "nope"), (["--sizes", "6by2"], "SERVERSxUSERS")])
+    (["--protocols", "nope"], "nope"), (["--sizes", "6by2"], "SERVERSxUSERS"), (["--faults", "sometimes"], "--faults")])
 def test_bad_campaign_options_are_one_line(tmp_path: Path, args: list[str], message: str,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["faults-campaign", "--out", str(tmp_path / "c"), *args]) == 2

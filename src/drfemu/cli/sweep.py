@@ -223,6 +223,9 @@ def fault_report_command(
     out.print(f"wrote {out_path} and {figure}")
 
 
+FAULT_KINDS = ("transient", "permanent")
+
+
 @app.command("faults-campaign")
 def faults_campaign(
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for the scenarios, twins and one line per case.")],
@@ -232,7 +235,10 @@ def faults_campaign(
     sizes: Annotated[str, typer.Option(help="Cluster sizes drawn from, SERVERSxUSERS, comma-separated.")] = (
         "6x2,10x3,20x5,30x6,50x10,100x20"),
     protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols, or 'all'.")] = "all",
-    max_loss: Annotated[float, typer.Option(help="Largest loss a schedule draws (overall, per type, a window).")] = 0.2,
+    max_loss: Annotated[float, typer.Option(help="Largest standing loss a schedule draws (overall, per type, a "
+                                                 "window; bursts above it last at most 3 s).")] = 0.2,
+    faults: Annotated[str, typer.Option(help="transient: every fault heals; permanent: one or two crashes of "
+                                             "servers never recover, beside faults that heal.")] = "transient",
     report: Annotated[Path | None, typer.Option(help="Write the table into this Markdown page (its campaign "
                                                      "section), e.g. docs/faults-results.md.")] = None,
 ) -> None:
@@ -245,14 +251,18 @@ def faults_campaign(
     workers = pool_size(workers, schedules)
     if not 0 <= max_loss <= 0.2:
         raise CliError("--max-loss must be in [0, 0.2]: the protocols promise to end at up to 20 % loss")
+    if faults not in FAULT_KINDS:
+        raise CliError(f"--faults must be one of {', '.join(FAULT_KINDS)}, not {faults!r}")
     names = sorted(PROTOCOLS) if protocols_.strip() == "all" else protocol_list(protocols_)
     if report is not None:
         check_page(report, "--report")
-    drawn = campaign_cases(schedules, seed, names, parse_sizes(sizes), ScheduleBounds(max_loss=max_loss))
+    drawn = campaign_cases(schedules, seed, names, parse_sizes(sizes), ScheduleBounds(max_loss=max_loss),
+                           transient=faults == "transient")
     with output_directory(out_dir, owned_by=("campaign.jsonl", "twins.json", "scenarios")), \
             resumable(f"each finished case is kept in {out_dir / 'campaign.jsonl'}"):
         records = _campaign(drawn, out_dir, workers, schedules, names, sizes, seed)
-    _campaign_table_and_page(records, out_dir, report, schedules, seed, sizes, max_loss)
+    _campaign_table_and_page(records, out_dir, report, f"--schedules {schedules} --seed {seed} --sizes {sizes} "
+                             f"--max-loss {max_loss:g} --faults {faults}")
 
 
 def _campaign(drawn: Any, out_dir: Path, workers: int, schedules: int, names: list[str], sizes: str,
@@ -276,13 +286,12 @@ def _campaign(drawn: Any, out_dir: Path, workers: int, schedules: int, names: li
         return run_campaign(drawn, out_dir, run_workload, workers, on_record)
 
 
-def _campaign_table_and_page(records: list[dict[str, Any]], out_dir: Path, report: Path | None, schedules: int,
-                             seed: int, sizes: str, max_loss: float) -> None:
+def _campaign_table_and_page(records: list[dict[str, Any]], out_dir: Path, report: Path | None, options: str) -> None:
     from rich.table import Table
 
     from drfemu.reports.fault_campaign import campaign_markdown, campaign_rows, failed, with_campaign
 
-    shown = ("protocol", "endless", "finite", "stalled by design", "min share / fault-free (median / worst)",
+    shown = ("protocol", "endless", "finite", "ended by design", "min share / fault-free (median / worst)",
              "finite run length / fault-free (median / worst)")
     table = Table(title=f"fault campaign: {len(records)} cases")
     for column in ("protocol", "cases", "failed", *shown[3:]):
@@ -294,8 +303,7 @@ def _campaign_table_and_page(records: list[dict[str, Any]], out_dir: Path, repor
     out.print(table)
     bad = sum(bool(failed(r)) for r in records)
     if report is not None:
-        command = (f"drfemu faults-campaign --schedules {schedules} --seed {seed} --sizes {sizes} "
-                   f"--max-loss {max_loss:g} --out {out_dir} --report {report}")
+        command = f"drfemu faults-campaign {options} --out {out_dir} --report {report}"
         before = report.read_text(encoding="utf-8") if report.is_file() else ""
         write_text(report, with_campaign(before, campaign_markdown(records, command)))
         out.print(f"wrote {report}")

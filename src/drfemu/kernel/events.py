@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NeighborsFixed", "ServerCrashed", "ServerRecovered", "TaskAllocated", "TaskDispatched", "TaskFinished",
-           "TaskResubmitted", "TaskSubmitted"]
+__all__ = ["AllocationBlocked", "NeighborsFixed", "ServerCrashed", "ServerRecovered", "TaskAllocated", "TaskDispatched",
+           "TaskFinished", "TaskResubmitted", "TaskSubmitted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,19 @@ class TaskAllocated:
     task: int
     demand: tuple[float, ...]
     devices: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationBlocked:
+    """From `time` on, the allocator holds every allocation back until `user`'s task fits on some
+    server: a blocking rule (C-ADRF, seed 002 Algorithm 1) whose lowest pending user fits
+    nowhere; `pending` are the users whose tasks it holds (a user whose task is not among them,
+    lost or still on its way, may come lower). `user` None: it holds nothing back any more (it
+    allocated again, or it restarted)."""
+
+    time: float
+    user: int | None
+    pending: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

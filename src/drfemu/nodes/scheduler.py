@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from drfemu.kernel.events import AllocationBlocked
 from drfemu.kernel.messages import (
     Accept,
     Decline,
@@ -59,11 +60,12 @@ __all__ = ["CentralScheduler", "Placed"]
 
 Placed = tuple[int, Vector, tuple[int, ...]]
 """A task the scheduler placed: (server index, demand, the devices it holds there)."""
+_UNREPORTED = (-1, ())  # no block: what a restarted scheduler's observers last heard is unknown to it
 
 
 class CentralScheduler(Actor):
     __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "ended", "held", "running",
-                 "per_tick", "ack_ends", "awaiting", "_arrivals", "_index")
+                 "per_tick", "ack_ends", "awaiting", "_arrivals", "_index", "_blocked")
 
     def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector],
                  per_tick: int = 1, ack_ends: bool = False, restarted: bool = False,
@@ -85,6 +87,10 @@ class CentralScheduler(Actor):
         self.running: dict[int, int] = {}
         self.per_tick = per_tick
         self._arrivals = 0
+        # the block last reported, (user, pending users) (`AllocationBlocked`); a restarted
+        # scheduler does not know what its predecessor reported, so it reports afresh
+        self._blocked: tuple[int, tuple[int, ...]] | None = (
+            _UNREPORTED if restarted and getattr(rule, "BLOCKING", False) else None)
         for server in down:
             self.cluster.set_down(self._index[server])
         self.awaiting: set[int] = set(self.servers) - set(down) if restarted else set()
@@ -119,13 +125,29 @@ class CentralScheduler(Actor):
         while self.pending and (self.per_tick == 0 or started < self.per_tick):
             choice = self.rule.choose(list(self.pending.values()), self.cluster)
             if choice is None:
+                self._report_block(now, self._waiting_for())
                 return
+            self._report_block(now, None)
             task, index = choice
             devices = self.cluster.reserve(index, task.demand)
             del self.pending[task.user]
             self.proposed[(task.user, task.task)] = (index, task.demand, devices)
             self.send(task.user, Proposal(task.task, self.id))
             started += 1
+
+    def _waiting_for(self) -> int | None:
+        waiting = getattr(self.rule, "waiting_for", None)
+        return waiting() if waiting is not None else None
+
+    def _report_block(self, now: float, user: int | None) -> None:
+        """Tell the observers when the user the rule holds allocations back for, or the users
+        whose tasks it holds then, change (user None: it holds nothing back). Decision (issue 52):
+        the end of a block is reported too, not inferred from the next `TaskAllocated` — an
+        allocation proposed before the block may be accepted after it."""
+        blocked = None if user is None else (user, tuple(sorted(self.pending)))
+        if blocked != self._blocked:
+            self.emit(AllocationBlocked(now, None) if blocked is None else AllocationBlocked(now, *blocked))
+        self._blocked = blocked
 
     @handles(Accept)
     def on_accept(self, msg: Accept, now: float) -> None:

@@ -80,7 +80,7 @@ class _HandshakeUser(Actor):
     current task, decline every other; with resilience on, ask again when nothing is heard."""
 
     __slots__ = ("gateway", "accepted", "allocator", "acknowledged", "proposer", "backoff", "prompt", "attempt",
-                 "durable_allocator", "where", "reprobe", "probes")
+                 "durable_allocator", "where", "reprobe", "probes", "known_down")
 
     def __init__(self, actor_id: int, gateway: int, rto: float, durable_allocator: bool = False,
                  prompt: float = 0.0, reprobe: float = 0.0) -> None:
@@ -97,6 +97,7 @@ class _HandshakeUser(Actor):
         self.attempt = 0  # numbers the retry chains, so a stale wake-up is ignored
         self.durable_allocator = durable_allocator  # the allocator restarts with what it knew
         self.where: dict[int, int] = {}  # with resilience on: running task -> its server
+        self.known_down: set[int] = set()  # servers the failure detector reported down, not yet back
 
     def current_task(self) -> int:
         raise NotImplementedError
@@ -137,8 +138,16 @@ class _HandshakeUser(Actor):
 
     @handles(ServerReply)
     def on_server_reply(self, msg: ServerReply, now: float) -> None:
+        """The gateway names where to send the current task. Decision (issue 52): a reply naming a
+        server this user heard is down is ignored, and the retry chain asks again: the gateway
+        answered before it learnt of the crash. Taken, such a reply sent the task to the crashed
+        server until it came back, which then homed the user beside the home the gateway had
+        moved it to — a second home whose stale share held every home's band below the user's
+        true share, and BDGDRF stalled (`../shared/data/faults/bdgdrf-stall-g30.toml`)."""
         if self.backoff is not None and (self.allocator >= 0 or self.current_task() < 0):
             return  # an answer to a repeated question
+        if msg.server in self.known_down:
+            return
         self.allocator = msg.server
         self.send(msg.server, self.task_request())
         self._arm(now, fresh=True)
@@ -179,6 +188,7 @@ class _HandshakeUser(Actor):
     @handles(PeerDown)
     def on_peer_down(self, msg: PeerDown, now: float) -> None:
         peer = msg.peer
+        self.known_down.add(peer)
         killed = [task for task, server in self.where.items() if server == peer]
         for task in killed:
             del self.where[task]
@@ -191,7 +201,8 @@ class _HandshakeUser(Actor):
 
     @handles(PeerUp)
     def on_peer_up(self, msg: PeerUp, now: float) -> None:
-        """Nothing to do: a server that rejoins is found again through the gateway and the overlay."""
+        """A server that rejoins is found again through the gateway and the overlay."""
+        self.known_down.discard(msg.peer)
 
     def task_killed(self, task: int, now: float) -> None:
         """Task `task`, running, died with its server: give it up and submit it again."""

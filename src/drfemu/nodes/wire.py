@@ -33,12 +33,20 @@ import drfemu.protocols.placement  # noqa: F401  (registers the walks' messages)
 from drfemu.kernel.messages import MESSAGE_TYPES
 from drfemu.protocols.registry import PROTOCOLS
 
-__all__ = ["HEADER", "NODE_PACKAGES", "VERSION", "Codec", "WireError"]
+__all__ = ["HEADER", "NODE_PACKAGES", "VERSION", "Codec", "WireError", "node_message_types"]
 
 VERSION = 1
 NODE_PACKAGES = ("drfemu.kernel", "drfemu.protocols", "drfemu.overlay", "drfemu.nodes")
 HEADER = struct.Struct("!BHII")  # version, type id, sender, receiver
 
+
+def node_message_types() -> dict[str, type]:
+    """The nodes' vocabulary by name: every message class defined in `NODE_PACKAGES`, with every
+    built-in and installed protocol loaded first — the same whichever protocols this process has
+    run (protocols are imported on first use, and their messages register as they are)."""
+    PROTOCOLS.load_all()
+    return {name: cls for name, cls in MESSAGE_TYPES.items()
+            if cls.__module__.startswith(tuple(p + "." for p in NODE_PACKAGES))}
 
 class WireError(ValueError):
     """A datagram that is not a well-formed message of this code's wire format."""
@@ -66,9 +74,7 @@ class Codec:
         """`types` by name; by default the nodes' vocabulary: every registered message class
         defined in `kernel`, `protocols`, `overlay` or `nodes` (not a benchmark's or a test's)."""
         if types is None:
-            PROTOCOLS.load_all()  # every protocol's messages, whichever this process has run
-            types = {name: cls for name, cls in MESSAGE_TYPES.items()
-                     if cls.__module__.startswith(tuple(p + "." for p in NODE_PACKAGES))}
+            types = node_message_types()
         names = sorted(types)
         if len(names) > 0xFFFF:
             raise ValueError("too many message types for a 2-byte type id")

@@ -17,7 +17,9 @@ never consult — for users whose tasks arrive, run and end. It follows the node
 - ends the run as *finished* once every task of the workload has finished, as *stalled* when
   tasks wait, none runs and nothing was started for `stall_ticks` ticks (an idle cluster
   that does not place a task that fits on it — every task fits somewhere, the workload is
-  validated so), and as *time cap* at `max_time`.
+  validated so), counted from the latest of the last start, the last end and the arrival that
+  ended a stretch with nothing waiting (issue 52: a task that arrived after a quiet stretch
+  longer than that was judged stalled at once), and as *time cap* at `max_time`.
 
 With faults (the run's fault injector in `faults`): a crashed server's tasks are released at
 the crash (their users' `G_i` fall), it is no place a waiting task could fit until it
@@ -98,6 +100,7 @@ class FiniteHarness(RunObserver):
         self.waiting = 0  # submitted, not started (at the user or being placed)
         self.running_total = 0
         self.last_finish = 0.0
+        self.wait_began = 0.0  # when tasks last began to wait with none waiting before
         self.sample_every = sample_every
         self.swm_every = swm_every
         self.unplaceable: list[int] = []  # the workload's validation refuses tasks that fit nowhere
@@ -123,6 +126,8 @@ class FiniteHarness(RunObserver):
         k = self.user_index[event.user]
         self.unstarted[k].append((event.task, event.demand))
         self.latest[k] = event.demand
+        if not self.waiting:
+            self.wait_began = event.time
         self.waiting += 1
 
     def on_allocated(self, event: TaskAllocated) -> None:
@@ -269,7 +274,7 @@ class FiniteHarness(RunObserver):
             return
         quiet = self.quiet_since()
         if (self.waiting and not self.running_total and quiet is not None
-                and now - max(quiet, self.last_finish) >= self.stall_ticks * self.tick - REL_TOL):
+                and now - max(quiet, self.last_finish, self.wait_began) >= self.stall_ticks * self.tick - REL_TOL):
             self.finish(STALLED, self.because(f"{self.waiting} task(s) waited {self.stall_ticks} ticks on an idle "
                                               "cluster"), now)
         else:

@@ -9,6 +9,10 @@ On every allocation it
   users whose shares are equal on paper but differ in the last float bit do not count;
 - updates `G_i`, and ends the run as *saturated* once no user's next task fits on any server.
 
+A blocking rule (C-ADRF) that holds every allocation back for a user whose task fits nowhere
+(`AllocationBlocked`) ends the run as *blocked* once nothing can change that — users whose
+tasks never end, no fault left to come, every user whose task fits among those the rule
+weighed: the rule leaves fitting tasks by design, so this is its end, not a stall (issue 52).
 On every tick it ends the run as *stalled* when nothing was allocated for `stall_ticks` ticks,
 and as *time cap* when virtual time reaches `max_time`. With faults (`faults`, the run's fault injector): a crashed server's tasks are released at the
 crash (their users' `G_i` fall then: the truth, whatever the users have heard), and its room
@@ -27,7 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from drfemu.kernel.events import ServerCrashed, ServerRecovered, TaskAllocated
+from drfemu.kernel.events import AllocationBlocked, ServerCrashed, ServerRecovered, TaskAllocated
 from drfemu.kernel.fairness import gini, jain, ratio_20_20, sample_std
 from drfemu.kernel.resources import (
     REL_TOL,
@@ -44,13 +48,13 @@ from drfemu.protocols.fragmentation import fragmented_matrix
 from drfemu.schema.result import EndlessFairness, Errors, Outcome, Section, finite_or_none
 from drfemu.schema.workload import Workload
 
-__all__ = ["FINISHED", "SATURATED", "STALLED", "TIME_CAP", "TOLERANCES", "FaultState", "Harness", "Limits", "Listeners",
-           "RunObserver", "RunOutcome", "error_series"]
+__all__ = ["BLOCKED", "FINISHED", "SATURATED", "STALLED", "TIME_CAP", "TOLERANCES", "FaultState", "Harness", "Limits",
+           "Listeners", "RunObserver", "RunOutcome", "error_series"]
 
 TOLERANCES: tuple[float, ...] = (0.0, 0.01, 0.05, 0.1, 0.15)
 SHARE_MARGIN = 1e-9
 
-SATURATED, STALLED, FINISHED, TIME_CAP = "saturated", "stalled", "finished", "time-cap"
+SATURATED, STALLED, FINISHED, TIME_CAP, BLOCKED = "saturated", "stalled", "finished", "time-cap", "blocked"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,12 +237,36 @@ class Harness(RunObserver):
         skip = set(self.unplaceable)
         self._mix = self._demand_matrix[[k for k in range(len(demands)) if k not in skip]]  # the placeable users'
         self._capacity_array = np.asarray(self.capacity, dtype=float)
+        self.blocked_on: int | None = None  # the user a blocking rule holds allocations back for
+        self.blocked_pending: frozenset[int] = frozenset()  # the users whose tasks it held then
 
     def subscribe(self, runtime: Any) -> None:
-        """Hear the nodes' allocations and the environment's crashes and recoveries."""
+        """Hear the nodes' allocations and blocks, and the environment's crashes and recoveries."""
         runtime.subscribe(TaskAllocated, self.on_event)
+        runtime.subscribe(AllocationBlocked, self.on_blocked)
         runtime.subscribe(ServerCrashed, self.on_crashed)
         runtime.subscribe(ServerRecovered, self.on_recovered)
+
+    def on_blocked(self, event: AllocationBlocked) -> None:
+        """The allocator holds every allocation back for `event.user`'s task (None: no longer)."""
+        self.blocked_on = None if event.user is None else self.user_index[event.user]
+        self.blocked_pending = frozenset(self.user_index[u] for u in event.pending)
+        self._end_if_blocked()
+
+    def _end_if_blocked(self) -> None:
+        """End the run as blocked when the user allocations wait for fits nowhere and nothing can
+        change that: no task ends, no fault is left to come, and every user whose task fits is
+        among those the rule weighed (one whose task was lost or is on its way may come lower
+        and be served: the run goes on, and a stall is still a stall)."""
+        k = self.blocked_on
+        if k is None or self.outcome is not None or self.fit_count[k] > 0 or not self.settled():
+            return
+        if any(j not in self.blocked_pending for j in np.flatnonzero(self.fit_count > 0).tolist()):
+            return
+        waiting = int((self.fit_count > 0).sum())
+        self.finish(BLOCKED, self.because(f"the rule holds every allocation back for user {self.labels[k]}, whose "
+                                          f"task fits on no server, and no task ends to free room ({waiting} "
+                                          "user(s) could still place a task)"), self.last_allocation)
 
     # -- allocation events ----------------------------------------------------------------
     def on_event(self, event: TaskAllocated) -> None:
@@ -349,6 +377,9 @@ class Harness(RunObserver):
         if not self.fit_count.any():
             if self.settled():  # saturated while a fault could still free room: now it cannot
                 self._saturate()
+            return
+        self._end_if_blocked()
+        if self.outcome is not None:
             return
         quiet = self.quiet_since()
         if quiet is not None and now - quiet >= self.stall_ticks * self.tick - REL_TOL:

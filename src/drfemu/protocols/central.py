@@ -38,6 +38,8 @@ class PendingTask:
 
 class CentralRule(Protocol):
     """Chooses the next (task, server) to start, or None. Its class lists its run parameters
-    in `PARAMS` (every central rule reads `PER_TICK`; the scheduler applies it)."""
+    in `PARAMS` (every central rule reads `PER_TICK`; the scheduler applies it). A blocking rule
+    (C-ADRF) also has `waiting_for() -> int | None`: after `choose` gave None, the user whose task
+    it holds every allocation back for, which the scheduler reports (`AllocationBlocked`)."""
 
     def choose(self, pending: Sequence[PendingTask], cluster: ClusterView) -> tuple[PendingTask, int] | None: ...

@@ -49,6 +49,7 @@ class _OnlineRule:
         self.alpha, self.beta = adrf_alpha, adrf_beta
         self.rule = self.RULE  # `order_key`'s name of the order
         self.resource: int | None = None
+        self._waiting_for: int | None = None
 
     def check_resources(self, resources: int) -> None:
         """Raise ValueError when the rule cannot run on a workload of `resources` resources."""
@@ -61,13 +62,18 @@ class _OnlineRule:
             return order_key(self.rule, task.held or zero, total, task.demand, self.alpha, self.beta,
                              self.resource), task.user
 
+        self._waiting_for = None
         for task in sorted(pending, key=key):
             server = cluster.first_fit(task.demand, key=task.user)
             if server >= 0:
                 return task, server
             if self.BLOCKING:
+                self._waiting_for = task.user
                 return None
         return None
+
+    def waiting_for(self) -> int | None:
+        return self._waiting_for
 
 
 class CAdrf(_OnlineRule):

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import random
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -53,6 +53,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import parse_duration, parse_latency
 from drfemu.kernel.messages import MESSAGE_TYPES, never_on_the_wire
 from drfemu.kernel.processes import Draw, duration_distribution
+from drfemu.protocols.registry import PROTOCOLS
 
 __all__ = ["Action", "BoundScenario", "Churn", "FaultEvent", "FaultScenario", "ScenarioError", "Selection", "Target",
            "load_scenario", "parse_scenario"]
@@ -154,7 +155,7 @@ class FaultScenario:
             else:
                 raise self.fail(f"event {event.number}: server {sid!r} is not in the workload")
 
-        unknown = sorted(set(self.loss_by_type) - set(MESSAGE_TYPES))
+        unknown = _unknown_types(self.loss_by_type)
         if unknown:
             raise self.fail(f"loss_by_type: unknown message type(s) {', '.join(unknown)} "
                             f"(known: {', '.join(sorted(MESSAGE_TYPES))})")
@@ -163,7 +164,7 @@ class FaultScenario:
             if event.at >= max_time:
                 raise self.fail(f"event {event.number}: at {event.at:g} s is not before the run's time cap "
                                 f"({max_time:g} s)")
-            unknown = sorted(set(event.messages) - set(MESSAGE_TYPES))
+            unknown = _unknown_types(event.messages)
             if unknown:
                 raise self.fail(f"event {event.number}: unknown message type(s) {', '.join(unknown)}")
             _refuse_local(sorted(set(event.messages) & never_on_the_wire()), f"event {event.number}", self.fail)
@@ -217,6 +218,16 @@ class FaultScenario:
                     raise self.fail(f"event {event.number}: server {sid!r} is still on the island of event "
                                     f"{islands[server][0]}, and a partition never moves a server between islands")
                 islands[server] = (event.number, end)
+
+
+def _unknown_types(names: Iterable[str]) -> list[str]:
+    """The names that no message class has, once every protocol is loaded (their messages
+    register on import, and which have been imported must not decide what a scenario may name)."""
+    unknown = sorted(set(names) - set(MESSAGE_TYPES))
+    if unknown:
+        PROTOCOLS.load_all()
+        unknown = sorted(set(names) - set(MESSAGE_TYPES))
+    return unknown
 
 
 def _refuse_local(names: Sequence[str], where: str, fail: Callable[[str], ScenarioError]) -> None:

@@ -14,8 +14,9 @@ naming the run parameter it repeats (`echoes`); the value and the description co
 parameter. A protocol of another package may echo its own parameters (`Param.echo`): those keys
 follow the echo in the document and are read as `result["key"]`.
 
-Versioning (`SCHEMA_VERSION`, the document's first key): a change that only adds keys raises
-the minor number; one that renames, removes or retypes a key raises the major number.
+Versioning (`SCHEMA_VERSION`, the document's first key): a change that only adds keys (or a
+value of `status`: 1.4 added `blocked`) raises the minor number; one that renames, removes or
+retypes a key raises the major number.
 Decision: keys that only some runs have (distributed runs' `placement` and `overlay`, finite
 workloads' `series` and `swm`, live runs' `live`) are optional and absent from the documents of
 other runs; the parts whose inner layout belongs to one protocol or one mode (`overlay`,
@@ -48,7 +49,7 @@ __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "Cost", "Distributed", "Echo", "Endles
            "Fairness", "Faults", "FiniteFairness", "Identity", "Ledger", "Live", "Messages", "Outcome", "RunResult",
            "Section", "Setup", "TimeAveraged", "Timeline", "finite_or_none", "result_schema"]
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
 if TYPE_CHECKING:
@@ -94,7 +95,8 @@ class Outcome(Section):
     saturated: bool
     stalled: bool
     finished: bool
-    status: str = Field(description="saturated, stalled, finished or cap.")
+    status: str = Field(description="saturated, blocked (a blocking rule's lowest user fits nowhere and nothing can "
+                                    "free room; since 1.4), stalled, finished or time-cap.")
     end_reason: str
     run_time_s: Number = Field(description="Virtual time of the last allocation (finite: of the last task's end).")
     virtual_time_s: float

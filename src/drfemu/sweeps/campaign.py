@@ -11,9 +11,15 @@ that end for finite users), a cluster size from `sizes`, and a schedule
 - **log**: the run log (`observers.run_log`) must pass the checker that reads only the
   log (`tools.log_check`);
 - **determinism**: the same case run again gives the same result document, event for event;
-- **end**: an endless run ends saturated, or stalled only where its fault-free twin stalls too
-  or the protocol may stall by design (`stalls_by_design`); a finite run finishes. A run that
-  reaches the time cap failed to end.
+- **end**: an endless run ends saturated, or blocked where its rule holds allocations back by
+  design (C-ADRF: status `blocked`), or stalled only where its rule strands tasks by design
+  (`stalls_by_design`); any other stall — no allocation for `--stall-ticks` while some user's
+  next task fits — is a failure, whether or not the fault-free twin stalls too (issue 52; it was
+  excused before when the twin stalled). A finite run finishes. A run that reaches the time cap
+  failed to end.
+Schedules are transient (every fault heals) or, with `transient=False`, end with servers that
+never recover (`workloads.fault_schedules`); the judgment is the same: saturation is judged on
+the servers that are up.
 Fault-free twins (same workload, protocol and seed, no scenario) are run once per distinct
 case and give the ratios of the table: the minimum share at saturation (endless) and the
 run's length (finite).
@@ -32,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.observers.harness import BLOCKED, FINISHED, SATURATED, STALLED
 from drfemu.protocols.registry import PROTOCOLS, GradientUse
 from drfemu.schema.workload import Workload, WorkloadError
 from drfemu.tools.log_check import check_log
@@ -40,8 +47,8 @@ from drfemu.workloads.fault_schedules import ScheduleBounds, random_schedule
 from drfemu.workloads.google import google_case
 from drfemu.workloads.synthetic import synthetic_case
 
-__all__ = ["DEFAULT_SIZES", "CampaignCase", "RunWorkload", "campaign_cases", "parse_sizes", "run_campaign", "run_case",
-           "stalls_by_design"]
+__all__ = ["DEFAULT_SIZES", "CampaignCase", "RunWorkload", "campaign_cases", "ends_by_design", "parse_sizes",
+           "run_campaign", "run_case", "stalls_by_design"]
 
 RunWorkload = Callable[[Workload, Mapping[str, Any], Callable[[dict[str, Any]], None] | None], dict[str, Any]]
 """(workload, parameters by name, run-log listener) → the result document
@@ -65,6 +72,7 @@ class CampaignCase:
     case_seed: int
     seed: int
     scenario: str
+    transient: bool = True
 
     def twin_key(self) -> tuple[str, int, int, bool, int, int]:
         return (self.protocol, self.machines, self.users, self.finite, self.case_seed, self.seed)
@@ -87,9 +95,9 @@ first run starts (a typo of a few zeros should not fill the disk first)."""
 
 
 def campaign_cases(schedules: int, seed: int, protocols: Sequence[str], sizes: Sequence[tuple[int, int]],
-                   bounds: ScheduleBounds = ScheduleBounds()) -> list[CampaignCase]:
+                   bounds: ScheduleBounds = ScheduleBounds(), transient: bool = True) -> list[CampaignCase]:
     """The campaign's `schedules` cases (at most `MAX_SCHEDULES`), drawn from `seed` alone (see
-    the module)."""
+    the module); `transient`: schedules whose faults all heal."""
     if not 1 <= schedules <= MAX_SCHEDULES:
         raise InputError(f"--schedules must be in [1, {MAX_SCHEDULES:,}]")
     rng = random.Random(f"drfemu-campaign-{seed}")
@@ -99,10 +107,11 @@ def campaign_cases(schedules: int, seed: int, protocols: Sequence[str], sizes: S
         machines, users = sizes[rng.randrange(len(sizes))]
         spec = PROTOCOLS[protocol]
         scenario = random_schedule(rng, machines, central=spec.central_rule is not None,
-                                   gradient=spec.gradient is not GradientUse.OFF, bounds=bounds)
+                                   gradient=spec.gradient is not GradientUse.OFF, bounds=bounds,
+                                   transient=transient)
         finite = (k // len(protocols)) % 2 == 1  # each protocol in turn, endless and finite rounds alternating
         cases.append(CampaignCase(k, protocol, machines, users, finite, case_seed=rng.randint(1, 5),
-                                  seed=rng.randint(1, 1000), scenario=scenario))
+                                  seed=rng.randint(1, 1000), scenario=scenario, transient=transient))
     return cases
 
 
@@ -118,13 +127,19 @@ def _workload(case: CampaignCase) -> Workload:
 
 
 def stalls_by_design(case: CampaignCase) -> bool:
-    """Whether the protocol may stall on endless users where its twin does not: a rule that
-    strands tasks (`ServerRule.STRANDS`; the thesis's probe, not the default one, since issue 38),
-    and a blocking rule (C-ADRF) that stops once its lowest user fits
-    nowhere — which servers are full, and which user is lowest, depend on an order faults change."""
+    """Whether the protocol's rule strands tasks by design (`ServerRule.STRANDS`: the thesis's
+    probe, not the default one since issue 38), so an endless run of it may stall whatever the
+    faults. C-ADRF, which holds allocations back by design, ends `blocked`, not stalled (issue 52)."""
     spec = PROTOCOLS[case.protocol]
-    return ((spec.server_rule is not None and spec.server_rule.STRANDS)
-            or bool(getattr(spec.central_rule, "BLOCKING", False)))
+    return spec.server_rule is not None and spec.server_rule.STRANDS
+
+
+def ends_by_design(case: CampaignCase, status: str) -> bool:
+    """Whether an endless run of `case` that ended with `status` left fitting tasks by its rule's
+    design: blocked (a rule that declares `BLOCKING`), or stalled where the rule strands tasks."""
+    if status == BLOCKED:
+        return bool(getattr(PROTOCOLS[case.protocol].central_rule, "BLOCKING", False))
+    return status == STALLED and stalls_by_design(case)
 
 
 def _params(case: CampaignCase) -> dict[str, Any]:
@@ -160,10 +175,10 @@ def run_case(case: CampaignCase, scenario_path: Path, twin: dict[str, Any], run:
         return record
     checked = check_log(log)
     status = first["status"]
-    ended = (status == "finished" if case.finite else
-             status == "saturated" or (status == "stalled" and (twin["status"] == "stalled" or stalls_by_design(case))))
+    by_design = not case.finite and ends_by_design(case, status)
+    ended = status == FINISHED if case.finite else status == SATURATED or by_design
     record.update(
-        status=status, end_reason=first["end_reason"], ended=ended, by_design=stalls_by_design(case),
+        status=status, end_reason=first["end_reason"], ended=ended, by_design=by_design,
         min_share=first["min_dominant_share"],
         virtual_time_s=first["virtual_time_s"], lost=first["ledger"]["lost"], reruns=first["ledger"]["rerun"],
         resubmitted=first["ledger"]["resubmitted"], deterministic=_digest(first) == _digest(again),
