@@ -71,6 +71,33 @@ def test_a_server_learns_the_mix_from_its_users_and_the_walks_it_sees_and_scores
         fragmentation_delta((1.0, 0.5), s.free, s.capacity, [(1.0, 1.0), (1.0, 0.5)], (1 / 16, 1 / 2)))
 
 
+def test_a_server_told_the_workload_s_mix_scores_by_it_from_the_start() -> None:
+    """`--fragmentation-mix workload` (issue 52): every user's demand is known before any task is
+    seen; a demand heard later replaces that user's entry, never adds a second."""
+    from tests.test_distributed_roles import node
+
+    known = ((100, (1.0, 1.0)), (101, (2.0, 0.0)))
+    s = node(capacity=(8.0, 1.0), homed={100: 0.1}, fit_candidates=1, min_fragmentation=True, scale=(1 / 16, 1 / 2),
+             known_mix=known)
+    assert s.mix is not None and s.mix.demands == dict(known)
+    assert s._fit_score(101, (2.0, 0.0)) == pytest.approx(
+        fragmentation_delta((2.0, 0.0), s.free, s.capacity, [(1.0, 1.0), (2.0, 0.0)], (1 / 16, 1 / 2)))
+    s.mix.note(101, (3.0, 0.0))
+    assert s.mix.demands == {100: (1.0, 1.0), 101: (3.0, 0.0)}
+
+
+def test_a_run_gives_every_server_every_user_s_demand_only_when_asked() -> None:
+    from drfemu.assembly.config import RunConfig
+    from drfemu.assembly.distributed import known_mix
+    from drfemu.workloads.google import google_case
+
+    workload = google_case(10, 3, 1)
+    asked = RunConfig.build(workload, protocol="bdgdrf", placement="min-fragmentation", fragmentation_mix="workload")
+    assert [demand for _, demand in known_mix(asked)] == [u.demand for u in workload.users]
+    assert [user for user, _ in known_mix(asked)] == list(asked.ids.users)
+    assert known_mix(RunConfig.build(workload, protocol="bdgdrf", placement="min-fragmentation")) == ()
+
+
 def test_the_harness_keeps_the_cluster_fragmentation_up_to_date_server_by_server() -> None:
     import numpy as np
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from drfemu.assembly.config import RunConfig
 from drfemu.kernel.events import NeighborsFixed
-from drfemu.kernel.resources import dominant_share
+from drfemu.kernel.resources import Vector, dominant_share
 from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.gateway import Gateway
@@ -26,12 +26,12 @@ from drfemu.observers.observer import RunEnd
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.overlay.observe import ideal_views
 from drfemu.overlay.variants import gradient_factory
-from drfemu.protocols.placement import FIRST_FIT, MIN_FRAGMENTATION
+from drfemu.protocols.placement import FIRST_FIT, MIN_FRAGMENTATION, WORKLOAD
 from drfemu.protocols.resilience import Timeouts
 from drfemu.protocols.spec import GradientUse
 from drfemu.schema.result import Distributed, Section
 
-__all__ = ["DistributedSetup", "server_config"]
+__all__ = ["DistributedSetup", "known_mix", "server_config"]
 
 
 def server_config(config: RunConfig, timeouts: Timeouts, gateway: int) -> ServerConfig:
@@ -54,7 +54,8 @@ def server_config(config: RunConfig, timeouts: Timeouts, gateway: int) -> Server
         saturation_retry=retry_ticks * params.tick if retry_ticks else math.inf,
         saturation_retry_cap=params.saturation_retry_cap_ticks(finite) * params.tick,
         fit_candidates=params.fit_candidates if params.placement != FIRST_FIT else 0,
-        min_fragmentation=params.placement == MIN_FRAGMENTATION, device_resource=config.device_resource,
+        min_fragmentation=params.placement == MIN_FRAGMENTATION, known_mix=known_mix(config),
+        device_resource=config.device_resource,
         scale=tuple(1.0 / t if t > 0 else 0.0 for t in total),
         gradient=gradient_factory(params.gradient, temperature=params.softmax_temperature,
                                   shuffle_size=params.gradient_shuffle),
@@ -62,6 +63,15 @@ def server_config(config: RunConfig, timeouts: Timeouts, gateway: int) -> Server
         rejoin_via=gateway if rto > 0 else -1,
         reconnect_every=params.reconnect_every if rto > 0 else 0, idle_cyclon_every=params.idle_cyclon_every,
         idle_gradient_every=params.idle_gradient_every)
+
+
+def known_mix(config: RunConfig) -> tuple[tuple[int, Vector], ...]:
+    """What every server's min-fragmentation walk knows from the start: with `--fragmentation-mix
+    workload`, every user's demand by its actor id (a finite user's first task's); else nothing."""
+    params = config.params
+    if params.placement != MIN_FRAGMENTATION or params.fragmentation_mix != WORKLOAD:
+        return ()
+    return tuple(zip(config.ids.users, (user.demand for user in config.workload.users), strict=True))
 
 
 class DistributedSetup:

@@ -1,7 +1,8 @@
-"""`drfemu workload …`: workload files from the Google 2011 trace and synthetic draws."""
+"""`drfemu workload …`: workload files from the Google 2011 trace, the Alibaba GPU trace and synthetic draws."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -123,3 +124,68 @@ def workload_gpu_cluster(
     write_json(output, case.to_dict())
     out.print(f"wrote {output}: {servers} servers, {users} users (GPU users {gpu_users:g}, whole {whole:g}; "
               f"seed {seed})")
+
+
+@workload_app.command("openb")
+def workload_openb(
+    output: OutputFile,
+    trace: Annotated[str, typer.Option(help="The folder of the Alibaba GPU trace's openb CSV files (default: "
+                                            "$DRFEMU_OPENB_TRACE); read where it lies, never copied.")] = "",
+    machines: Annotated[int | None, typer.Option(help="Servers drawn from the trace's 1,523 (default: 100; with "
+                                                       "--finite, all).")] = None,
+    users: Annotated[int, typer.Option(help="Endless users, each with a drawn pod's request.")] = 20,
+    seed: DrawSeed = 1,
+    gpu_users: Annotated[float | None, typer.Option(help="Share of users drawn from GPU pods (default: the "
+                                                          "trace's mix, 87 %).")] = None,
+    finite: Annotated[bool, typer.Option("--finite", help="Replay pods as tasks that end, at their creation "
+                                                          "times, instead of endless users.")] = False,
+    tasks: Annotated[int | None, typer.Option(help="With --finite: at most this many pods of the window.")] = None,
+    minutes: Annotated[float | None, typer.Option(help="With --finite: the window's length.")] = None,
+    start: Annotated[str, typer.Option(help="With --finite: the window's start into the trace (e.g. 116d, "
+                                            "10000000s).")] = "0",
+    max_duration: Annotated[str, typer.Option(help="With --finite: a pod runs at most this long.")] = "1h",
+    idle_gap: Annotated[str, typer.Option(help="With --finite: a stretch longer than this with no pod running is "
+                                               "shortened to it.")] = "600s",
+) -> None:
+    """Write a case of the Alibaba GPU-sharing trace openb (the FGD paper's): endless users with its pods'
+    requests on its servers, or with --finite its pods as tasks that end (docs/workloads.md)."""
+    from drfemu.kernel.latency import parse_duration
+    from drfemu.workloads.openb import load_trace, openb_case, openb_replay
+
+    replay_options = {"--tasks": tasks, "--minutes": minutes}
+    if not finite:
+        given = [name for name, value in replay_options.items() if value is not None]
+        given += [name for name, value, default in (("--start", start, "0"), ("--max-duration", max_duration, "1h"),
+                                                    ("--idle-gap", idle_gap, "600s")) if value != default]
+        if given:
+            raise CliError(f"{', '.join(given)} describe a replay: add --finite")
+    check_writable(output, "--output")
+    loaded = load_trace(trace or None)
+    if finite:
+        case = openb_replay(loaded, tasks, minutes, _seconds(start, "--start", parse_duration), machines, seed,
+                            _seconds(max_duration, "--max-duration", parse_duration),
+                            _seconds(idle_gap, "--idle-gap", parse_duration))
+        src = case.source
+        span = max(t.submit for u in case.users for t in u.tasks or ())
+        write_json(output, case.to_dict())
+        out.print(f"wrote {output}: {src['tasks']} pods of openb as tasks of {len(case.users)} request shapes on "
+                  f"{src['machines']} servers, arriving over {span:,.0f} s ({src['idle_removed_s']:,.0f} s of idle "
+                  f"stretches removed{_left_out(src['left_out'])}); "
+                  "run it with --max-time above that")
+        return
+    case = openb_case(loaded, 100 if machines is None else machines, users, seed, gpu_users)
+    write_json(output, case.to_dict())
+    gpus = sum(1 for u in case.users if u.demand[2] > 0)
+    out.print(f"wrote {output}: {len(case.servers)} servers and {users} users of openb ({gpus} asking for GPUs; "
+              f"seed {seed})")
+
+
+def _left_out(count: int) -> str:
+    return f"; {count} pods fit on no server and were left out" if count else ""
+
+
+def _seconds(text: str, option: str, parse: Callable[[str], float]) -> float:
+    try:
+        return parse(text)
+    except ValueError as error:
+        raise CliError(f"{option}: {error}") from None

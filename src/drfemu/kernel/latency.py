@@ -27,19 +27,20 @@ def to_us(seconds: float) -> int:
 
 
 _ZERO = re.compile(r"^\s*0*\.?0+\s*$")
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs)\s*$")
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs|min|h|d)\s*$")
+_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_duration(text: str) -> float:
-    """Parse '1ms', '0.5 s' or '250us' into seconds. A unit is required: a bare '100' is refused
-    rather than guessed; only zero needs none ('0' is 0 s in any unit)."""
+    """Parse '1ms', '0.5 s', '250us', '10min', '2h' or '116d' into seconds. A unit is required: a
+    bare '100' is refused rather than guessed; only zero needs none ('0' is 0 s in any unit)."""
     if _ZERO.match(text):
         return 0.0
     match = _DURATION.match(text)
     if not match:
         hint = " (a unit is required)" if re.fullmatch(r"\s*[0-9.eE+-]+\s*", text) else ""
         raise InputError(f"not a duration: {text!r}{hint}; use e.g. 100ms, 0.1s, 250us")
-    value = float(match.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}[match.group(2)]
+    value = float(match.group(1)) * _UNITS[match.group(2)]
     if not math.isfinite(value) or value > 1e12:
         raise InputError(f"duration {text!r} is out of range (at most 1e12 s)")
     return value

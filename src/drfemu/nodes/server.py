@@ -101,7 +101,8 @@ class ServerConfig:
 
     `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
     DRFH heuristic normalised with `scale` (1 / the cluster total of each resource), or with
-    `min_fragmentation` by the fragmentation the task adds for the demand mix the server knows;
+    `min_fragmentation` by the fragmentation the task adds for the demand mix the server knows
+    (from the start: `known_mix`, (user, demand) pairs);
     `device_resource` ≥ 0 models that resource as devices (`protocols.devices`);
     `saturation_retry_cap` is the longest wait the saturation retry doubles to; `total`
     (the cluster's capacity) and `users_active` (False: finite users, counted once a task
@@ -124,6 +125,7 @@ class ServerConfig:
     saturation_retry_cap: float = math.inf
     fit_candidates: int = 0
     min_fragmentation: bool = False
+    known_mix: tuple[tuple[int, Vector], ...] = ()
     device_resource: int = -1
     scale: Vector = ()
     gradient: Callable[..., Any] = Gradient
@@ -185,7 +187,7 @@ class ServerNode(OverlayPeer):
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
         self.fit_candidates = config.fit_candidates
         self.scale = config.scale
-        self.mix = DemandMix(config.scale) if config.min_fragmentation else None  # what least fragmentation scores by
+        self.mix = DemandMix(config.scale, config.known_mix) if config.min_fragmentation else None  # what it scores by
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self._running: dict[tuple[int, int], Vector] = {}

@@ -40,7 +40,7 @@ the one 4-GPU user of 40 counted 1/40. Minimum share over central first-fit DRF'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -105,8 +105,9 @@ class DemandMix:
 
     __slots__ = ("_arrays", "demands", "scale")
 
-    def __init__(self, scale: Sequence[float]) -> None:
-        self.demands: dict[int, Vector] = {}  # user -> its latest demand
+    def __init__(self, scale: Sequence[float], known: Iterable[tuple[int, Vector]] = ()) -> None:
+        """`known`: (user, demand) pairs the server knows from the start (`--fragmentation-mix workload`)."""
+        self.demands: dict[int, Vector] = dict(known)  # user -> its latest demand
         self.scale = np.asarray(scale, dtype=float)
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # (mix, weights) of `demands`
 

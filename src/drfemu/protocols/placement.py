@@ -28,7 +28,11 @@ issue 38, `protocols.fragmentation`) walks the same way but scores a fitting ser
 fragmentation the task would add there for the demand mix that server knows: the demands of
 its homed users and of every task whose request or walk it has handled (decision: no new
 gossip; a walk carries the task's demand to every server it visits, so the servers a home's
-walks cross learn its users' demands).
+walks cross learn its users' demands). With `--fragmentation-mix workload` (issue 52, off by
+default) every server knows every user's demand from the start instead, as a scheduler that
+knows its workload's task classes (Weng et al.'s scheduler takes them from the workload's
+history): on the GPU-sharing trace a server seen only by CPU-only walks took their tasks where
+GPU tasks would have gone (`docs/results.md`).
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ from drfemu.kernel.resources import improves
 __all__ = [
     "BEST_FIT",
     "FIRST_FIT",
+    "FRAGMENTATION_MIX",
     "MIN_FRAGMENTATION",
+    "MIXES",
     "PLACEMENT",
     "PlacementParams",
     "FitPlace",
@@ -53,6 +59,7 @@ __all__ = [
 ]
 
 FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION = "first-fit", "best-fit", "min-fragmentation"
+MIXES = SEEN, WORKLOAD = "seen", "workload"
 
 
 
@@ -65,9 +72,13 @@ class PlacementParams(Declared):
         "server, else the first with room on a walk; centrally the first server in order), best-fit (DRFH's heuristic "
         "over --fit-candidates servers) or min-fragmentation (the server where the task adds the least fragmentation "
         "for the known demand mix, over --fit-candidates servers).", choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION))
+    fragmentation_mix: str = param(
+        default=SEEN, help="The demand mix a server's min-fragmentation walk scores by: seen (the demands of the tasks "
+        "it has handled) or workload (every user's, known to every server from the start, as a scheduler that "
+        "knows its workload's task classes; a protocol change — docs/results.md, issue 52).", choices=MIXES)
 
 
-(PLACEMENT,) = PlacementParams.PARAMS
+PLACEMENT, FRAGMENTATION_MIX = PlacementParams.PARAMS
 
 
 def _frontier(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int]) -> tuple[int, ...]:

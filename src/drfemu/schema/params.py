@@ -43,7 +43,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import US_PER_S, parse_duration, parse_latency
 from drfemu.kernel.params import Declared, Duration, Kind, Param, param
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
-from drfemu.protocols.placement import PlacementParams
+from drfemu.protocols.placement import MIN_FRAGMENTATION, SEEN, PlacementParams
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 from drfemu.schema.workload import MAX_NODES, MAX_SEED
 
@@ -263,7 +263,7 @@ _DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "idle_
                 "mark_saturated", "saturation_retry")
 _GRADIENT = ("shuffles_per_tick", "max_age", "idle_gradient_every", "gradient", "softmax_temperature",
              "gradient_shuffle")
-_WALKS = ("placement", "fit_candidates")
+_WALKS = ("placement", "fragmentation_mix", "fit_candidates")
 _EVERY_RUN = frozenset(p.name for p in RunParams.PARAMS)
 
 
@@ -348,6 +348,9 @@ def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
                          f"({values['cyclon_view']})")
     if spec.gradient is not GradientUse.OFF:
         check_gradient_period(values["tick"], values["shuffles_per_tick"])
+    if values["fragmentation_mix"] != SEEN and values["placement"] != MIN_FRAGMENTATION and reads(spec, "fragmentation_mix"):
+        raise InputError(f"--fragmentation-mix {values['fragmentation_mix']} needs --placement {MIN_FRAGMENTATION} "
+                         f"(got {values['placement']})")
     check = getattr(spec.rule, "check_params", None)
     if check is not None:
         check(values)

@@ -51,9 +51,8 @@ ALWAYS_NAMED = ("protocol", "seed", "workload", *(p.name for p in CaseParams.PAR
 
 
 class WorkloadChoice(Declared):
-    workload: str = param(default="google", help="A generated workload (drfemu workload --help lists them: google, a "
-                          "case drawn from the Google 2011 trace; gpu-cluster, a GPU-sharing cluster) or a workload "
-                          "JSON file.")
+    workload: str = param(default="google", help="A generated workload by name (drfemu workload --help lists "
+                          "them; google: a case drawn from the Google 2011 trace) or a workload JSON file.")
 
 
 def point_declarations() -> tuple[Param, ...]:

@@ -32,6 +32,7 @@ ENTRY_POINTS = "drfemu.workloads"
 BUILT_IN = {
     "google": "drfemu.workloads.google:SPEC",
     "gpu-cluster": "drfemu.workloads.gpu_cluster:SPEC",
+    "openb": "drfemu.workloads.openb:SPEC",
 }
 """The built-in generated workloads: name -> `module:SPEC`."""
 
