@@ -172,7 +172,7 @@ def openb_case(trace: OpenbTrace, machines: int = 100, users: int = 20, seed: in
     cpu_pods = [p for p in trace.pods if p.demand[2] == 0]
     people = []
     for i in range(users):
-        pool = list(trace.pods)
+        pool: tuple[Pod, ...] | list[Pod] = trace.pods
         if gpu_users is not None:
             pool = gpu_pods if rng.random() < gpu_users else cpu_pods
             if not pool:
