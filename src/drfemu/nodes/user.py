@@ -143,7 +143,7 @@ class _HandshakeUser(Actor):
         answered before it learnt of the crash. Taken, such a reply sent the task to the crashed
         server until it came back, which then homed the user beside the home the gateway had
         moved it to — a second home whose stale share held every home's band below the user's
-        true share, and BDGDRF stalled (`../shared/data/faults/bdgdrf-stall-g30.toml`)."""
+        true share, and BDGDRF stalled (`tests/test_stalls.py` replays the schedule that showed it)."""
         if self.backoff is not None and (self.allocator >= 0 or self.current_task() < 0):
             return  # an answer to a repeated question
         if msg.server in self.known_down:
