@@ -4,7 +4,9 @@ A `Registry` knows its entries without importing them: the built-in ones as `"mo
 text (the one registration a new built-in protocol or workload needs), then those that installed
 packages declare in an entry-point group, in name order. An entry is imported the first time it
 is asked for (`registry[name]`), or when every entry is (`values()`, `items()`: what building
-the command line's options needs). `register` adds a spec made in this process.
+the command line's options needs). `register` adds a spec made in this process. A spec whose
+parameter is declared differently by another entry of its registry is refused: a run parameter
+has one declaration, whichever plug-ins declare it.
 
 A plug-in that cannot be loaded — its import fails, it names something that is not a spec of
 this registry, or its name differs from its entry's — is left out with one `PluginWarning`
@@ -16,18 +18,24 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Callable, ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, Protocol, TypeVar
 
 from drfemu.kernel.errors import InputError, PluginWarning
+from drfemu.kernel.params import Param
 
 __all__ = ["Named", "Registry", "UnknownName"]
 
 
 class Named(Protocol):
+    """A spec: a name, and the run parameters it declares."""
+
     @property
     def name(self) -> str: ...
+
+    @property
+    def params(self) -> tuple[Param, ...]: ...
 
 
 S = TypeVar("S", bound=Named)
@@ -40,15 +48,12 @@ class UnknownName(InputError):
 class Registry(Mapping[str, S], Generic[S]):
     """The entries of one kind of plug-in by name (a read-only mapping that loads on access)."""
 
-    def __init__(self, kind: str, spec_type: type[S], group: str, built_in: Mapping[str, str],
-                 check: Callable[[S], None] | None = None) -> None:
-        """`kind` names an entry in messages ("protocol"); `group` is the entry-point group;
-        `check(spec)` may refuse a spec (a `ValueError` naming why) before it is added."""
+    def __init__(self, kind: str, spec_type: type[S], group: str, built_in: Mapping[str, str]) -> None:
+        """`kind` names an entry in messages ("protocol"); `group` is the entry-point group."""
         self.kind = kind
         self.spec_type = spec_type
         self.group = group
         self._built_in = dict(built_in)
-        self._check = check
         self._loaded: dict[str, S] = {}
         self._pending: dict[str, EntryPoint] | None = None  # the installed packages' entries, once read
         self.errors: list[str] = []
@@ -118,10 +123,23 @@ class Registry(Mapping[str, S], Generic[S]):
             raise TypeError(f"it names a {type(spec).__name__}, not a drfemu {self.spec_type.__name__}")
         if spec.name != name:
             raise ValueError(f"its entry is named {name!r} but its {self.kind} {spec.name!r}")
-        if self._check is not None:
-            self._check(spec)
+        self._no_clash(spec)
         self._loaded[name] = spec
         return spec
+
+    def _no_clash(self, spec: S) -> None:
+        """A parameter `spec` declares must not be declared differently by another entry (a
+        `ValueError` naming both); the built-in entries are loaded first, so a plug-in never
+        displaces one of theirs."""
+        if spec.name not in self._built_in:
+            for name in self._built_in:
+                self[name]
+        for param in spec.params:
+            for other in self._loaded.values():  # those loaded so far, without loading more
+                for theirs in other.params:
+                    if theirs.name == param.name and theirs != param:
+                        raise ValueError(f"{self.kind} {spec.name!r}: parameter {param.name!r} is declared "
+                                         f"differently by {other.name!r}")
 
     # -- this process ---------------------------------------------------------------------------
     def register(self, spec: S) -> S:

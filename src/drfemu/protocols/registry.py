@@ -40,22 +40,7 @@ BUILT_IN = {
 
 UnknownProtocol = UnknownName
 
-
-def _no_clash(spec: ProtocolSpec) -> None:
-    """A parameter a protocol declares must not be declared differently by another (the
-    built-in ones are loaded first, so a plug-in never displaces one of them)."""
-    if spec.name not in BUILT_IN:
-        for name in BUILT_IN:
-            PROTOCOLS[name]
-    for param in spec.params:
-        for other in PROTOCOLS._loaded.values():  # noqa: SLF001 - those loaded so far, without loading more
-            for theirs in other.params:
-                if theirs.name == param.name and theirs != param:
-                    raise ValueError(f"protocol {spec.name!r}: parameter {param.name!r} is declared differently by "
-                                     f"{other.name!r}")
-
-
-PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol", ProtocolSpec, ENTRY_POINTS, BUILT_IN, check=_no_clash)
+PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol", ProtocolSpec, ENTRY_POINTS, BUILT_IN)
 
 
 def get_protocol(name: str) -> ProtocolSpec:

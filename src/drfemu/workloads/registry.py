@@ -59,21 +59,7 @@ class WorkloadSpec:
         return {"name": self.name, "summary": self.summary, "parameters": [p.name for p in self.params]}
 
 
-def _no_clash(spec: WorkloadSpec) -> None:
-    """A parameter must not be declared differently by another workload (the built-in ones are
-    loaded first, so a plug-in never displaces one of them)."""
-    if spec.name not in BUILT_IN:
-        for name in BUILT_IN:
-            WORKLOADS[name]
-    for param in spec.params:
-        for other in WORKLOADS._loaded.values():  # noqa: SLF001 - those loaded so far
-            for theirs in other.params:
-                if theirs.name == param.name and theirs != param:
-                    raise ValueError(f"workload {spec.name!r}: parameter {param.name!r} is declared differently by "
-                                     f"{other.name!r}")
-
-
-WORKLOADS: Registry[WorkloadSpec] = Registry("workload", WorkloadSpec, ENTRY_POINTS, BUILT_IN, check=_no_clash)
+WORKLOADS: Registry[WorkloadSpec] = Registry("workload", WorkloadSpec, ENTRY_POINTS, BUILT_IN)
 
 
 def get_workload(name: str) -> WorkloadSpec:
