@@ -59,8 +59,10 @@ def worker_pool(size: int, **options: Any) -> Iterator[ProcessPoolExecutor]:
     try:
         yield pool
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
         end_processes(set(multiprocessing.active_children()) - before)
+        # With its workers dead the pool's manager thread ends at once; waiting for it means no
+        # thread of the pool is left reaping a worker (the process objects' state then agrees).
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
 
