@@ -398,6 +398,22 @@ def test_ddrf_gradient_freezes_at_the_warmup_cap_even_if_its_view_keeps_changing
     assert [type(e) for e in s.take_port()] == [NeighborsFixed]
 
 
+
+def test_ddrf_gradient_freezes_freeze_after_ticks_once_its_view_shows_allocation_though_it_keeps_changing() -> None:
+    """Issue 52: a home whose view had not settled when allocation began saw it change every tick
+    (allocating homes' utilities move) and waited for the warm-up cap while others filled the
+    cluster; the first descriptor with a finite utility below zero now starts a countdown."""
+    s = node(DdrfGradientRule(freeze_after=3, warmup_cap=100), homed={}, view=2)  # at −∞: all above it
+    s.gradient.offer([(0.5, 3, 0.0), (0.4, 4, 0.0)])
+    s.on_tick(0.1)
+    for k in range(2, 5):  # a closer allocating server each tick: the view never holds still
+        s.gradient.offer([(-0.05 - 0.001 * k, 10 + k, 0.0)])
+        s.on_tick(k / 10)
+        assert s.take_port() == [] and s.gossip_gradient
+    s.gradient.offer([(-0.06, 20, 0.0)])
+    s.on_tick(0.5)  # three ticks after the view first showed allocation (at 0.2)
+    assert [type(e) for e in s.take_port()] == [NeighborsFixed] and not s.gossip_gradient
+
 def _frozen(**kw: Any) -> Any:
     s = node(DdrfGradientRule(freeze_after=1, warmup_cap=100), view=2, **kw)
     s.gradient.offer([(0.0, 3, 0.0), (0.0, 4, 0.0)])

@@ -16,12 +16,24 @@ Decision: only servers with users allocate and poll — the thesis notes the oth
 **ddrf-gradient's freeze is a node-local rule.** The thesis freezes the gradient "once
 converged", which only an observer with global knowledge can tell. Here every server runs
 the gradient from the start and, at each tick, compares its view's members with the tick
-before: once they have stayed the same for `freeze_after` ticks (or `warmup_cap` ticks have
-passed), it fixes them as its neighbour set, stops starting gradient exchanges (it still
-answers them) and reports `NeighborsFixed`. A server with users allocates only once it has
+before: once they have stayed the same for `freeze_after` ticks, or `freeze_after` ticks
+after its view first showed a server whose users hold resources (allocation has begun
+there), or once `warmup_cap` ticks have passed, it fixes them as its neighbour set, stops
+starting gradient exchanges (it still answers them) and reports `NeighborsFixed`. A server with users allocates only once it has
 frozen. Every server ticks under `ddrf-gradient` (a server without users only to freeze).
 The result reports when the last server with users first froze and how many froze on their
 ideal view (measured by the observer, never used by the nodes).
+
+**Allocation elsewhere ends the wait** (decision, issue 52). Once homes allocate, their
+utilities move every tick, and a home whose view had not settled before that — the homes at
+the top of the order, whose views reach down among the allocating ones — saw its view change
+every tick until `warmup_cap`: on openb 100 × 20 draws its users waited up to 50 s of a 56 s
+run, and one of them ended with no task while its task had fitted on 74 of 100 servers. The
+start of allocation is what the thesis's single "converged" moment marks, and a home sees it
+in its own view (a descriptor with a finite utility below zero), so it freezes at most
+`freeze_after` ticks later. Measured (`docs/results.md`, E1 and E9): every openb 100 × 20 user
+served; on the Google cases the minimum share and the homes frozen on their ideal view as
+before, the error ratio within the seeds' spread.
 
 **A frozen view re-forms after a failure** (issue 37). A server thaws — runs the gradient
 again and freezes anew by the same rule, allocating nothing meanwhile — when the failure
@@ -41,6 +53,7 @@ from typing import ClassVar
 from drfemu.kernel.events import NeighborsFixed
 from drfemu.kernel.messages import Address, handles, message
 from drfemu.kernel.params import Kind, Param
+from drfemu.overlay.gradient import NEG_INF
 from drfemu.protocols.homes import INF
 from drfemu.protocols.rule import Server, ServerRule
 from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
@@ -127,19 +140,26 @@ class DdrfRule(ServerRule):
         self.reported[msg.sender] = msg.share
 
 
+def _allocating(view: list[tuple[float, int, float]]) -> bool:
+    """True if a descriptor in `view` shows a server whose users hold resources: a finite
+    utility below zero (eq. 4.2, `−min G_i`), so allocation has begun there."""
+    return any(NEG_INF < utility < 0.0 for utility, _, _ in view)
+
+
 class DdrfGradientRule(DdrfRule):
     """DDRF over the server's gradient view, frozen by the node-local rule above."""
 
     PARAMS = (
         Param("freeze_after", Kind.INT, 20, "ddrf-gradient: a server freezes its gradient view once it has not "
-              "changed for this many ticks.", ge=1, unit="ticks"),
+              "changed for this many ticks, or this many ticks after the view first shows a server that allocates.",
+              ge=1, unit="ticks"),
         Param("warmup_cap", Kind.INT, 500, "ddrf-gradient: a server freezes its view after this many ticks even "
               "if it still changes.", ge=1, unit="ticks"),
     )
     TICKS_ALL = True
 
-    __slots__ = ("freeze_after", "warmup_cap", "frozen", "thaws", "_ticks", "_stable", "_members", "_fixed",
-                 "_homed")
+    __slots__ = ("freeze_after", "warmup_cap", "frozen", "thaws", "_ticks", "_stable", "_since_allocating",
+                 "_members", "_fixed", "_homed")
 
     def __init__(self, freeze_after: int = 20, warmup_cap: int = 500) -> None:
         super().__init__()
@@ -149,6 +169,7 @@ class DdrfGradientRule(DdrfRule):
         self.thaws = 0
         self._ticks = 0
         self._stable = 0
+        self._since_allocating = 0  # ticks since its view first showed a server whose users hold resources
         self._members: frozenset[int] = frozenset()
         self._fixed: frozenset[int] = frozenset()  # the neighbour set it froze
         self._homed = False  # it had users when it froze
@@ -161,7 +182,10 @@ class DdrfGradientRule(DdrfRule):
                 self._stable += 1
             else:
                 self._members, self._stable = members, 0
-            if self._stable < self.freeze_after and self._ticks < self.warmup_cap:
+            if self._since_allocating or _allocating(server.gradient.view):
+                self._since_allocating += 1
+            if self._stable < self.freeze_after and self._since_allocating <= self.freeze_after \
+                    and self._ticks < self.warmup_cap:
                 return
             self.frozen = True
             server.fix_neighbors([d[1] for d in server.gradient.view], now)
@@ -182,7 +206,7 @@ class DdrfGradientRule(DdrfRule):
     def _thaw(self, server: Server) -> None:
         self.frozen = False
         self.thaws += 1
-        self._ticks = self._stable = 0
+        self._ticks = self._stable = self._since_allocating = 0
         self._members = frozenset()
         server.thaw_neighbors()
 
