@@ -398,7 +398,6 @@ def test_ddrf_gradient_freezes_at_the_warmup_cap_even_if_its_view_keeps_changing
     assert [type(e) for e in s.take_port()] == [NeighborsFixed]
 
 
-
 def test_ddrf_gradient_freezes_freeze_after_ticks_once_its_view_shows_allocation_though_it_keeps_changing() -> None:
     """Issue 52: a home whose view had not settled when allocation began saw it change every tick
     (allocating homes' utilities move) and waited for the warm-up cap while others filled the
@@ -413,6 +412,7 @@ def test_ddrf_gradient_freezes_freeze_after_ticks_once_its_view_shows_allocation
     s.gradient.offer([(-0.06, 20, 0.0)])
     s.on_tick(0.5)  # three ticks after the view first showed allocation (at 0.2)
     assert [type(e) for e in s.take_port()] == [NeighborsFixed] and not s.gossip_gradient
+
 
 def _frozen(**kw: Any) -> Any:
     s = node(DdrfGradientRule(freeze_after=1, warmup_cap=100), view=2, **kw)
