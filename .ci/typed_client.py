@@ -1,6 +1,7 @@
 """A user's script, type-checked by `.ci/typecheck-client` with `mypy --strict` against the
 installed package: each `reveal_type` must show the type the docs promise (`docs/api.md`)."""
 
+import asyncio
 from typing import reveal_type
 
 import drfemu
@@ -21,6 +22,7 @@ reveal_type(config.params.neighbors)  # expect: int
 reveal_type(config.params.tick)  # expect: float
 reveal_type(config.workload.servers)  # expect: tuple[drfemu.schema.workload.Server, ...]
 reveal_type(drfemu.run_config(config).gini)  # expect: float | None
+reveal_type(asyncio.run(drfemu.run_config_async(config)).gini)  # expect: float | None
 reveal_type(drfemu.SCHEMA_VERSION)  # expect: str
 reveal_type(drfemu.params())  # expect: tuple[drfemu.kernel.params.Param, ...]
 reveal_type(drfemu.google_case(10, 3, seed=1))  # expect: drfemu.schema.workload.Workload

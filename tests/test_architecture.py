@@ -98,9 +98,9 @@ def test_after_a_run_no_node_holds_a_harness_sweep_or_cli_object(protocol: str, 
     built: list[Any] = []
     real = drfemu.nodes.runtime.Runtime.__init__
 
-    def spy(self: Any, loop: Any, network: Any, actors: Any, *rest: Any) -> None:
+    def spy(self: Any, network: Any, actors: Any, *rest: Any, **options: Any) -> None:
         built.extend(actors)
-        real(self, loop, network, actors, *rest)
+        real(self, network, actors, *rest, **options)
 
     monkeypatch.setattr(drfemu.nodes.runtime.Runtime, "__init__", spy)
     run_emulation(RunConfig.build(google_case(12, 4, 1), protocol=protocol, neighbors=2))

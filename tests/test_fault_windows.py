@@ -14,9 +14,9 @@ from drfemu.assembly.faults import FaultInjector
 from drfemu.assembly.windows import Window, Windows, value_at
 from drfemu.kernel.latency import ConstantLatency
 from drfemu.kernel.streams import RandomStreams
-from drfemu.nodes.clock import VirtualClockLoop
 from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.session import run_loop
 from drfemu.schema.faults import BoundScenario, parse_scenario
 
 HORIZON = 12  # whole seconds; windows start and end on them, probes look between them
@@ -93,18 +93,14 @@ def _events(drawn: list[tuple[int, int | None, Any]], action: str) -> list[dict[
 
 def _probe(document: dict[str, Any], read: Any) -> list[Any]:
     """Play `document` into an empty run's network; read the setting half way through each second."""
-    loop = VirtualClockLoop()
-    try:
-        network = Network(ConstantLatency(0.001), loss_rng=random.Random(1))
-        runtime = Runtime(loop, network, [])
-        FaultInjector(BoundScenario(parse_scenario(document), {}), BarePort(runtime, []), RandomStreams(1))
-        seen: list[Any] = []
-        for t in range(HORIZON + 8):
-            runtime.call_at(t + 0.5, lambda now: seen.append(read(network)))
-        runtime.call_at(HORIZON + 9, lambda now: runtime.stop(None))
-        loop.run_until_complete(runtime.finished)
-    finally:
-        loop.close()
+    network = Network(ConstantLatency(0.001), loss_rng=random.Random(1))
+    runtime = Runtime(network, [])
+    FaultInjector(BoundScenario(parse_scenario(document), {}), BarePort(runtime, []), RandomStreams(1))
+    seen: list[Any] = []
+    for t in range(HORIZON + 8):
+        runtime.call_at(t + 0.5, lambda now: seen.append(read(network)))
+    runtime.call_at(HORIZON + 9, lambda now: runtime.stop(None))
+    run_loop(runtime.run())
     return seen
 
 
@@ -146,16 +142,12 @@ def test_a_partition_never_moves_a_server_from_another_island() -> None:
                           {"at": "2s", "action": "partition", "servers": ["a", "b", "c"]}]}
     scenario = parse_scenario(document)
     positions = scenario.bind(["a", "b", "c", "d"], central=True, gradient=False, max_time=50.0)
-    loop = VirtualClockLoop()
-    try:
-        network = Network(ConstantLatency(0.001))
-        runtime = Runtime(loop, network, [])
-        injector = FaultInjector(BoundScenario(scenario, positions), BarePort(runtime, [0, 1, 2, 3]), RandomStreams(1),
-                                 detection=60.0)
-        runtime.call_at(3.0, lambda now: runtime.stop(None))
-        loop.run_until_complete(runtime.finished)
-    finally:
-        loop.close()
+    network = Network(ConstantLatency(0.001))
+    runtime = Runtime(network, [])
+    injector = FaultInjector(BoundScenario(scenario, positions), BarePort(runtime, [0, 1, 2, 3]), RandomStreams(1),
+                             detection=60.0)
+    runtime.call_at(3.0, lambda now: runtime.stop(None))
+    run_loop(runtime.run())
     first, second = injector.log
     assert len(first["servers"]) == 2
     assert sorted(second["servers"] + second["already_on_an_island"]) == [0, 1, 2]

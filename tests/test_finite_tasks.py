@@ -25,6 +25,7 @@ from drfemu.kernel.messages import (
 )
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.user import FiniteUserNode
+from drfemu.nodes.wakes import SubmitDue
 from drfemu.observers.ledger import LedgerViolation, TaskLedger
 from drfemu.protocols.homes import HomeUsers
 from drfemu.protocols.registry import PROTOCOLS
@@ -44,7 +45,7 @@ def test_finite_user_submits_on_time_and_reports_its_share() -> None:
     user.receive(TaskStarted(0, 3), 0.005)
     assert user.share == 0.25
     assert user.take_outbox() == [(3, UserShare(5, 0.25, False))]  # nothing waiting now
-    user.on_timer("submit", 2.0)
+    user.on_timer(SubmitDue(), 2.0)
     user.take_port()
     assert user.take_outbox() == [(9, ServerRequest(5))]
     user.receive(ServerReply(3), 2.001)

@@ -99,7 +99,7 @@ def test_an_internal_bug_shows_its_traceback_and_exits_70(monkeypatch: pytest.Mo
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("an emulator bug, not the user's input")
 
-    monkeypatch.setattr(api, "run_emulation", broken)
+    monkeypatch.setattr(api.Run, "execute", broken)
     assert main(["run", "--machines", "10", "--users", "3"]) == 70
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error (a bug in drfemu" in err

@@ -22,8 +22,10 @@ from drfemu.cli import main
 from drfemu.kernel.messages import Accept, Proposal, TaskRequest
 from drfemu.kernel.streams import RandomStreams
 from drfemu.live.coordinator import BIN_EDGES, quantiles_of
-from drfemu.nodes.live import LATENCY_BINS, STAMP, LiveRuntime, latency_bin
+from drfemu.nodes.live import LATENCY_BINS, STAMP, DatagramLinks, latency_bin
 from drfemu.nodes.network import Network
+from drfemu.nodes.realtime import RealtimeRuntime
+from drfemu.nodes.session import run_loop
 from drfemu.nodes.wire import Codec
 from drfemu.protocols.resilience import Timeouts
 from drfemu.workloads.points import build_run_config, canonical_params
@@ -53,14 +55,13 @@ def test_ten_thousand_bad_datagrams_are_counted_and_crash_no_node() -> None:
     config = build_run_config(canonical_params({"machines": 4, "users": 2}))
     nodes = build_nodes(config, RandomStreams(1), Timeouts(0.01, 0.001))
 
-    async def scenario() -> LiveRuntime:
-        loop = asyncio.get_running_loop()
-        runtime = LiveRuntime(loop, Network(), CODEC, len(nodes.actors), nodes.actors,
-                              {a.id: ("127.0.0.1", 0) for a in nodes.actors}, 1.0)
-        await runtime.open()
-        runtime.set_addresses(runtime.bound_ports())
-        runtime.begin(loop.time())
-        targets = list(runtime.bound_ports().items())
+    async def scenario() -> tuple[RealtimeRuntime, DatagramLinks]:
+        links = DatagramLinks(Network(), CODEC)
+        runtime = RealtimeRuntime(Network(), nodes.actors, links=links)
+        await links.open(runtime, {a.id: ("127.0.0.1", 0) for a in nodes.actors})
+        links.set_addresses(links.bound_ports())
+        running = asyncio.ensure_future(runtime.run())
+        targets = list(links.bound_ports().items())
         rng = random.Random(7)
         good = [CODEC.encode(0, 5, TaskRequest(5, 1, (0.1, 0.1), 0.0)), CODEC.encode(4, 0, Proposal(1, 0)),
                 CODEC.encode(5, 1, Accept(5, 1))]
@@ -86,16 +87,18 @@ def test_ten_thousand_bad_datagrams_are_counted_and_crash_no_node() -> None:
                 if i % 50 == 49:
                     await asyncio.sleep(0.002)
             await asyncio.sleep(0.2)
+            assert not running.done()  # no handler raised
+            runtime.stop()
+            await running
         finally:
             foreign.close()
-            runtime.close()
-        return runtime
+            links.close()
+        return runtime, links
 
-    runtime = asyncio.run(scenario())
-    assert not runtime.finished.done()  # no handler raised
+    runtime, links = run_loop(scenario())
     assert runtime.delivered == 0
-    assert sum(runtime.rejected.values()) == 10_000, runtime.rejected
-    assert runtime.rejected["unknown sender"] >= 2_000 and runtime.rejected["wrong receiver"] >= 2_000
+    assert sum(links.rejected.values()) == 10_000, links.rejected
+    assert links.rejected["unknown sender"] >= 2_000 and links.rejected["wrong receiver"] >= 2_000
 
 
 @pytest.mark.parametrize("args, message", [

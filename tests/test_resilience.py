@@ -28,6 +28,7 @@ from drfemu.nodes.actor import WakeUp
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import FiniteUserNode, UserNode
+from drfemu.nodes.wakes import RepeatEnd
 from drfemu.protocols.drf import Drf
 from drfemu.protocols.registry import PROTOCOLS
 from drfemu.protocols.resilience import MAX_BACKOFF, Backoff, retransmission_timeout
@@ -163,7 +164,7 @@ def test_a_distributed_server_repeats_its_offer_and_never_starts_a_task_twice() 
     node.receive(TaskExit(5, 0), 1.0)
     node.take_port()
     node.receive(EndAck(5, 0, 5), 1.01)
-    node.on_timer(("end", 5, 0), 1.2)
+    node.on_timer(RepeatEnd(5, 0), 1.2)
     assert node.take_outbox() == [(5, TaskEnded(5, 0, 0))] and node.notices.pending == {}
 
 

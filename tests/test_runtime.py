@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from typing import Any, ClassVar
 
 import pytest
@@ -11,10 +12,11 @@ import pytest
 from drfemu.kernel.latency import ConstantLatency, PairLatency, UniformLatency, parse_duration, parse_latency
 from drfemu.kernel.messages import handles, message
 from drfemu.kernel.streams import RandomStreams
-from drfemu.nodes.actor import Actor, UnhandledMessage
-from drfemu.nodes.clock import VirtualClockLoop
+from drfemu.nodes.actor import Actor, UnhandledMessage, Wake
 from drfemu.nodes.network import CostModel, Network
+from drfemu.nodes.realtime import RealtimeRuntime
 from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.session import run_loop
 
 
 @message
@@ -57,16 +59,12 @@ class Recorder(Actor):
 
 
 def run(actors: list[Actor], until: float, network: Network | None = None, setup: Any = None) -> Runtime:
-    loop = VirtualClockLoop()
-    try:
-        runtime = Runtime(loop, network or Network(), actors)
-        if setup:
-            setup(runtime)
-        runtime.call_at(until, runtime.stop)
-        loop.run_until_complete(runtime.finished)
-        return runtime
-    finally:
-        loop.close()
+    runtime = Runtime(network or Network(), actors)
+    if setup:
+        setup(runtime)
+    runtime.call_at(until, runtime.stop)
+    run_loop(runtime.run())
+    return runtime
 
 
 def test_messages_arrive_after_latency_in_send_order_and_one_wakeup() -> None:
@@ -204,7 +202,7 @@ def test_unhandled_message_is_an_error() -> None:
 
 def test_actor_ids_must_match_positions() -> None:
     with pytest.raises(ValueError):
-        Runtime(VirtualClockLoop(), Network(), [Recorder(1)])
+        Runtime(Network(), [Recorder(1)])
 
 
 def test_named_streams_are_independent_and_reproducible() -> None:
@@ -217,16 +215,32 @@ def test_named_streams_are_independent_and_reproducible() -> None:
 
 
 @pytest.mark.asyncio
-async def test_runtime_runs_unchanged_on_a_real_clock_loop() -> None:
-    """The same actors and runtime on asyncio's ordinary loop (the live-mode seam)."""
+async def test_the_same_runtime_paced_by_the_real_clock_does_the_same_at_the_same_times() -> None:
+    """The real-time runtime differs only in when an instant is due: the same actors do the same
+    things at the same protocol times, and the wall clock has moved at least that far."""
     a, b = Recorder(0), Recorder(1)
-    loop = asyncio.get_running_loop()
-    runtime = Runtime(loop, Network(ConstantLatency(0.002)), [a, b])
+    runtime = RealtimeRuntime(Network(ConstantLatency(0.002)), [a, b], time_scale=0.5)
+    runtime.start_ticks(0.02, [b])
     a.send(1, Note("echo:live"))
     runtime.inject(a)
-    await asyncio.sleep(0.05)
-    assert [text for _, text in b.seen] == ["echo:live"]
-    assert [text for _, text in a.seen] == ["re:echo:live"]
+    runtime.call_at(0.05, runtime.stop)
+    started = time.monotonic()
+    await runtime.run()
+    assert time.monotonic() - started >= 0.025  # 0.05 protocol seconds at half the wall clock's pace
+    assert b.seen == [(0.002, "echo:live")] and a.seen == [(0.004, "re:echo:live")]
+    assert b.ticks == [0.02, 0.04]
+
+
+class Named(Wake):
+    """A wake-up that says which it is."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def trace_form(self) -> str:
+        return self.name
 
 
 class Sleeper(Recorder):
@@ -238,8 +252,8 @@ class Sleeper(Recorder):
         super().__init__(actor_id)
         self.woken: list[tuple[float, str]] = []
 
-    def on_timer(self, key: Any, now: float) -> None:
-        self.woken.append((now, key))
+    def on_timer(self, key: Named, now: float) -> None:
+        self.woken.append((now, key.name))
 
 
 def test_a_crashed_actor_hears_sends_and_fires_nothing_until_a_fresh_one_restarts_it() -> None:
@@ -249,14 +263,14 @@ def test_a_crashed_actor_hears_sends_and_fires_nothing_until_a_fresh_one_restart
 
     def setup(rt: Runtime) -> None:
         rt.start_ticks(0.1, [a, b])
-        b.wake_at(0.35, "old life")
+        b.wake_at(0.35, Named("old life"))
         rt.call_at(0.095, lambda now: (a.send(1, Note("before the crash")), rt.inject(a)))
         rt.call_at(0.145, lambda now: (a.send(1, Note("in flight at the crash")), rt.inject(a)))
         rt.deliver_at(0.3, 1, Note("from its own machine"))
         rt.call_at(0.15, lambda now: rt.crash(1))
         rt.call_at(0.17, lambda now: (a.send(1, Note("sent while down")), rt.inject(a)))
         rt.call_at(0.25, lambda now: rt.restart(fresh))
-        rt.call_at(0.26, lambda now: (fresh.wake_at(0.4, "new life"), rt.inject(fresh)))
+        rt.call_at(0.26, lambda now: (fresh.wake_at(0.4, Named("new life")), rt.inject(fresh)))
         rt.call_at(0.27, lambda now: (a.send(1, Note("after the restart")), rt.inject(a)))
 
     runtime = run([a, b], 0.45, network, setup)
@@ -276,43 +290,28 @@ def test_restarting_an_actor_that_is_up_is_an_error() -> None:
     run([Recorder(0)], 0.1, setup=setup)
 
 
-def test_the_loop_holds_one_timer_and_the_instants_run_in_time_order() -> None:
-    """The runtime keeps its instants in a heap of its own (issue 40): however many are pending,
-    the loop holds one timer, and they run in time order — one made during an instant for that
-    same instant, or for an earlier pending one, included — with the clock at each instant's time."""
-    loop = VirtualClockLoop()
-    try:
-        runtime = Runtime(loop, Network(), [Recorder(0)])
-        ran: list[tuple[float, float, str]] = []
+def test_the_instants_run_in_time_order_after_what_the_loop_had_ready() -> None:
+    """The runtime keeps its instants in a heap of its own (issue 40; issue 56: the loop holds
+    none of them): they run in time order — one made during an instant for that same instant,
+    or for an earlier pending one, included — after a callback the loop already had ready."""
+    runtime = Runtime(Network(), [Recorder(0)])
+    ran: list[tuple[float, str]] = []
 
-        def note(label: str) -> Any:
-            return lambda now: ran.append((now, loop.time(), label))
+    def note(label: str) -> Any:
+        return lambda now: ran.append((now, label))
 
-        for at in (0.5, 0.1, 0.3, 0.2):
-            runtime.call_at(at, note(f"at {at}"))
-        armed = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
-        assert runtime.pending_instants == 4 and len(armed) == 1 and armed[0].when() == 0.1
-        runtime.call_at(0.2, lambda now: (runtime.call_at(now, note("same instant, made at 0.2")),
-                                          runtime.call_at(0.25, note("made at 0.2 for 0.25"))))
-        loop.call_soon(lambda: ran.append((-1.0, loop.time(), "a ready callback first")))
-        runtime.call_at(0.6, runtime.stop)
-        loop.run_until_complete(runtime.finished)
-    finally:
-        loop.close()
-    assert [label for _, _, label in ran] == ["a ready callback first", "at 0.1", "at 0.2", "same instant, made at 0.2",
-                                              "made at 0.2 for 0.25", "at 0.3", "at 0.5"]
-    assert all(now == clock for now, clock, label in ran if now >= 0)
+    for at in (0.5, 0.1, 0.3, 0.2):
+        runtime.call_at(at, note(f"at {at}"))
+    assert runtime.pending_instants == 4
+    runtime.call_at(0.2, lambda now: (runtime.call_at(now, note("same instant, made at 0.2")),
+                                      runtime.call_at(0.25, note("made at 0.2 for 0.25"))))
+    runtime.call_at(0.6, runtime.stop)
 
+    async def main() -> None:
+        asyncio.get_running_loop().call_soon(lambda: ran.append((-1.0, "a ready callback first")))
+        await runtime.run()
 
-def test_the_virtual_loop_jumps_only_when_it_would_anyway() -> None:
-    loop = VirtualClockLoop()
-    try:
-        assert loop.jump_if_idle(2.0) and loop.time() == 2.0
-        loop.call_soon(print)
-        assert not loop.jump_if_idle(3.0) and loop.time() == 2.0  # something is ready to run first
-        loop._ready.clear()  # type: ignore[attr-defined]
-        handle = loop.call_at(2.5, print)
-        assert not loop.jump_if_idle(3.0)  # a timer is due before
-        handle.cancel()
-    finally:
-        loop.close()
+    run_loop(main())
+    assert [label for _, label in ran] == ["a ready callback first", "at 0.1", "at 0.2", "same instant, made at 0.2",
+                                          "made at 0.2 for 0.25", "at 0.3", "at 0.5"]
+    assert [now for now, _ in ran] == [-1.0, 0.1, 0.2, 0.2, 0.25, 0.3, 0.5]

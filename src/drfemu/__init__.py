@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from drfemu.api import register_workload as register_workload
     from drfemu.api import run as run
     from drfemu.api import run_config as run_config
+    from drfemu.api import run_config_async as run_config_async
     from drfemu.api import sweep as sweep
     from drfemu.assembly.config import RunConfig as RunConfig
     from drfemu.kernel.errors import InputError as InputError

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.assembly.config import RunConfig
-from drfemu.assembly.run import run_emulation
+from drfemu.assembly.run import Run
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.params import Param
 from drfemu.observers.run_log import labelled_log
@@ -67,6 +67,26 @@ def run_config(config: RunConfig, *, allocation_log: AllocationLog = False, prog
     """Run the emulation `config` describes (see `run`). `run_log` hears every fact of the
     replayable run log (`observers.run_log`: the cluster, submissions, starts, ends,
     resubmissions, crashes, recoveries and fault windows), as it happens."""
+    run, records = _prepared(config, allocation_log, progress, run_log)
+    result = run.execute()
+    result.keep_allocation_log(records)
+    return result
+
+
+async def run_config_async(config: RunConfig, *, allocation_log: AllocationLog = False,
+                           progress: Progress | None = None,
+                           run_log: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+    """`run_config` as a coroutine on the running event loop (asyncio's or uvloop), beside the
+    loop's other tasks: the run yields to them between turns and gives the same result."""
+    run, records = _prepared(config, allocation_log, progress, run_log)
+    result = await run.execute_async()
+    result.keep_allocation_log(records)
+    return result
+
+
+def _prepared(config: RunConfig, allocation_log: AllocationLog, progress: Progress | None,
+              run_log: Callable[[dict[str, Any]], None] | None) -> tuple[Run, list[dict[str, Any]] | None]:
+    """The run of `config`, and the list its allocation log goes to (`allocation_log=True`)."""
     records: list[dict[str, Any]] | None = None
     log = None
     if allocation_log is True:
@@ -74,9 +94,7 @@ def run_config(config: RunConfig, *, allocation_log: AllocationLog = False, prog
         log = labelled_log(config.workload, records.append)
     elif callable(allocation_log):
         log = labelled_log(config.workload, allocation_log)
-    result = run_emulation(config, log=log, progress=progress, record=run_log)
-    result.keep_allocation_log(records)
-    return result
+    return Run(config, log, progress, record=run_log), records
 
 
 def run(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, *, allocation_log: AllocationLog = False,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from drfemu.assembly.config import RunConfig
 from drfemu.assembly.distributed import DistributedSetup
@@ -19,6 +19,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.gateway import Gateway
+from drfemu.nodes.port import RuntimePort
 from drfemu.nodes.resource_node import ResourceNode
 from drfemu.nodes.scheduler import CentralScheduler
 from drfemu.nodes.user import FiniteUserNode, UserNode
@@ -59,7 +60,7 @@ class Setup(Protocol):
     def tickers(self, every_server: bool = False) -> Sequence[Actor]:
         """The actors the allocation tick drives (`every_server`: every server, runs with crashes)."""
 
-    def start(self, runtime: Any) -> None:
+    def start(self, runtime: RuntimePort) -> None:
         """Create its periodic drivers, after the allocation tick's."""
 
     def rejoin(self, actor: int, life: int, down: Sequence[int], now: float) -> Actor:
@@ -88,7 +89,7 @@ class CentralSetup:
     def tickers(self, every_server: bool = False) -> list[Actor]:
         return list(self.tail)
 
-    def start(self, runtime: Any) -> None:
+    def start(self, runtime: RuntimePort) -> None:
         """No driver: the scheduler ticks with the allocation tick."""
 
     def rejoin(self, actor: int, life: int, down: Sequence[int], now: float) -> Actor:

@@ -20,7 +20,7 @@ from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.gateway import Gateway
 from drfemu.nodes.overlay_peer import bootstrap, random_neighbors
-from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.port import RuntimePort
 from drfemu.nodes.server import PLACEMENT_COUNTERS, ServerConfig, ServerNode, server_class
 from drfemu.observers.observer import RunEnd
 from drfemu.overlay.gradient import NEG_INF
@@ -148,10 +148,9 @@ class DistributedSetup:
             return list(self.servers)
         return [self.servers[h] for h in self.homes]
 
-    def start(self, runtime: Runtime | Any) -> None:
+    def start(self, runtime: RuntimePort) -> None:
         """Create the overlay drivers the servers' config asks for (`ServerConfig.overlay_rounds`),
-        after the allocation tick, so a tick decides first. `runtime`: a `Runtime` or the live
-        one, which offers the same `every` and `subscribe`."""
+        after the allocation tick, so a tick decides first (virtual or live: the same port)."""
         for period, round_ in self.config.overlay_rounds():
             runtime.every(period, self.servers, round_)
         runtime.subscribe(NeighborsFixed, self._on_fixed)

@@ -42,7 +42,6 @@ In the event-driven engine each node's choices (partners, samples) come from its
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -52,11 +51,10 @@ from drfemu.assembly.overlay_observer import OverlayRun, RoundObserver, Utilitie
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import parse_latency
 from drfemu.kernel.streams import RandomStreams
-from drfemu.nodes.clock import VirtualClockLoop
-from drfemu.nodes.gc_tuning import tuned_gc
 from drfemu.nodes.network import Network
 from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap
 from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.session import run_loop, timed
 from drfemu.overlay.gradient import RANK_IMPLEMENTATION
 from drfemu.overlay.observe import OverlayMetrics, snapshot
 from drfemu.overlay.variants import gradient_factory
@@ -95,21 +93,14 @@ def _run_events(config: OverlayConfig, n: int, streams: RandomStreams, utilities
                 progress: Callable[[int, OverlayMetrics | None], None] | None) -> OverlayRun:
     """The event-driven engine: every node an `OverlayPeer` actor, every exchange messages."""
     peers = _peers(config, n, streams, utilities)
-    loop = VirtualClockLoop()
-    try:
-        network = Network(parse_latency(config.latency, streams.python("network/latency")))
-        runtime = Runtime(loop, network, peers)
-        observer = RoundObserver(config, partial(snapshot, peers), partial(_set_utility, peers), runtime.stop,
+    network = Network(parse_latency(config.latency, streams.python("network/latency")))
+    runtime = Runtime(network, peers)
+    observer = RoundObserver(config, partial(snapshot, peers), partial(_set_utility, peers), runtime.stop,
                              utilities, progress)
-        runtime.every(config.tick, hooks=[observer])  # created first: observes before the round
-        cyclon = runtime.every(config.tick, peers, OverlayPeer.cyclon_round)
-        gradient = runtime.every(config.tick / config.shuffles_per_tick, peers, OverlayPeer.gradient_round)
-        with tuned_gc():
-            started = time.perf_counter()
-            loop.run_until_complete(runtime.finished)
-            wall = time.perf_counter() - started
-    finally:
-        loop.close()
+    runtime.every(config.tick, hooks=[observer])  # created first: observes before the round
+    cyclon = runtime.every(config.tick, peers, OverlayPeer.cyclon_round)
+    gradient = runtime.every(config.tick / config.shuffles_per_tick, peers, OverlayPeer.gradient_round)
+    _, wall = run_loop(timed(runtime.run()))
     traffic = network.tally()
     return OverlayRun(
         observer=observer, nodes=len(peers), latency=network.latency.describe(), virtual_time_s=runtime.now,

@@ -1,6 +1,6 @@
 """One emulation run: a `RunConfig` → a `RunResult` (SPEC §2–5).
 
-A `Run` owns the runtime (on a virtual clock), the network, the nodes (`assembly.build`) and the
+A `Run` owns the runtime (on a virtual clock, `nodes.runtime`), the network, the nodes (`assembly.build`) and the
 observers: the harness (endless users: `observers.harness.Harness`; finite ones:
 `observers.finite_harness.FiniteHarness`), the task ledger, the run log when asked for, and with
 faults the fault timeline. When the run ends each observer contributes its typed sections of
@@ -31,8 +31,7 @@ fault timeline, the users' start, the tick, the overlays, then the harness's tic
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Set
+from collections.abc import Callable, Sequence, Set
 from typing import Any
 
 from drfemu.assembly.build import build_nodes
@@ -40,14 +39,13 @@ from drfemu.assembly.config import RunConfig
 from drfemu.assembly.faults import DETECTION_TIMEOUTS, FaultInjector
 from drfemu.assembly.lifetimes import TaskLifetimes
 from drfemu.kernel.events import ServerCrashed, ServerRecovered
-from drfemu.kernel.latency import parse_latency
+from drfemu.kernel.latency import LatencyModel, parse_latency
 from drfemu.kernel.messages import PeerDown, PeerUp
 from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
-from drfemu.nodes.clock import VirtualClockLoop
-from drfemu.nodes.gc_tuning import tuned_gc
 from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import Periodic, Runtime
+from drfemu.nodes.session import LoopName, run_loop, timed
 from drfemu.nodes.trace import EventTrace
 from drfemu.observers.fault_metrics import NO_FAULTS, FaultTimeline
 from drfemu.observers.finite_harness import FiniteHarness
@@ -59,7 +57,7 @@ from drfemu.observers.traffic import Traffic
 from drfemu.schema.faults import BoundScenario, Target
 from drfemu.schema.result import RunResult, Section
 
-__all__ = ["Run", "build_harness", "run_emulation"]
+__all__ = ["Run", "build_harness", "result_sections", "run_emulation"]
 
 Record = Callable[[dict[str, Any]], None]
 
@@ -89,20 +87,19 @@ class Run:
         bound = config.faults
         params = config.params
         self.streams = RandomStreams(params.seed)
-        self.loop = VirtualClockLoop()
         latency = parse_latency(params.latency, self.streams.python("network/latency"))
         self.timeouts = config.resilience
         self.nodes = build_nodes(config, self.streams, self.timeouts,
                                  every_server=bound is not None and bound.scenario.crashes)
         self.network = Network(latency, loss=config.loss, loss_rng=self.streams.python("network/loss"),
                                cost=config.cost)
-        self.runtime = Runtime(self.loop, self.network, self.nodes.actors, trace)
+        self.runtime = Runtime(self.network, self.nodes.actors, trace)
         self.servers = config.ids.servers
         self.run_log = self._run_log(record)
         self.injector = self._injector(bound)
         self.harness = build_harness(config, Listeners(self._finish, log, progress), self.injector)
         self.ledger = TaskLedger()
-        self.observers: list[Observer] = [self.harness, self.ledger, Traffic(self.network)]
+        self.observers: list[Observer] = [self.harness, self.ledger, Traffic.of(self.network)]
         self.ticks = self._attach()
 
     def _run_log(self, record: Record | None) -> RunLog | None:
@@ -145,16 +142,15 @@ class Run:
     def _finish(self, outcome: RunOutcome) -> None:
         self.runtime.stop(outcome)
 
-    def execute(self) -> RunResult:
+    def execute(self, loop: LoopName = "asyncio") -> RunResult:
         """Run to saturation, stall or the time cap (endless users), or until every task has
-        finished, a stall or the time cap (finite users); the result, from every observer's sections."""
-        try:
-            with tuned_gc():
-                started = time.perf_counter()
-                self.loop.run_until_complete(self.runtime.finished)
-                wall = time.perf_counter() - started
-        finally:
-            self.loop.close()
+        finished, a stall or the time cap (finite users), on a new event loop of kind `loop`
+        (the same result on any); the result, from every observer's sections."""
+        return run_loop(self.execute_async(), loop)
+
+    async def execute_async(self) -> RunResult:
+        """`execute` on the running loop, beside whatever else it runs (the run yields to it)."""
+        _, wall = await timed(self.runtime.run())
         return RunResult.compose(self.sections(self.end(wall)), self.config.extension_echoes())
 
     def end(self, wall: float) -> RunEnd:
@@ -167,12 +163,7 @@ class Run:
 
     def sections(self, end: RunEnd) -> list[Section]:
         """The result's sections: the config's, the engine's and every observer's."""
-        sections = [*self.config.sections(self.network.latency.describe()), end.engine()]
-        if self.injector is None:
-            sections.append(NO_FAULTS)
-        for observer in self.observers:
-            sections += observer.sections(end)
-        return sections
+        return result_sections(self.config, self.network.latency, end, self.observers, self.injector is not None)
 
     # -- the fault port (`assembly.faults.FaultPort`) ---------------------------------------
     @property
@@ -219,6 +210,18 @@ class Run:
         task to place (as the gateway's home table says)."""
         user = self.harness.lowest_wanting()
         return self.nodes.gateway.homes[user] if user is not None else 0
+
+
+def result_sections(config: RunConfig, latency: LatencyModel, end: RunEnd, observers: Sequence[Observer],
+                    faults: bool) -> list[Section]:
+    """A run's sections, virtual or live: the config's (with `latency`, the model its timeouts
+    assume), the engine's, no fault figures where no scenario played (`faults`), every observer's."""
+    sections = [*config.sections(latency.describe()), end.engine()]
+    if not faults:
+        sections.append(NO_FAULTS)
+    for observer in observers:
+        sections += observer.sections(end)
+    return sections
 
 
 def run_emulation(config: RunConfig, log: Callable[..., Any] | None = None,

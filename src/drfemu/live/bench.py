@@ -1,11 +1,11 @@
 """`drfemu bench --live`: message throughput of the live runtime over loopback, across processes.
 
 `processes` worker processes (spawned fresh) each run their share of `actors` ping actors
-(`tools.bench.PingActor`, dealt round robin) on a `nodes.live.LiveRuntime`, every
-actor at its own UDP socket on 127.0.0.1. Each actor starts `in_flight` pings; every delivered
-ping makes its receiver send one on to a uniformly random actor — in another process
-(K−1)/K of the time — so the number in flight stays constant (a few datagrams wait in each
-socket's buffer, far below what would overflow it). Every message is encoded by the wire
+(`tools.bench.PingActor`, dealt round robin) on a `nodes.realtime.RealtimeRuntime`, every
+actor at its own UDP socket on 127.0.0.1 (`nodes.live.DatagramLinks`). Each actor starts
+`in_flight` pings; every delivered ping makes its receiver send one on to a uniformly random
+actor — in another process (K−1)/K of the time — so the number in flight stays constant (a few
+datagrams wait in each socket's buffer, far below what would overflow it). Every message is encoded by the wire
 codec, timestamped, sent, received, checked and decoded exactly as in a live run.
 
 After `warmup` wall seconds each process counts the pings its actors receive for `seconds`;
@@ -26,11 +26,11 @@ import numpy as np
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import ConstantLatency
 from drfemu.kernel.streams import RandomStreams
-from drfemu.live.channel import event_loop
 from drfemu.live.coordinator import quantiles_of
-from drfemu.nodes.gc_tuning import tuned_gc
-from drfemu.nodes.live import LiveRuntime
+from drfemu.nodes.live import DatagramLinks
 from drfemu.nodes.network import Network
+from drfemu.nodes.realtime import RealtimeRuntime
+from drfemu.nodes.session import loop_name, run_loop, timed
 from drfemu.nodes.wire import Codec
 from drfemu.tools.bench import Ping, PingActor
 from drfemu.tools.pools import checked_pool_size, worker_pool
@@ -68,48 +68,48 @@ class LiveBenchResult:
         }
 
 
-async def _bind(index: int, processes: int, actors: int, seed: int) -> tuple[Any, list[PingActor]]:
+async def _ping(index: int, processes: int, actors: int, in_flight: int, seconds: float, warmup: float, seed: int,
+                ports: Any, go: Any) -> dict[str, Any]:
     rng = RandomStreams(seed + index).python("bench/peers")
-    mine = [PingActor(i, actors, rng) for i in range(index, actors, processes)]
-    runtime = LiveRuntime(asyncio.get_running_loop(), Network(ConstantLatency(0.0)), Codec({"Ping": Ping}),
-                          actors, mine, {a.id: ("127.0.0.1", 0) for a in mine}, 1.0)
-    await runtime.open()
-    return runtime, mine
-
-
-def _worker(index: int, processes: int, actors: int, in_flight: int, seconds: float, warmup: float, seed: int,
-            ports: Any, go: Any) -> dict[str, Any]:
-    loop, name = event_loop()
+    nodes = [PingActor(i, actors, rng) for i in range(actors)]
+    mine = nodes[index::processes]
+    network = Network(ConstantLatency(0.0))
+    links = DatagramLinks(network, Codec({"Ping": Ping}))
+    runtime = RealtimeRuntime(network, nodes, hosted=[a.id for a in mine], links=links)
+    await links.open(runtime, {a.id: ("127.0.0.1", 0) for a in mine})
     try:
-        runtime, mine = loop.run_until_complete(_bind(index, processes, actors, seed))
-        ports.put(runtime.bound_ports())
-        addresses, start_wall = go.get()
-        runtime.set_addresses({int(k): tuple(v) for k, v in addresses.items()})
-        rng = RandomStreams(seed + index).python("bench/first")
+        loop = asyncio.get_running_loop()
+        ports.put(links.bound_ports())
+        addresses, start_wall = await loop.run_in_executor(None, go.get)
+        links.set_addresses({int(k): tuple(v) for k, v in addresses.items()})
+        first = RandomStreams(seed + index).python("bench/first")
         for actor in mine:
             for _ in range(in_flight):
-                actor.send(int(rng.random() * actors), Ping(0))
+                actor.send(int(first.random() * actors), Ping(0))
+        runtime.begin(time.monotonic() + (start_wall - time.time()))
+        for actor in mine:
             runtime.inject(actor)
-        start = loop.time() + (start_wall - time.time())
-        runtime.begin(start)
         counted: dict[str, int] = {}
 
         def mark(label: str) -> None:
             counted[label] = runtime.delivered
             if label == "begin":
-                runtime.latency_histogram[:] = [0] * len(runtime.latency_histogram)
+                links.latency_histogram[:] = [0] * len(links.latency_histogram)
             else:
                 runtime.stop()
 
-        loop.call_at(start + warmup, mark, "begin")
-        loop.call_at(start + warmup + seconds, mark, "end")
-        with tuned_gc():
-            loop.run_until_complete(runtime.finished)
-        runtime.close()
-        return {"delivered": counted["end"] - counted["begin"], "loop": name,
-                "send_errors": runtime.send_errors, "latency_histogram": runtime.latency_histogram}
+        runtime.call_at(warmup, lambda now: mark("begin"))
+        runtime.call_at(warmup + seconds, lambda now: mark("end"))
+        await timed(runtime.run())
+        return {"delivered": counted["end"] - counted["begin"], "loop": loop_name(loop),
+                "send_errors": links.send_errors, "latency_histogram": links.latency_histogram}
     finally:
-        loop.close()
+        links.close()
+
+
+def _worker(index: int, processes: int, actors: int, in_flight: int, seconds: float, warmup: float, seed: int,
+            ports: Any, go: Any) -> dict[str, Any]:
+    return run_loop(_ping(index, processes, actors, in_flight, seconds, warmup, seed, ports, go), "best")
 
 
 MAX_SECONDS = 3600.0  # an hour of pings is more than any rate needs

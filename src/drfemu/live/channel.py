@@ -1,5 +1,5 @@
 """What a live run's coordinator and workers share: the control channel's frames, the event
-codec, the event loop, and clean cancellation.
+codec, and clean cancellation (the event loop is `nodes.session`'s, as every run's).
 
 The control channel is one TCP connection per worker carrying length-prefixed frames: a
 4-byte length, a kind byte, and a body — JSON, the `nodes.wire` encoding of a
@@ -24,7 +24,6 @@ import hmac
 import json
 import os
 import secrets
-import signal
 import struct
 from typing import Any
 
@@ -33,8 +32,8 @@ from drfemu.kernel.errors import InputError
 from drfemu.nodes.wire import Codec
 
 __all__ = ["CHALLENGE", "CLOCK", "CLOCK_BODY", "ERROR", "EVENT", "EVENT_CODEC", "GO", "HELLO", "MAX_FRAME",
-           "READY", "REPORT", "SECRET_ENV", "SETUP", "STOP", "LiveError", "event_loop", "new_challenge", "proof",
-           "read_frame", "run_secret", "settle", "until_signalled", "write_frame", "write_json"]
+           "READY", "REPORT", "SECRET_ENV", "SETUP", "STOP", "LiveError", "new_challenge", "proof",
+           "read_frame", "run_secret", "settle", "write_frame", "write_json"]
 
 FRAME = struct.Struct("!IB")
 CLOCK_BODY = struct.Struct("!d")
@@ -85,45 +84,6 @@ def write_frame(writer: asyncio.StreamWriter, kind: int, body: bytes) -> None:
 
 def write_json(writer: asyncio.StreamWriter, kind: int, value: Any) -> None:
     write_frame(writer, kind, json.dumps(value).encode())
-
-
-def event_loop() -> tuple[asyncio.AbstractEventLoop, str]:
-    """A new uvloop loop, or the standard one where uvloop is not installed; and its name."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop(), "asyncio"
-    return uvloop.new_event_loop(), "uvloop"
-
-
-def until_signalled(loop: asyncio.AbstractEventLoop, work: Any) -> Any:
-    """Run the coroutine `work` on `loop`; SIGINT, SIGTERM or SIGHUP cancels it (its clean-up
-    runs), then the process's own Python handler of that signal is called (the command line's
-    notes which signal it was, and raises), else KeyboardInterrupt is raised."""
-    task = loop.create_task(work)
-    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {number: signal.getsignal(number) for number in signals}
-    received: list[signal.Signals] = []
-
-    def stop(number: signal.Signals) -> None:
-        received.append(number)
-        task.cancel()
-
-    for number in signals:
-        loop.add_signal_handler(number, stop, number)
-    try:
-        return loop.run_until_complete(task)
-    except asyncio.CancelledError:
-        if not received:
-            raise  # cancelled from within: not a signal
-        handler = previous[received[0]]
-        if callable(handler) and handler is not signal.default_int_handler:
-            handler(received[0], None)
-        raise KeyboardInterrupt from None
-    finally:
-        for number in signals:
-            loop.remove_signal_handler(number)
-            signal.signal(number, previous[number])
 
 
 async def settle(tasks: set[asyncio.Future[Any]]) -> None:

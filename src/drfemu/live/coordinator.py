@@ -4,12 +4,12 @@ The coordinator (this process) listens on TCP for its workers: `processes` it st
 (`python -m live.worker`) and `remote` ones started by hand on other machines
 (`drfemu live-worker --coordinator HOST:PORT --bind ADDR`). Each worker builds every node of the
 run from the same parameters (`runner.build_nodes`: same objects, same streams), keeps the ones
-dealt to it (round robin over actor ids) and runs them on a `nodes.live.LiveRuntime`, each node
-on its own UDP socket at the worker's bind address. The coordinator owns the observers — the
-harness, the ledger — and feeds them the events the workers forward; it ends the run when the
-harness does (saturation, stall, time cap) and builds the same result document as a virtual
-run, plus a `live` block: the event loop, the time scale, one-way latency percentiles,
-datagrams rejected, send errors and late ticks.
+dealt to it (round robin over actor ids) and runs them on a `nodes.realtime.RealtimeRuntime`, each
+node on its own UDP socket at the worker's bind address (`nodes.live.DatagramLinks`). The
+coordinator owns the observers — the harness, the ledger — and feeds them the events the workers
+forward; it ends the run when the harness does (saturation, stall, time cap) and builds the same
+result document as a virtual run, from the same observer sections, plus a `live` block: the event
+loop, the time scale, one-way latency percentiles, datagrams rejected, send errors and late ticks.
 
 The control channel and its frames: `channel`; the workers: `worker`. The events
 of different workers reach the coordinator interleaved as their frames arrive; `live_merge`
@@ -49,9 +49,9 @@ import numpy as np
 
 from drfemu.assembly.build import build_nodes
 from drfemu.assembly.config import RunConfig
-from drfemu.assembly.run import build_harness
+from drfemu.assembly.run import build_harness, result_sections
 from drfemu.kernel.errors import InputError
-from drfemu.kernel.latency import parse_latency
+from drfemu.kernel.latency import LatencyModel, parse_latency
 from drfemu.kernel.streams import RandomStreams
 from drfemu.live.channel import (
     CHALLENGE,
@@ -67,25 +67,24 @@ from drfemu.live.channel import (
     SETUP,
     STOP,
     LiveError,
-    event_loop,
     new_challenge,
     proof,
     read_frame,
     run_secret,
     settle,
-    until_signalled,
     write_frame,
     write_json,
 )
 from drfemu.live.merge import EventMerge
 from drfemu.nodes.live import LATENCY_BINS, LATENCY_BINS_PER_DECADE, LATENCY_FLOOR_S
 from drfemu.nodes.network import TrafficTally
+from drfemu.nodes.port import EventBus
+from drfemu.nodes.session import loop_name, run_loop
 from drfemu.nodes.wire import Codec
-from drfemu.observers.fault_metrics import NO_FAULTS
 from drfemu.observers.harness import STALLED, Harness, Listeners, RunOutcome
 from drfemu.observers.ledger import TaskLedger
-from drfemu.observers.observer import RunEnd
-from drfemu.observers.traffic import traffic_sections
+from drfemu.observers.observer import Observer, RunEnd
+from drfemu.observers.traffic import Traffic
 from drfemu.schema.result import Distributed, Live, RunResult, Section
 from drfemu.tools.pools import checked_pool_size
 from drfemu.workloads.points import build_run_config
@@ -130,18 +129,14 @@ def quantiles_of(histogram: Sequence[int] | np.ndarray, scale: float = 1.0) -> d
     return out
 
 
-class _Hub:
-    """The coordinator's event bus: the observers subscribe as they would to a runtime."""
+class _Reported:
+    """The distributed set-up's figures as the workers reported them, summed: an observer's sections."""
 
-    def __init__(self) -> None:
-        self.subscribers: dict[type, list[Callable[[Any], None]]] = {}
+    def __init__(self, parts: list[dict[str, Any]]) -> None:
+        self.parts = parts
 
-    def subscribe(self, event_type: type, handler: Callable[[Any], None]) -> None:
-        self.subscribers.setdefault(event_type, []).append(handler)
-
-    def publish(self, event: Any) -> None:
-        for handler in self.subscribers.get(event.__class__, ()):
-            handler(event)
+    def sections(self, end: RunEnd) -> list[Section]:
+        return [Distributed(**_merge_distributed(self.parts))] if self.parts else []
 
 
 class _Worker:
@@ -332,7 +327,7 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
 
     harness = build_harness(config, Listeners(on_finish, log, progress))
     assert isinstance(harness, Harness)  # live runs refuse workloads whose tasks end
-    hub = _Hub()
+    hub = EventBus()
     ledger = TaskLedger()
     ledger.subscribe(hub)
     harness.subscribe(hub)
@@ -413,7 +408,7 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
     # it), the harness, which judged the run up to its end, does not.
     for index in workers:
         merge.clock(index, math.inf)
-    rest = _Hub()
+    rest = EventBus()
     ledger.subscribe(rest)
     for event in unheard + merge.pop_ready():
         rest.publish(event)
@@ -425,8 +420,8 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
 
 def _sections(config: RunConfig, harness: Harness, ledger: TaskLedger, reports: list[Any], end: float, wall: float,
               ticks: int) -> list[Section]:
-    """The result's sections from the harness, the ledger and the workers' reports (the same as a
-    virtual run's, but the live figures)."""
+    """The result's sections from the harness, the ledger and the workers' reports, composed as a
+    virtual run's are (`assembly.run.result_sections`); the live figures come beside them."""
     traffic: dict[str, list[int]] = {}
     users: dict[int, Any] = {}
     for report in reports:
@@ -439,13 +434,9 @@ def _sections(config: RunConfig, harness: Harness, ledger: TaskLedger, reports: 
     events = sum(r["delivered"] + r["timer_events"] for r in reports)
     run_end = RunEnd(now=end, wall=wall, events=events, ticks=ticks, allocations=harness.allocations,
                      users=dict(sorted(users.items())), submitted=config.workload.submitted_by(end))
-    sections = [*config.sections(_assumed_latency(config).describe()), run_end.engine(), NO_FAULTS,
-                *harness.sections(run_end), *ledger.sections(run_end),
-                *traffic_sections(tally, {"loss": 0, "partition": 0, "down": 0}, harness.allocations)]
-    parts = [r["distributed"] for r in reports if r["distributed"] is not None]
-    if parts:
-        sections.append(Distributed(**_merge_distributed(parts)))
-    return sections
+    observers: list[Observer] = [harness, ledger, Traffic(lambda: tally, {"loss": 0, "partition": 0, "down": 0}),
+                                 _Reported([r["distributed"] for r in reports if r["distributed"] is not None])]
+    return result_sections(config, _assumed_latency(config), run_end, observers, faults=False)
 
 
 def _live_figures(reports: list[Any], options: LiveOptions, loop_name: str) -> dict[str, Any]:
@@ -471,7 +462,7 @@ def _live_figures(reports: list[Any], options: LiveOptions, loop_name: str) -> d
     }
 
 
-def _assumed_latency(config: RunConfig) -> Any:
+def _assumed_latency(config: RunConfig) -> LatencyModel:
     """The run's latency model: not how live messages travel, but the bound its timeouts assume."""
     params = config.params
     return parse_latency(params.latency, RandomStreams(params.seed).python("network/latency"))
@@ -510,12 +501,12 @@ def run_live(params: Mapping[str, Any], options: LiveOptions, notice: Callable[[
         notice(f"{size} nodes: starting {dealt.processes} worker process(es), not {options.processes} "
                "(each worker runs at least one node)")
     secret = run_secret()
-    loop, name = event_loop()
-    if name != "uvloop" and notice is not None:
-        notice("uvloop is not installed: the live run uses the standard asyncio loop")
-    try:
-        return until_signalled(loop, _coordinate(params, config, dealt, secret, size, name, log, progress))
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+
+    async def coordinate() -> RunResult:
+        name = loop_name(asyncio.get_running_loop())
+        if name != "uvloop" and notice is not None:
+            notice("uvloop is not installed: the live run uses the standard asyncio loop")
+        return await _coordinate(params, config, dealt, secret, size, name, log, progress)
+
+    return run_loop(coordinate(), "best", signals=True)
 

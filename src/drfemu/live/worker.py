@@ -4,10 +4,10 @@
 It connects to the coordinator, answers its challenge with proof that it holds the run's secret
 (`DRFEMU_LIVE_SECRET`, `channel.proof`), builds every node of the run from the parameters it is sent
 (`runner.build_nodes`: the same objects and random streams as everywhere), keeps the ones
-dealt to it and runs them on a `nodes.live.LiveRuntime`, each on its own UDP socket at its
-bind address. It forwards the nodes' events, and after every allocation tick its protocol
-time (a clock frame: the coordinator's merge needs to know that no earlier event is still to
-come). When the coordinator says stop it sends its counters; if the coordinator goes away or a
+dealt to it and runs them on a `nodes.realtime.RealtimeRuntime`, each on its own UDP socket at its
+bind address (`nodes.live.DatagramLinks`). It forwards the nodes' events, and after every
+allocation tick its protocol time (a clock frame: the coordinator's merge needs to know that no
+earlier event is still to come). When the coordinator says stop it sends its counters; if the coordinator goes away or a
 signal arrives, it closes its sockets and ends.
 """
 
@@ -39,16 +39,16 @@ from drfemu.live.channel import (
     SECRET_ENV,
     SETUP,
     LiveError,
-    event_loop,
     proof,
     read_frame,
     settle,
-    until_signalled,
     write_frame,
     write_json,
 )
-from drfemu.nodes.live import LATENCY_BINS, LiveRuntime, latency_bin
+from drfemu.nodes.live import LATENCY_BINS, DatagramLinks, latency_bin
 from drfemu.nodes.network import Network
+from drfemu.nodes.realtime import RealtimeRuntime
+from drfemu.nodes.session import run_loop, timed
 from drfemu.nodes.wire import Codec
 from drfemu.workloads.points import build_run_config
 
@@ -79,7 +79,7 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
         return f"cannot reach the coordinator at {coordinator[0]}:{coordinator[1]}: {error.strerror or error}"
     failure: str | None = None
     codec = Codec()
-    runtime = None
+    links: DatagramLinks | None = None
     try:
         try:
             kind, challenge = await read_frame(reader, CHALLENGE_LIMIT)
@@ -106,46 +106,50 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
         mine = set(setup["actors"])
         local = [a for a in nodes.actors if a.id in mine]
         host = bind or setup["bind"]
-        loop = asyncio.get_running_loop()
-
-        def forward(event: Any) -> None:
-            write_frame(writer, EVENT, EVENT_CODEC.encode(index, 0, event))
-
-        runtime = LiveRuntime(loop, Network(latency), codec, len(nodes.actors), local,
-                              {a.id: (host, 0) for a in local}, setup["time_scale"], forward)
+        network = Network(latency)
+        links = DatagramLinks(network, codec)
+        runtime = RealtimeRuntime(network, nodes.actors, time_scale=setup["time_scale"], hosted=mine, links=links)
+        runtime.bus.subscribe_all(lambda event: write_frame(writer, EVENT, EVENT_CODEC.encode(index, 0, event)))
         try:
-            await runtime.open()
+            await links.open(runtime, {a.id: (host, 0) for a in local})
         except OSError as error:  # an address this host cannot bind: the user's input, said in one line
             failure = f"cannot bind nodes at {host}: {error.strerror or error}"
             write_frame(writer, ERROR, failure.encode())
             return failure
-        write_json(writer, READY, {"ports": runtime.bound_ports()})
+        write_json(writer, READY, {"ports": links.bound_ports()})
         kind, body = await read_frame(reader)
         if kind != GO:
             raise LiveError(f"expected the go frame, got {chr(kind)!r}")
         go = json.loads(body)
-        runtime.set_addresses({int(k): (h, p) for k, (h, p) in go["addresses"].items()})
+        links.set_addresses({int(k): (h, p) for k, (h, p) in go["addresses"].items()})
         for user in nodes.users:
             runtime.call_at(0.0, user.start, actor=user)
         runtime.start_ticks(params.tick, nodes.tickers)
+        late: list[float] = []  # protocol seconds each allocation tick came after its time
         live = runtime
-        runtime.add_tick_hook(lambda now, tick: write_frame(writer, CLOCK, CLOCK_BODY.pack(live.now)))
+
+        def on_tick(now: float, tick: int) -> None:
+            late.append(live.lateness)
+            write_frame(writer, CLOCK, CLOCK_BODY.pack(now))
+
+        runtime.add_tick_hook(on_tick)
         nodes.setup.start(runtime)
-        runtime.begin(loop.time() + (go["start"] - time.time()))
+        runtime.begin(time.monotonic() + (go["start"] - time.time()))
         stop = asyncio.ensure_future(read_frame(reader))
+        running = asyncio.ensure_future(timed(runtime.run()))
         try:
-            done, _ = await asyncio.wait({stop, runtime.finished}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            await settle({stop})
-        if runtime.finished in done and runtime.finished.exception() is not None:
-            raise runtime.finished.exception()  # type: ignore[misc]
+            await asyncio.wait({stop, running}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            await settle({stop, running})
+            raise
         runtime.stop()
-        late = runtime.ticks_late()
+        await settle({stop})
+        await running  # returns once stopped; a handler's exception is raised here, with its traceback
         write_json(writer, REPORT, {
-            "traffic": {name: [t.sent, t.dropped, t.bytes] for name, t in runtime.network.tally().items()},
+            "traffic": {name: [t.sent, t.dropped, t.bytes] for name, t in network.tally().items()},
             "delivered": runtime.delivered, "timer_events": runtime.timer_events,
-            "rejected": runtime.rejected, "send_errors": runtime.send_errors, "wire_bytes": runtime.wire_bytes,
-            "latency_histogram": runtime.latency_histogram,
+            "rejected": links.rejected, "send_errors": links.send_errors, "wire_bytes": links.wire_bytes,
+            "latency_histogram": links.latency_histogram,
             "late_tick_histogram": _histogram([t * runtime.scale for t in late]),
             "ticks_over_half": sum(t > params.tick / 2 for t in late),
             "users": {u.id: u.counters() for u in nodes.users if u.id in mine},
@@ -157,9 +161,8 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
         failure = traceback.format_exc()
         write_frame(writer, ERROR, failure.encode())
     finally:
-        if runtime is not None:
-            runtime.stop()
-            runtime.close()
+        if links is not None:
+            links.close()
         try:
             await writer.drain()
         except ConnectionError:
@@ -180,11 +183,7 @@ def worker_main(coordinator: str, index: int, bind: str | None = None) -> str | 
     secret = os.environ.get(SECRET_ENV)
     if not secret:
         raise InputError(f"{SECRET_ENV} is not set: set it to the secret drfemu live printed (or was given)")
-    loop, _ = event_loop()
-    try:
-        return until_signalled(loop, _worker((host, int(port)), index, bind, secret))
-    finally:
-        loop.close()
+    return run_loop(_worker((host, int(port)), index, bind, secret), "best", signals=True)
 
 
 if __name__ == "__main__":

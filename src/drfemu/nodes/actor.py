@@ -11,7 +11,8 @@ three effects, each an append to a list the runtime empties:
 - `wake_at(at, key)` — ask to be woken at virtual time `at` (the port): the runtime calls
   `on_timer(key, now)` then. A wake-up cannot be cancelled; a node ignores one it no longer
   needs (e.g. by comparing `key` with its own state). `wake_after(delay, key)` is the same,
-  `delay` seconds after the current instant, for code that is not handed `now`.
+  `delay` seconds after the current instant, for code that is not handed `now`. Each kind of
+  wake-up is a frozen class of its own (a `Wake`), and `on_timer` tells them apart by type.
 
 Handlers therefore are plain functions of `(state, message, now)` and can be unit-tested by
 calling them and reading `outbox` and `port`, with no event loop at all.
@@ -28,11 +29,24 @@ from typing import Any, ClassVar
 from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.messages import collect_handlers
 
-__all__ = ["Actor", "UnhandledMessage", "WakeAfter", "WakeUp", "send_python"]
+__all__ = ["Actor", "UnhandledMessage", "Wake", "WakeAfter", "WakeUp", "send_python"]
 
 
 class UnhandledMessage(TypeError):
     """An actor received a message type it declares no handler for."""
+
+
+class Wake:
+    """A kind of wake-up: subclasses are frozen, slotted dataclasses, one per kind (a retry, a
+    repeated notice), whose fields say which task or notice it is about; a node's `on_timer`
+    dispatches on their type."""
+
+    __slots__ = ()
+
+    def trace_form(self) -> Hashable:
+        """The key this wake-up was before wake-ups had classes: what the event trace writes, so
+        that digests compare with those of earlier versions (`nodes.trace`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no trace form")
 
 
 class WakeUp:
@@ -40,7 +54,7 @@ class WakeUp:
 
     __slots__ = ("actor", "at", "key")
 
-    def __init__(self, actor: int, at: float, key: Hashable) -> None:
+    def __init__(self, actor: int, at: float, key: Wake) -> None:
         self.actor = actor
         self.at = at
         self.key = key
@@ -54,7 +68,7 @@ class WakeAfter:
 
     __slots__ = ("actor", "delay", "key")
 
-    def __init__(self, actor: int, delay: float, key: Hashable) -> None:
+    def __init__(self, actor: int, delay: float, key: Wake) -> None:
         self.actor = actor
         self.delay = delay
         self.key = key
@@ -91,16 +105,16 @@ class Actor:
         """Report `event` to the run's observers (the runtime publishes it after this wake-up)."""
         self.port.append(event)
 
-    def wake_at(self, at: float, key: Hashable) -> None:
+    def wake_at(self, at: float, key: Wake) -> None:
         """Ask to be woken at virtual time `at` (seconds; not before the current instant)."""
         self.port.append(WakeUp(self.id, at, key))
 
-    def wake_after(self, delay: float, key: Hashable) -> None:
+    def wake_after(self, delay: float, key: Wake) -> None:
         """Ask to be woken `delay` seconds (≥ 0) after the current instant."""
         self.port.append(WakeAfter(self.id, delay, key))
 
     def on_timer(self, key: Any, now: float) -> None:
-        """Called at the time a `wake_at(…, key)` asked for."""
+        """Called at the time a `wake_at(…, key)` asked for; dispatches on `type(key)`."""
         raise NotImplementedError(f"{type(self).__name__} asked to be woken but has no on_timer")
 
     def receive(self, msg: Any, now: float) -> None:

@@ -33,12 +33,12 @@ from drfemu.kernel.messages import (
 )
 from drfemu.kernel.resources import CapacityViolation, Vector, fits, give, take
 from drfemu.nodes.actor import Actor
+from drfemu.nodes.wakes import RepeatState, RepeatTaskEnd
 from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.resilience import Notices
 
 __all__ = ["ResourceNode"]
 
-_STATE = "state"  # the wake-up key of the repeated `ServerState`
 
 
 class ResourceNode(Actor):
@@ -98,14 +98,14 @@ class ResourceNode(Actor):
         if self.scheduler >= 0:
             self.send(self.scheduler, ended)
         if self.rto > 0:
-            key = (msg.user, msg.task)
-            self.ended.add(key)
+            self.ended.add((msg.user, msg.task))
+            notice = RepeatTaskEnd(msg.user, msg.task)
             parties = {msg.user} | ({self.scheduler} if self.scheduler >= 0 else set())
-            self.wake_at(now + self.unacked.add(key, parties), key)
+            self.wake_at(now + self.unacked.add(notice, parties), notice)
 
     @handles(EndAck)
     def on_end_ack(self, msg: EndAck, now: float) -> None:
-        self.unacked.ack((msg.user, msg.task), msg.sender)
+        self.unacked.ack(RepeatTaskEnd(msg.user, msg.task), msg.sender)
 
     @handles(PeerDown)
     def on_peer_down(self, msg: PeerDown, now: float) -> None:
@@ -115,25 +115,25 @@ class ResourceNode(Actor):
     def on_peer_up(self, msg: PeerUp, now: float) -> None:
         if msg.peer == self.scheduler:
             self._report()
-            self.wake_at(now + self.unacked.add(_STATE, {self.scheduler}), _STATE)
+            self.wake_at(now + self.unacked.add(RepeatState(), {self.scheduler}), RepeatState())
 
     @handles(StateAck)
     def on_state_ack(self, msg: StateAck, now: float) -> None:
-        self.unacked.ack(_STATE, msg.sender)
+        self.unacked.ack(RepeatState(), msg.sender)
 
     def _report(self) -> None:
         running = tuple((user, task, demand) for (user, task), demand in self.running.items())
         self.send(self.scheduler, ServerState(self.id, running))
 
-    def on_timer(self, key: tuple[int, int] | str, now: float) -> None:
+    def on_timer(self, key: RepeatTaskEnd | RepeatState, now: float) -> None:
         """A notice is still unacknowledged: repeat it (the state report as it is now) to whoever
         has not answered."""
         due = self.unacked.due(key)
         if due is not None:
-            if isinstance(key, str):  # the state report, the only notice keyed by text
-                self._report()
-            else:
-                user, task = key
-                for party in due[0]:
-                    self.send(party, TaskEnded(user, task, self.id))
+            match key:
+                case RepeatState():
+                    self._report()
+                case RepeatTaskEnd(user=user, task=task):
+                    for party in due[0]:
+                        self.send(party, TaskEnded(user, task, self.id))
             self.wake_at(now + due[1], key)

@@ -1,48 +1,82 @@
-"""The runtime: moves messages between actors and fires timers on an asyncio loop.
+"""The runtime: moves messages between actors and fires timers, as a coroutine on an asyncio loop.
 
 Design (SPEC §2, "Speed"):
 - Time is kept in integer microseconds. Everything due at the same instant — message
-  deliveries, timers, the allocation tick — shares one `_Instant` and one asyncio handle.
+  deliveries, timers, the allocation tick — shares one `_Instant`; the instants wait in a heap
+  of ints that the runtime owns. `run()` is a coroutine: it takes the earliest instant, runs
+  it, and so on, on whatever asyncio loop awaits it (the default loop, uvloop, a user's own),
+  yielding to that loop every `INSTANTS_PER_TURN` instants so the loop's other tasks (a
+  progress display, a user's coroutine awaiting the run) still run. Nothing of the loop's
+  clock or private state is used: in a virtual run, time is the instant's, and it jumps.
+  (Decision, issue 40: when the loop held a timer per instant, thousands were pending on the
+  trace hour and asyncio's `TimerHandle.__lt__`, written in Python, cost 10–15 % of a replay.)
 - At an instant, deliveries go first, in the order they were sent: each message is put in
   its destination's mailbox, then every actor that received something is woken once and
   drains its whole mailbox; then periodic drivers fire in the order they were created;
   then one-off timers run in the order they were set. After each wake-up the runtime
   moves what the actor put in its outbox through the `Network` (with a fixed latency, the
   sends of all actors woken at one instant travel as one batch).
-- Periodic work — the allocation tick, overlay rounds — is one timer per driver that
-  re-arms itself at `k · period` (never by accumulating floats) and calls its action on
+- Periodic work — the allocation tick, overlay rounds — is one driver (`Periodic`) per period
+  that re-arms itself at `k · period` (never by accumulating floats) and calls its action on
   every actor of the driver in registration order (`every`, `start_ticks`).
+
+When the next instant is due is the clock's business, and only `_pace` knows it: here it is
+due at once (a virtual clock); `nodes.realtime.RealtimeRuntime` overrides `_pace` to wait for
+the real clock to reach it, as SimPy's real-time environment overrides its `step`. Where an
+outbox goes is the links' business: through the emulated `Network` into the heap here, as
+datagrams in a live run (`nodes.live.DatagramLinks`). Both implement one port
+(`nodes.port.RuntimePort`), which is all that set-up code and observers see.
 
 Nodes report through their port (`Actor.emit`, `Actor.wake_at`): the runtime gives every
 actor the same port list and empties it after every delivery phase, periodic driver and
 timer — a wake-up becomes a timer calling the node's `on_timer(key, now)`, any other item is
-an event handed, in emission order, to the handlers `subscribe`d to its type. Observers
+an event handed, in emission order, to the handlers subscribed to its type (`bus`). Observers
 (the harness) thus learn what happened without any node holding a reference to them.
 
-A run ends when something calls `stop(result)`: `finished` (an asyncio future) then holds
-`result`. An exception raised by any handler, tick or timer stops the runtime and is set on
-`finished`, so it surfaces where the run is awaited instead of being logged by the loop.
+A run ends when something calls `stop(result)`: `run()` then returns `result`. An exception
+raised by any handler, tick or timer stops the runtime and `run()` raises it, so it surfaces
+where the run is awaited. A virtual runtime whose heap empties before `stop` can never wake
+again: `run()` raises `RuntimeIdle` instead of hanging.
 
-Same actors, same seed ⇒ the same events in the same order, on any machine. A runtime given
-an `EventTrace` (`nodes.trace`) reports every delivery, timer, wake-up and event to it, which
-is how `drfemu check` finds the first event where two runs part.
+A coroutine that waits virtual time asks the runtime (`await runtime.sleep(delay)`): the run
+yields to the loop right after the instant that wakes it, so the coroutine runs at that
+virtual time, before any later instant.
+
+Same actors, same seed ⇒ the same events in the same order, on any machine and any loop. A
+runtime given an `EventTrace` reports every delivery, timer, wake-up and event to it, which is
+how `drfemu check` finds the first event where two runs part.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.latency import US_PER_S, to_us
 from drfemu.nodes.actor import Actor, WakeAfter, WakeUp
 from drfemu.nodes.network import Network
-from drfemu.nodes.trace import EventTrace, describe_callback
+from drfemu.nodes.port import EventBus, Hook
+from drfemu.nodes.trace import EventTrace, describe_callback, trace_form
 
-__all__ = ["ENGINE_IMPLEMENTATION", "Periodic", "Runtime", "deliver", "deliver_python"]
+__all__ = ["ENGINE_IMPLEMENTATION", "INSTANTS_PER_TURN", "Links", "Periodic", "Runtime", "RuntimeIdle", "deliver",
+           "deliver_python"]
+
+E = TypeVar("E")
+
+
+class RuntimeIdle(RuntimeError):
+    """A virtual runtime has nothing scheduled and was not stopped: it can never wake again."""
+
+
+class Links(Protocol):
+    """Where actors' outboxes go when not through the emulated network (a live run's datagrams)."""
+
+    def flush(self, actor: Actor) -> None:
+        """Send everything in `actor.outbox` and empty it."""
 
 
 def deliver_python(deliveries: list[tuple[int, Any]], mailboxes: list[list[Any]], actors: list[Actor],
@@ -114,20 +148,13 @@ def _creation_order(driver: Periodic) -> int:
 
 
 class Periodic:
-    """One periodic driver of a runtime (see `Runtime.every`)."""
+    """One periodic driver of a runtime (see `Runtime.every`), virtual or real-time alike."""
 
     __slots__ = ("runtime", "index", "period_us", "actors", "members", "action", "hooks", "count", "fired",
                  "cancelled")
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        index: int,
-        period_us: int,
-        actors: list[Actor],
-        action: Callable[[Any, float], None] | None,
-        hooks: list[Callable[[float, int], None]],
-    ) -> None:
+    def __init__(self, runtime: Runtime, index: int, period_us: int, actors: list[Actor],
+                 action: Callable[[Any, float], None] | None, hooks: list[Hook]) -> None:
         self.runtime = runtime
         self.index = index
         self.period_us = period_us
@@ -154,7 +181,7 @@ class Periodic:
         runtime = self.runtime
         action = self.action
         if action is not None:
-            batch: list[tuple[int, Any]] | None = [] if runtime.network.fixed_us >= 0 else None
+            batch: list[tuple[int, Any]] | None = [] if runtime._batched() else None
             fire_each(self.actors, action, now, batch, runtime._flush)
             if batch:
                 runtime._post(batch)
@@ -163,48 +190,59 @@ class Periodic:
         runtime.timer_events += len(self.actors)
         for hook in self.hooks:
             hook(now, self.count)
-        if not (runtime.stopped or self.cancelled):
+        if not (runtime._stopped or self.cancelled):
             self.arm()
 
 
 INSTANTS_PER_TURN = 256
-"""The most instants `Runtime` runs in one turn of a virtual-clock loop (see `_run_next`)."""
+"""The most instants a virtual runtime runs before it yields to its loop once (see `run`)."""
 
 
 class Runtime:
-    """Runs a set of actors on an asyncio loop (normally a `VirtualClockLoop`)."""
+    """Runs a set of actors on a virtual clock, as the coroutine `run()` on any asyncio loop.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, network: Network, actors: Sequence[Actor],
-                 trace: EventTrace | None = None) -> None:
+    `hosted`: the ids of the actors this runtime runs (default: all); the others live in other
+    processes (a live run's other workers): periodic drivers and actor timers skip them. `links`:
+    where outboxes go instead of the emulated `network` (a live run's datagrams)."""
+
+    def __init__(self, network: Network, actors: Sequence[Actor], trace: EventTrace | None = None, *,
+                 hosted: Collection[int] | None = None, links: Links | None = None) -> None:
         for index, actor in enumerate(actors):
             if actor.id != index:
                 raise ValueError(f"actor ids must be 0..n-1 in order; position {index} holds id {actor.id}")
-        self.loop = loop
         self.network = network
         self.actors: list[Actor] = list(actors)
+        self.hosted: frozenset[int] | None = frozenset(hosted) if hosted is not None else None
         self._mailboxes: list[list[Any]] = [[] for _ in self.actors]
         self._port: list[Any] = []
-        for actor in self.actors:
+        for actor in self._hosted_actors(self.actors):
             self._port += actor.port  # anything a node emitted or asked for before the run
             actor.port = self._port
-        self._subscribers: dict[type, list[Callable[[Any], None]]] = {}
+        self.bus = EventBus()
         self._inline_drain = [type(actor).drain is Actor.drain for actor in self.actors]
-        self.now_us = to_us(loop.time())
+        self._links = links
+        if links is not None:
+            self._flush = links.flush  # type: ignore[method-assign]  # outboxes leave as datagrams
+        self.now_us = 0
         self.delivered = 0
         self.timer_events = 0
-        self.stopped = False
-        self.finished: asyncio.Future[Any] = loop.create_future()
+        self._stopped = False
+        self._outcome: Any = None
+        self._error: BaseException | None = None
+        self._running = False
         self._instants: dict[int, _Instant] = {}
-        self._due: list[int] = []  # the instants' times, a heap of ints (see `_instant`)
-        self._armed: asyncio.TimerHandle | None = None  # the loop's one timer: for `_due[0]`
-        self._armed_us = -1
-        self._processing = False
-        self._jump: Callable[[float], bool] | None = getattr(loop, "jump_if_idle", None)  # a virtual clock's
-        self._tick_hooks: list[Callable[[float, int], None]] = []
+        self._due: list[int] = []  # the instants' times, a heap of ints
+        self._woken: list[asyncio.Future[None]] = []  # `sleep` futures resolved by the current turn
+        self._waiter: asyncio.Future[None] | None = None  # what `_pace` awaits, if it waits (a real clock)
+        self._tick_hooks: list[Hook] = []
         self._ticks: Periodic | None = None
         self._drivers: list[Periodic] = []
         self.down: set[int] = set()  # crashed actors (see `crash`)
         self.trace = trace
+
+    def _hosted_actors(self, actors: Iterable[Actor]) -> list[Actor]:
+        hosted = self.hosted
+        return [a for a in actors if hosted is None or a.id in hosted]
 
     # -- time -----------------------------------------------------------------------------
     @property
@@ -212,68 +250,83 @@ class Runtime:
         """Current time of the runtime in seconds."""
         return self.now_us / US_PER_S
 
+    @property
+    def stopped(self) -> bool:
+        """Has the run ended (stopped, or a handler raised)?"""
+        return self._stopped
+
     def _instant(self, at_us: int) -> _Instant:
-        """The instant at `at_us`, made if new. Decision: the instants wait in a heap of ints of the
-        runtime's own, and the loop holds one timer, for the earliest of them (armed again after
-        each instant, and when an earlier one appears outside an instant). The loop used to hold
-        one timer per instant, and on the trace hour thousands were pending (a running task's end
-        is one): asyncio orders its timers by a `__lt__` written in Python, 10–15 % of a replay.
-        The order is the same: instants are at least 1 µs apart, and each still runs in its own
-        turn of the loop."""
+        """The instant at `at_us`, made (and put in the heap) if new."""
         instant = self._instants.get(at_us)
         if instant is None:
             instant = self._instants[at_us] = _Instant()
             heapq.heappush(self._due, at_us)
-            if not self._processing:
-                self._arm()
         return instant
 
-    def _arm(self) -> None:
-        """Hold the loop's one timer for the earliest pending instant."""
-        first = self._due[0]
-        armed = self._armed
-        if armed is not None:
-            if self._armed_us == first:
-                return
-            armed.cancel()
-        self._armed_us = first
-        self._armed = self.loop.call_at(first / US_PER_S, self._run_next)
-
-    def _run_next(self) -> None:
-        """Run the earliest instant, then, while the loop has nothing else to do and no other
-        timer (`VirtualClockLoop.jump_if_idle`), the next ones in place: what the loop would do,
-        without a turn of it per instant. At most `INSTANTS_PER_TURN`, so signals and other
-        callbacks wait no longer than that."""
-        self._armed = None
-        jump = self._jump
-        self._processing = True
+    async def run(self) -> Any:
+        """Run instants in time order until `stop` (return its result) or a handler raises
+        (raise it). Between turns of at most `INSTANTS_PER_TURN` instants — and right after an
+        instant that ends a `sleep` — it yields to the loop once."""
+        if self._running:
+            raise RuntimeError("this runtime is already running")
+        self._running = True
+        due = self._due
         try:
-            for _ in range(INSTANTS_PER_TURN):
-                self._run_instant(heapq.heappop(self._due))
-                if self.stopped or not self._due or jump is None or not jump(self._due[0] / US_PER_S):
+            while not self._stopped:
+                turn = await self._pace()
+                if self._stopped:
                     break
+                for _ in range(turn):
+                    self._run_instant(heapq.heappop(due))
+                    if self._stopped or not due or self._woken:
+                        break
         finally:
-            self._processing = False
-        if self._due and not self.stopped:
-            self._arm()
+            self._running = False
+        if self._error is not None:
+            raise self._error
+        return self._outcome
+
+    async def _pace(self) -> int:
+        """Wait until the earliest instant is due and say how many may run before the next wait.
+        The virtual clock: due at once, after yielding to the loop once."""
+        self._woken.clear()
+        await asyncio.sleep(0)
+        if not self._due and not self._stopped:
+            raise RuntimeIdle("the virtual clock is idle: nothing is scheduled and the run was not stopped")
+        return INSTANTS_PER_TURN
+
+    def sleep(self, delay: float) -> asyncio.Future[None]:
+        """A future that the runtime resolves `delay` seconds of its time from now (a coroutine
+        awaiting it runs at that time, before any later instant)."""
+        future = asyncio.get_running_loop().create_future()
+
+        def wake(now: float) -> None:
+            if not future.done():
+                future.set_result(None)
+                self._woken.append(future)
+
+        self.call_at(self.now + max(0.0, delay), wake)
+        return future
 
     # -- scheduling -----------------------------------------------------------------------
     def call_at(self, at: float, callback: Callable[[float], None], actor: Actor | None = None) -> None:
-        """Run `callback(now)` at time `at` (seconds); then flush `actor`'s outbox if given."""
+        """Run `callback(now)` at time `at` (seconds); then flush `actor`'s outbox if given
+        (an actor hosted elsewhere: not here)."""
+        if actor is not None and self.hosted is not None and actor.id not in self.hosted:
+            return
         at_us = max(to_us(at), self.now_us)
         self._instant(at_us).timers.append((actor, callback))
 
-    def subscribe(self, event_type: type, handler: Callable[[Any], None]) -> None:
+    def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> None:
         """Call `handler(event)` for every event of `event_type` a node emits, in emission order."""
-        self._subscribers.setdefault(event_type, []).append(handler)
+        self.bus.subscribe(event_type, handler)
 
-    def publish(self, event: Any) -> None:
+    def publish(self, event: object) -> None:
         """Hand an event of the run's environment (not of a node: a crash, a recovery) to its
         subscribers now, as if a node had emitted it."""
         if self.trace is not None:
             self.trace.record(self.now_us, "event", -1, event)
-        for handler in self._subscribers.get(event.__class__, ()):
-            handler(event)
+        self.bus.publish(event)
 
     def _drain_port(self) -> None:
         """Arm the wake-ups nodes asked for and publish their events."""
@@ -281,7 +334,7 @@ class Runtime:
         self._port.clear()
         if self.trace is not None:
             self._trace_port(items)
-        subscribers = self._subscribers
+        publish = self.bus.publish
         for item in items:
             cls = item.__class__
             if cls is WakeUp or cls is WakeAfter:
@@ -289,27 +342,22 @@ class Runtime:
                 at_us = max(to_us(item.at), self.now_us) if cls is WakeUp else self.now_us + to_us(item.delay)
                 self._instant(at_us).timers.append((actor, partial(actor.on_timer, item.key)))
             else:
-                for handler in subscribers.get(item.__class__, ()):
-                    handler(item)
+                publish(item)
 
     def _trace_port(self, items: list[Any]) -> None:
         record, now_us = self.trace.record, self.now_us  # type: ignore[union-attr]
         for item in items:
             if item.__class__ is WakeUp:
-                record(now_us, "wake", item.actor, (to_us(item.at), item.key))
+                record(now_us, "wake", item.actor, (to_us(item.at), trace_form(item.key)))
             elif item.__class__ is WakeAfter:
-                record(now_us, "wake", item.actor, (now_us + to_us(item.delay), item.key))
+                record(now_us, "wake", item.actor, (now_us + to_us(item.delay), trace_form(item.key)))
             else:
                 record(now_us, "event", -1, item)
 
-    def every(
-        self,
-        period: float,
-        actors: Iterable[Actor] = (),
-        action: Callable[[Any, float], None] | None = None,
-        hooks: Sequence[Callable[[float, int], None]] = (),
-    ) -> Periodic:
-        """Call `action(actor, now)` for each of `actors`, in order, every `period` seconds.
+    def every(self, period: float, actors: Iterable[Actor] = (), action: Callable[[Any, float], None] | None = None,
+              hooks: Sequence[Hook] = ()) -> Periodic:
+        """Call `action(actor, now)` for each of `actors` (those hosted here), in order, every
+        `period` seconds.
 
         A driver with no actors (and no action) only runs its hooks: an observer.
 
@@ -325,7 +373,7 @@ class Runtime:
         actors = list(actors)
         if actors and action is None:
             raise ValueError("a periodic driver with actors needs an action")
-        driver = Periodic(self, len(self._drivers) + 1, period_us, actors, action, list(hooks))
+        driver = Periodic(self, len(self._drivers) + 1, period_us, self._hosted_actors(actors), action, list(hooks))
         self._drivers.append(driver)
         driver.arm()
         return driver
@@ -336,24 +384,36 @@ class Runtime:
         self._ticks.hooks = self._tick_hooks  # shared, so hooks added later are seen
         return self._ticks
 
-    def add_tick_hook(self, hook: Callable[[float, int], None]) -> None:
+    def add_tick_hook(self, hook: Hook) -> None:
         """Call `hook(now, tick_number)` after every tick (observers: stall checks, progress)."""
         self._tick_hooks.append(hook)
 
     def stop(self, result: Any = None) -> None:
-        """Stop processing (nothing more is delivered or fired) and resolve `finished`."""
-        self.stopped = True
+        """Stop processing (nothing more is delivered or fired); `run()` returns `result`."""
+        if not self._stopped:
+            self._stopped = True
+            self._outcome = result
         self._drivers.clear()  # they point back at the runtime: no cycle outlives the run
-        if not self.finished.done():
-            self.finished.set_result(result)
+        self._rouse()
+
+    def _rouse(self) -> None:
+        """Wake `_pace` if it waits (something arrived, or the run stopped)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def _fail(self, error: BaseException) -> None:
-        self.stopped = True
+        if not self._stopped:
+            self._stopped = True
+            self._error = error
         self._drivers.clear()
-        if not self.finished.done():
-            self.finished.set_exception(error)
 
     # -- delivery -------------------------------------------------------------------------
+    def _batched(self) -> bool:
+        """Is every send of this instant due at one instant (a fixed latency, the emulated network)?
+        Asked at each instant: a fault window may change the latency."""
+        return self._links is None and self.network.fixed_us >= 0
+
     def _post(self, out: list[tuple[int, Any]]) -> None:
         """Send a batch, from any actors, over a network whose latency is fixed."""
         self.network.count(out)
@@ -389,6 +449,8 @@ class Runtime:
         network: an input from the node's own machine (a task's exit), not counted as traffic.
         It joins that instant's deliveries after the messages already due then; an input for an
         actor that is down is lost (cause `down`)."""
+        if self.hosted is not None and dst not in self.hosted:
+            raise ValueError(f"actor {dst} is not hosted by this runtime")
         if dst in self.down:
             self.network.drop(msg, "down")
             return
@@ -445,11 +507,11 @@ class Runtime:
 
     def _run_instant(self, at_us: int) -> None:
         instant = self._instants.pop(at_us)
-        if self.stopped:
+        if self._stopped:
             return
         try:
             self._process(instant, at_us)
-        except Exception as error:  # noqa: BLE001 - handed to whoever awaits `finished`
+        except Exception as error:  # noqa: BLE001 - `run` raises it where the run is awaited
             self._fail(error)
 
     def _process(self, instant: _Instant, at_us: int) -> None:
@@ -464,7 +526,7 @@ class Runtime:
             self.delivered += len(deliveries)
             # With a fixed latency every send of this instant is due at the same instant:
             # collect them in one batch (same order as flushing actor by actor).
-            batch: list[tuple[int, Any]] | None = [] if self.network.fixed_us >= 0 else None
+            batch: list[tuple[int, Any]] | None = [] if self._batched() else None
             deliver(deliveries, self._mailboxes, self.actors, self._inline_drain, now, batch, self._flush)
             if batch:
                 self._post(batch)
@@ -475,12 +537,12 @@ class Runtime:
             if len(periodic) > 1:
                 periodic.sort(key=_creation_order)
             for driver in periodic:
-                if self.stopped:
+                if self._stopped:
                     return
                 driver.fire(now)
         down = self.down
         for owner, callback in instant.timers:
-            if self.stopped:
+            if self._stopped:
                 return
             if owner is not None and (down and owner.id in down or self.actors[owner.id] is not owner):
                 continue  # a wake-up of a crashed node, or of its earlier life

@@ -72,6 +72,7 @@ from drfemu.kernel.messages import (
 )
 from drfemu.kernel.resources import CapacityViolation, Vector, fits, give, take
 from drfemu.kernel.streams import NodeStreams
+from drfemu.nodes.wakes import PlacementTimeout, RepeatEnd, RepeatProposal, ResendHop, RetryWalk, ServerWake
 from drfemu.nodes.overlay_peer import OverlayPeer
 from drfemu.overlay.gradient import NEG_INF, Gradient
 from drfemu.protocols.cluster import drfh_heuristic
@@ -83,10 +84,6 @@ from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.rule import ServerRule
 
 __all__ = ["PLACEMENT_COUNTERS", "ServerConfig", "ServerNode", "server_class"]
-
-_PROPOSAL, _END = "proposal", "end"  # the kinds of notice a server repeats (resilience on)
-_PLACING = "placing"  # the wake-up that times out a homed user's placement (resilience on)
-_HOP = "hop"  # the wake-up that sends an unacknowledged walk hop again (resilience on)
 
 PLACEMENT_COUNTERS = ("local", "walks", "walk_hops", "walks_placed", "walks_failed", "saturation_marks", "retries",
                       "proposals", "declined", "fit_walks", "fit_hops", "fit_misses", "placement_timeouts",
@@ -196,7 +193,7 @@ class ServerNode(OverlayPeer):
         self.prompt_rto = config.prompt_rto or config.rto
         self.notices = Notices(self.prompt_rto)  # proposals and end notices awaiting an answer (resilience on)
         self._silences: dict[int, tuple[int, int]] = {}  # user -> (task, placements timed out in a row)
-        self._hops: dict[tuple[str, int, int, int, int], tuple[WalkTask | FitWalk, int]] = {}  # sent, unacknowledged
+        self._hops: dict[ResendHop, tuple[WalkTask | FitWalk, int]] = {}  # sent, unacknowledged
         self._heard: set[tuple[Any, ...]] = set()  # the walk copies heard lately (resilience on) ...
         self._heard_order: deque[tuple[float, tuple[Any, ...]]] = deque()  # ... with when to forget each
         self.acknowledged: dict[int, int] = {}  # user -> the task whose request it acknowledged last
@@ -245,7 +242,7 @@ class ServerNode(OverlayPeer):
         self.placement["proposals"] += 1
         self.send(user, Proposal(task, self.id))
         if self.rto:
-            notice = (_PROPOSAL, user, task)
+            notice = RepeatProposal(user, task)
             self.wake_after(self.notices.add(notice, {user}), notice)
 
     def allocate(self, user: int, record: HomeUser) -> None:
@@ -256,7 +253,7 @@ class ServerNode(OverlayPeer):
         if self.rto:
             silent = self._silences.get(user)
             k = silent[1] if silent is not None and silent[0] == task.task else 0
-            self.wake_after(self.rto * min(2 ** k, PLACEMENT_BACKOFF), (_PLACING, user, task.task))
+            self.wake_after(self.rto * min(2 ** k, PLACEMENT_BACKOFF), PlacementTimeout(user, task.task))
         self.place(user, task.task, task.demand, self.id)
 
     def place(self, user: int, task: int, demand: Vector, home: int) -> None:
@@ -287,7 +284,7 @@ class ServerNode(OverlayPeer):
     def on_accept(self, msg: Accept, now: float) -> None:
         key = (msg.user, msg.task)
         if self.rto:
-            self.notices.drop((_PROPOSAL, *key))
+            self.notices.drop(RepeatProposal(msg.user, msg.task))
             if key not in self._reserved:
                 if key in self._running:
                     self.send(msg.user, TaskStarted(msg.task, self.id))  # the start notice was lost
@@ -301,7 +298,7 @@ class ServerNode(OverlayPeer):
     def on_decline(self, msg: Decline, now: float) -> None:
         key = (msg.user, msg.task)
         if self.rto:
-            self.notices.drop((_PROPOSAL, *key))
+            self.notices.drop(RepeatProposal(msg.user, msg.task))
             if key not in self._reserved:
                 return  # a repeated answer
         demand = self._reserved.pop(key)
@@ -324,12 +321,12 @@ class ServerNode(OverlayPeer):
         self.send(msg.user, TaskEnded(msg.user, msg.task, self.id))
         if self.rto:
             self._ended.add((msg.user, msg.task))
-            key = (_END, msg.user, msg.task)
-            self.wake_after(self.notices.add(key, {msg.user}), key)
+            notice = RepeatEnd(msg.user, msg.task)
+            self.wake_after(self.notices.add(notice, {msg.user}), notice)
 
     @handles(EndAck)
     def on_end_ack(self, msg: EndAck, now: float) -> None:
-        self.notices.ack((_END, msg.user, msg.task), msg.sender)
+        self.notices.ack(RepeatEnd(msg.user, msg.task), msg.sender)
 
     # -- crashes --------------------------------------------------------------------------
     @handles(PeerDown)
@@ -346,8 +343,8 @@ class ServerNode(OverlayPeer):
         homed user marked saturated retries its walk now (there is new room)."""
         if msg.peer in self._fixed and msg.peer not in self.neighbors:
             self.neighbors = [n for n in self._fixed if n in self.neighbors or n == msg.peer]
-        for key in self.homes.room_appeared():
-            self.wake_at(now, key)
+        for user, task in self.homes.room_appeared():
+            self.wake_at(now, RetryWalk(user, task))
 
     # -- homed users ----------------------------------------------------------------------
     @handles(UserShare)
@@ -371,7 +368,7 @@ class ServerNode(OverlayPeer):
             self.placement["saturation_marks"] += 1
             self._utility_changed(now)
         if retry_at is not None:
-            self.wake_at(retry_at, (msg.user, msg.task))
+            self.wake_at(retry_at, RetryWalk(msg.user, msg.task))
 
     def _utility_changed(self, now: float) -> None:
         utility = self.homes.utility()
@@ -379,23 +376,20 @@ class ServerNode(OverlayPeer):
             self.gradient.set_utility(utility)
             self.rule.on_utility(self, now)
 
-    def on_timer(self, key: tuple[int, int] | tuple[str, int, int] | tuple[str, int, int, int, int],
-                 now: float) -> None:
+    def on_timer(self, key: ServerWake, now: float) -> None:
         """A saturated user's retry is due: walk again if it is still wanted; or (resilience on)
-        a proposal, an end notice or a walk hop is still unanswered: repeat it."""
-        if len(key) == 5:
-            self._resend_hop(key)
-            return
-        if len(key) == 3:
-            if key[0] == _PLACING:
-                self._placement_silent(key[1], key[2], now)
-            else:
+        a placement went silent, or a proposal, an end notice or a walk hop is still unanswered."""
+        match key:
+            case RetryWalk(user=user, task=task):
+                if self.homes.retry_due(user, task):
+                    self.placement["retries"] += 1
+                    self.allocate(user, self.homes.records[user])
+            case PlacementTimeout(user=user, task=task):
+                self._placement_silent(user, task, now)
+            case RepeatProposal() | RepeatEnd():
                 self._repeat(key, now)
-            return
-        user, task = key
-        if self.homes.retry_due(user, task):
-            self.placement["retries"] += 1
-            self.allocate(user, self.homes.records[user])
+            case ResendHop():
+                self._resend_hop(key)
 
     def _placement_silent(self, user: int, task: int, now: float) -> None:
         record = self.homes.records.get(user)
@@ -407,20 +401,21 @@ class ServerNode(OverlayPeer):
         if record.saturated:  # a saturation retry went silent: the retries go on, at the same wait
             retry_at = self.homes.walk_went_silent(user, task, now)
             if retry_at is not None:
-                self.wake_at(retry_at, (user, task))
+                self.wake_at(retry_at, RetryWalk(user, task))
         else:
             record.busy = False
 
-    def _repeat(self, key: tuple[str, int, int], now: float) -> None:
-        kind, user, task = key
-        if kind == _PROPOSAL and (user, task) not in self._reserved:
+    def _repeat(self, key: RepeatProposal | RepeatEnd, now: float) -> None:
+        user, task = key.user, key.task
+        proposal = key.__class__ is RepeatProposal
+        if proposal and (user, task) not in self._reserved:
             self.notices.drop(key)
             return
         due = self.notices.due(key)
         if due is None:
             return
         for party in due[0]:
-            self.send(party, Proposal(task, self.id) if kind == _PROPOSAL else TaskEnded(user, task, self.id))
+            self.send(party, Proposal(task, self.id) if proposal else TaskEnded(user, task, self.id))
         self.wake_after(due[1], key)
 
     # -- walks ----------------------------------------------------------------------------
@@ -442,7 +437,7 @@ class ServerNode(OverlayPeer):
 
     @handles(WalkAck)
     def on_walk_ack(self, msg: WalkAck, now: float) -> None:
-        self._hops.pop((_HOP, msg.user, msg.task, msg.hops, msg.sender), None)
+        self._hops.pop(ResendHop(msg.user, msg.task, msg.hops, msg.sender), None)
 
     @handles(FitPlace)
     def on_fit_place(self, msg: FitPlace, now: float) -> None:
@@ -494,11 +489,11 @@ class ServerNode(OverlayPeer):
         self.send(dst, message)
         if self.rto and (message.__class__ is WalkTask or message.__class__ is FitWalk):
             hop: Any = message
-            key = (_HOP, hop.user, hop.task, hop.hops, dst)
+            key = ResendHop(hop.user, hop.task, hop.hops, dst)
             self._hops[key] = (hop, 1)
             self.wake_after(self.prompt_rto, key)
 
-    def _resend_hop(self, key: tuple[str, int, int, int, int]) -> None:
+    def _resend_hop(self, key: ResendHop) -> None:
         kept = self._hops.get(key)
         if kept is None:
             return  # acknowledged
@@ -508,7 +503,7 @@ class ServerNode(OverlayPeer):
             return
         self._hops[key] = (hop, sent + 1)
         self.placement["hop_resends"] += 1
-        self.send(key[4], hop)
+        self.send(key.dst, hop)
         self.wake_after(self.prompt_rto * 2 ** sent, key)
 
     def _first_copy(self, hop: WalkTask | FitWalk, now: float) -> bool:

@@ -4,7 +4,7 @@ A `Runtime` given an `EventTrace` reports every event to it, in the order it pro
 
 - `deliver`: a message put in an actor's mailbox (the actor, the message);
 - `timer`: a one-off timer that fires (its owner, or -1, and the callback with its arguments);
-- `wake`: a wake-up a node asks for (the node, the time, the key);
+- `wake`: a wake-up a node asks for (the node, the time, the key in its `trace_form`);
 - `event`: an event a node emits for the observers.
 
 Each event becomes one line of text — its time in µs, its kind, the actor and what it carries
@@ -35,7 +35,7 @@ from hashlib import blake2b
 from operator import attrgetter
 from typing import Any
 
-__all__ = ["Diverged", "EventTrace", "describe_callback"]
+__all__ = ["Diverged", "EventTrace", "describe_callback", "trace_form"]
 
 CONTEXT = 5  # events before the divergent one that a report shows
 
@@ -52,10 +52,18 @@ class Diverged(Exception):
         self.agrees = agrees  # the event's hash is the reference's (a `describe_at` stop on a faithful replay)
 
 
+def trace_form(value: Any) -> Any:
+    """`value` as a trace writes it: a wake-up key (`nodes.actor.Wake`) by its `trace_form()` — the
+    tuple or text wake-up keys were before they had classes, so digests compare with earlier
+    versions — anything else as it is."""
+    form = getattr(value, "trace_form", None)
+    return form() if form is not None else value
+
+
 def describe_callback(callback: Callable[..., Any]) -> str:
     """A process-independent name of a timer callback: its qualified name and partial arguments."""
     if isinstance(callback, partial):
-        args = ", ".join(repr(a) for a in callback.args)
+        args = ", ".join(repr(trace_form(a)) for a in callback.args)
         return f"{describe_callback(callback.func)}({args})"
     owner = getattr(callback, "__self__", None)
     name = getattr(callback, "__qualname__", None) or type(callback).__qualname__

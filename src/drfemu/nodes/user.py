@@ -65,14 +65,11 @@ from drfemu.kernel.messages import (
 )
 from drfemu.kernel.resources import Vector, dominant_share
 from drfemu.nodes.actor import Actor
+from drfemu.nodes.wakes import RepeatIdle, Reprobe, RetryTask, SubmitDue
 from drfemu.protocols.resilience import Backoff
 
 __all__ = ["FiniteUserNode", "UserNode"]
 
-_SUBMIT = "submit"
-_RETRY = "retry"
-_REPROBE = "reprobe"
-_IDLE = "idle"
 
 
 class _HandshakeUser(Actor):
@@ -123,7 +120,7 @@ class _HandshakeUser(Actor):
             self.attempt += 1
             backoff = self.backoff if self.acknowledged and not self.accepted else self.prompt
             wait = backoff.reset() if fresh else backoff.next()
-            self.wake_at(now + wait, (_RETRY, self.current_task(), self.attempt))
+            self.wake_at(now + wait, RetryTask(self.current_task(), self.attempt))
 
     def _retry(self, task: int, attempt: int, now: float) -> None:
         if task != self.current_task() or attempt != self.attempt:
@@ -153,7 +150,15 @@ class _HandshakeUser(Actor):
         self._arm(now, fresh=True)
         if self.reprobe > 0:
             self.probes += 1
-            self.wake_at(now + self.reprobe, (_REPROBE, self.current_task(), self.probes))
+            self.wake_at(now + self.reprobe, Reprobe(self.current_task(), self.probes))
+
+    def _handshake_timer(self, key: RetryTask | Reprobe, now: float) -> None:
+        """The handshake's wake-ups, the same in both roles."""
+        match key:
+            case RetryTask(task=task, attempt=attempt):
+                self._retry(task, attempt, now)
+            case Reprobe(task=task, probe=probe):
+                self._reprobe(task, probe, now)
 
     def _reprobe(self, task: int, probe: int, now: float) -> None:
         """No proposal came for the current task since it was last sent: send it to another server
@@ -247,11 +252,8 @@ class UserNode(_HandshakeUser):
     def task_request(self) -> TaskRequest:
         return TaskRequest(self.id, self.task, self.demand, self.share)
 
-    def on_timer(self, key: tuple[str, int, int], now: float) -> None:
-        if key[0] == _REPROBE:
-            self._reprobe(key[1], key[2], now)
-        else:
-            self._retry(key[1], key[2], now)
+    def on_timer(self, key: RetryTask | Reprobe, now: float) -> None:
+        self._handshake_timer(key, now)
 
     def share_now(self) -> float:
         return self.share
@@ -314,22 +316,21 @@ class FiniteUserNode(_HandshakeUser):
         """Submit what is due now and ask to be woken for the rest."""
         self._submit_due(now)
 
-    def on_timer(self, key: str | tuple[str, int, int], now: float) -> None:
-        if isinstance(key, str):  # _SUBMIT, the only wake-up keyed by text
-            self._submit_due(now)
-        elif key[0] == _IDLE:
-            self._repeat_idle(key[1], now)
-        elif key[0] == _REPROBE:
-            self._reprobe(key[1], key[2], now)
-        else:
-            self._retry(key[1], key[2], now)
+    def on_timer(self, key: SubmitDue | RepeatIdle | RetryTask | Reprobe, now: float) -> None:
+        match key:
+            case SubmitDue():
+                self._submit_due(now)
+            case RepeatIdle(attempt=attempt):
+                self._repeat_idle(attempt, now)
+            case _:
+                self._handshake_timer(key, now)
 
     def _repeat_idle(self, attempt: int, now: float) -> None:
         notice = self.idle_notice
         if notice is None or notice[1] != attempt:
             return  # acknowledged, or the next task went out
         self.send(notice[0], UserShare(self.id, self.share, False))
-        self.wake_at(now + notice[2].next(), (_IDLE, attempt, 0))
+        self.wake_at(now + notice[2].next(), RepeatIdle(attempt))
 
     @handles(ShareAck)
     def on_share_ack(self, msg: ShareAck, now: float) -> None:
@@ -344,7 +345,7 @@ class FiniteUserNode(_HandshakeUser):
             self.queue.append(task)
             self.emit(TaskSubmitted(now, self.id, task, self.demands[task]))
         if self.submitted < len(submits):
-            self.wake_at(submits[self.submitted], _SUBMIT)
+            self.wake_at(submits[self.submitted], SubmitDue())
         if self.current < 0 and self.queue:
             self._dispatch(now)
 
@@ -379,7 +380,7 @@ class FiniteUserNode(_HandshakeUser):
             if self.prompt is not None:  # the allocator acknowledges it on receipt
                 self.attempt += 1
                 self.idle_notice = (allocator, self.attempt, Backoff(self.prompt.timeout))
-                self.wake_at(now + self.prompt.timeout, (_IDLE, self.attempt, 0))
+                self.wake_at(now + self.prompt.timeout, RepeatIdle(self.attempt))
 
     @handles(TaskEnded)
     def on_task_ended(self, msg: TaskEnded, now: float) -> None:

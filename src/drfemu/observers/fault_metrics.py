@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from typing import Any
+from typing import Any, Protocol
 
 from drfemu.nodes.network import Network
-from drfemu.nodes.runtime import Runtime
+from drfemu.nodes.port import RuntimePort
 from drfemu.observers.observer import RunEnd
 from drfemu.schema.result import Faults, Section, Timeline
 
@@ -34,10 +34,22 @@ NO_FAULTS = Faults(faults=[], fault_windows=[], fault_timeline=None)
 """The faults part of the result of a run without a fault scenario."""
 
 
+class Judge(Protocol):
+    """What the timeline samples of the harness (`observers.harness`, `observers.finite_harness`)."""
+
+    @property
+    def allocations(self) -> int:
+        """Allocations so far."""
+
+    def min_share(self) -> float:
+        """The lowest dominant share now."""
+
+
 class FaultTimeline:
     """Samples a run every tick for `windows`."""
 
-    def __init__(self, runtime: Runtime, harness: Any, network: Network, log: list[dict[str, Any]]) -> None:
+    def __init__(self, runtime: RuntimePort, harness: Judge, network: Network,
+                 log: list[dict[str, Any]]) -> None:
         """`log`: the fault injector's log, as it grows (`assembly.faults.FaultInjector.log`)."""
         self.harness = harness
         self.network = network

@@ -49,6 +49,7 @@ from drfemu.kernel.events import (
 )
 from drfemu.kernel.fairness import gini, jain
 from drfemu.kernel.resources import REL_TOL, CapacityViolation, Vector, dominant_share, total_capacity
+from drfemu.nodes.port import RuntimePort
 from drfemu.observers.harness import (
     FINISHED,
     SHARE_MARGIN,
@@ -110,7 +111,7 @@ class FiniteHarness(RunObserver):
         self.swm_samples: list[dict[str, Any]] = []
 
     # -- events ---------------------------------------------------------------------------
-    def subscribe(self, runtime: Any) -> None:
+    def subscribe(self, runtime: RuntimePort) -> None:
         runtime.subscribe(TaskSubmitted, self.on_submitted)
         runtime.subscribe(TaskAllocated, self.on_allocated)
         runtime.subscribe(TaskFinished, self.on_finished)

@@ -42,6 +42,7 @@ from drfemu.kernel.resources import (
     take,
     total_capacity,
 )
+from drfemu.nodes.port import Subscriber
 from drfemu.observers.observer import RunEnd
 from drfemu.protocols.devices import EMPTY, Devices, device_matrix, device_usable
 from drfemu.protocols.fragmentation import fragmented_matrix
@@ -240,7 +241,7 @@ class Harness(RunObserver):
         self.blocked_on: int | None = None  # the user a blocking rule holds allocations back for
         self.blocked_pending: frozenset[int] = frozenset()  # the users whose tasks it held then
 
-    def subscribe(self, runtime: Any) -> None:
+    def subscribe(self, runtime: Subscriber) -> None:
         """Hear the nodes' allocations and blocks, and the environment's crashes and recoveries."""
         runtime.subscribe(TaskAllocated, self.on_event)
         runtime.subscribe(AllocationBlocked, self.on_blocked)

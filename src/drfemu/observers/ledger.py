@@ -34,6 +34,7 @@ from drfemu.kernel.events import (
     TaskResubmitted,
     TaskSubmitted,
 )
+from drfemu.nodes.port import Subscriber
 from drfemu.observers.observer import RunEnd
 from drfemu.schema.result import Ledger, Section
 
@@ -106,7 +107,7 @@ class TaskLedger:
         self._move(key, state, RESUBMITTED, "resubmitted")
         self.submitted_at.pop(key, None)
 
-    def subscribe(self, runtime: Any) -> None:
+    def subscribe(self, runtime: Subscriber) -> None:
         runtime.subscribe(TaskSubmitted, self.on_submitted)
         runtime.subscribe(TaskDispatched, self.on_dispatched)
         runtime.subscribe(TaskAllocated, self.on_allocated)

@@ -33,6 +33,7 @@ from drfemu.kernel.events import (
     TaskResubmitted,
     TaskSubmitted,
 )
+from drfemu.nodes.port import Subscriber
 from drfemu.schema.workload import Workload
 
 __all__ = ["RunLog", "labelled_log"]
@@ -58,8 +59,8 @@ class RunLog:
             header["devices"] = devices
         emit(header)
 
-    def subscribe(self, runtime: Any) -> None:
-        """Hear the run's events (a `Runtime` or anything with its `subscribe`)."""
+    def subscribe(self, runtime: Subscriber) -> None:
+        """Hear the run's events (a runtime, or the live coordinator's bus)."""
         runtime.subscribe(TaskSubmitted, self.on_submitted)
         runtime.subscribe(TaskAllocated, self.on_started)
         runtime.subscribe(TaskFinished, self.on_ended)

@@ -3,7 +3,7 @@ their cost in bytes (the thesis's cost model, `kernel.messages.CostModel`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from drfemu.nodes.network import Network, TrafficTally
 from drfemu.observers.observer import RunEnd
@@ -27,10 +27,17 @@ def traffic_sections(tally: Mapping[str, TrafficTally], causes: Mapping[str, int
 
 
 class Traffic:
-    """The observer of a run's network: what it carried, dropped and cost."""
+    """The observer of a run's traffic: what it carried, dropped and cost, as `tally()` and `causes`
+    say at the end (a network's own, `of`; or a live run's, summed over its workers)."""
 
-    def __init__(self, network: Network) -> None:
-        self.network = network
+    def __init__(self, tally: Callable[[], Mapping[str, TrafficTally]], causes: Mapping[str, int]) -> None:
+        self.tally = tally
+        self.causes = causes
+
+    @classmethod
+    def of(cls, network: Network) -> Traffic:
+        """The observer of `network`'s traffic."""
+        return cls(network.tally, network.causes)
 
     def sections(self, end: RunEnd) -> tuple[Messages, Cost]:
-        return traffic_sections(self.network.tally(), self.network.causes, end.allocations)
+        return traffic_sections(self.tally(), self.causes, end.allocations)

@@ -7,7 +7,8 @@ flight, latency and random peer choice:
 - **runtime**: the project's `Runtime` — actors with mailboxes, deliveries batched per
   instant, outboxes flushed through the `Network` (with its per-type accounting).
 - **naive**: one asyncio task and one `asyncio.Queue` per actor, one `loop.call_at` timer per
-  message (the first two on the same `VirtualClockLoop`);
+  message, on asyncio's own loop and clock (the CPU, not the latency, bounds it: every timer is
+  overdue by the time the loop reaches it, as every instant is in a virtual run);
 - **bare**: the limit — no event loop and no actors, a `heapq` of due instants (integer
   microseconds), each instant's deliveries one list; a delivery builds the next message of
   the same class and picks its destination, nothing else. The runtime's rate as a fraction of
@@ -15,9 +16,10 @@ flight, latency and random peer choice:
 
 Every delivered message makes its receiver send one new message to a uniformly random
 actor, so the number in flight stays constant. Rates are delivered messages per wall second.
-Both designs run under the same garbage-collector settings (`nodes.gc_tuning.tuned_gc`), and
-every timed sample runs in a fresh process: measured here, the runtime lost ~20% when it ran
-in a process whose heap the naive design's thousand tasks and queues had just fragmented.
+Every design is timed the same way, under the same garbage-collector settings
+(`nodes.session.timed`), and every timed sample runs in a fresh process: measured here, the
+runtime lost ~20% when it ran in a process whose heap the naive design's thousand tasks and
+queues had just fragmented.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import asyncio
 import heapq
 import multiprocessing
 import random
-import time
 from dataclasses import dataclass
 
 from drfemu.kernel.errors import InputError
@@ -34,10 +35,9 @@ from drfemu.kernel.latency import ConstantLatency, to_us
 from drfemu.kernel.messages import handles, message
 from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
-from drfemu.nodes.clock import VirtualClockLoop
-from drfemu.nodes.gc_tuning import tuned_gc
 from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION, Runtime
+from drfemu.nodes.session import run_loop, timed
 from drfemu.tools.pools import worker_pool
 
 __all__ = ["BenchResult", "run_bench"]
@@ -108,60 +108,48 @@ class BenchResult:
 
 
 def _bench_runtime(actors: int, in_flight: int, latency: float, messages: int, seed: int) -> tuple[int, float]:
-    loop = VirtualClockLoop()
-    try:
-        rng = RandomStreams(seed).python("bench/peers")
-        nodes = [PingActor(i, actors, rng) for i in range(actors)]
-        runtime = Runtime(loop, Network(ConstantLatency(latency)), nodes)
-        for node in nodes:
-            for _ in range(in_flight):
-                node.send(int(rng.random() * actors), Ping(0))
-            runtime.inject(node)
-        rounds = -(-messages // (actors * in_flight))
-        runtime.call_at(rounds * latency + latency / 2, runtime.stop)
-        with tuned_gc():
-            started = time.perf_counter()
-            loop.run_until_complete(runtime.finished)
-            wall = time.perf_counter() - started
-        return runtime.delivered, wall
-    finally:
-        loop.close()
+    rng = RandomStreams(seed).python("bench/peers")
+    nodes = [PingActor(i, actors, rng) for i in range(actors)]
+    runtime = Runtime(Network(ConstantLatency(latency)), nodes)
+    for node in nodes:
+        for _ in range(in_flight):
+            node.send(int(rng.random() * actors), Ping(0))
+        runtime.inject(node)
+    rounds = -(-messages // (actors * in_flight))
+    runtime.call_at(rounds * latency + latency / 2, runtime.stop)
+    _, wall = run_loop(timed(runtime.run()))
+    return runtime.delivered, wall
 
 
 def _bench_naive(actors: int, in_flight: int, latency: float, messages: int, seed: int) -> tuple[int, float]:
-    loop = VirtualClockLoop()
-    try:
+    async def naive() -> int:
+        loop = asyncio.get_running_loop()
         rng = RandomStreams(seed).python("bench/peers")
         pick = rng.random
         queues: list[asyncio.Queue[Ping]] = [asyncio.Queue() for _ in range(actors)]
         delivered = 0
+        enough = loop.create_future()
 
         async def actor(inbox: asyncio.Queue[Ping]) -> None:
             nonlocal delivered
             while True:
                 msg = await inbox.get()
                 delivered += 1
+                if delivered == messages:
+                    enough.set_result(None)
                 target = queues[int(pick() * actors)]
                 loop.call_at(loop.time() + latency, target.put_nowait, Ping(msg.hops + 1))
 
         for _ in range(actors * in_flight):
-            loop.call_at(latency, queues[int(pick() * actors)].put_nowait, Ping(0))
-        rounds = -(-messages // (actors * in_flight))
+            loop.call_at(loop.time() + latency, queues[int(pick() * actors)].put_nowait, Ping(0))
+        tasks = [loop.create_task(actor(q)) for q in queues]
+        await enough
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return delivered
 
-        async def main() -> None:
-            tasks = [loop.create_task(actor(q)) for q in queues]
-            await asyncio.sleep(rounds * latency + latency / 2)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        with tuned_gc():
-            started = time.perf_counter()
-            loop.run_until_complete(main())
-            wall = time.perf_counter() - started
-        return delivered, wall
-    finally:
-        loop.close()
+    return run_loop(timed(naive()))
 
 
 def _bench_bare(actors: int, in_flight: int, latency: float, messages: int, seed: int) -> tuple[int, float]:
@@ -173,9 +161,9 @@ def _bench_bare(actors: int, in_flight: int, latency: float, messages: int, seed
     heap = [step]
     rounds = -(-messages // (actors * in_flight))
     end = rounds * step + step // 2
-    delivered = 0
-    with tuned_gc():
-        started = time.perf_counter()
+
+    async def bare() -> int:  # no event loop in it: a coroutine only to be timed as the others are
+        delivered = 0
         while heap:
             now = heapq.heappop(heap)
             if now > end:
@@ -189,8 +177,9 @@ def _bench_bare(actors: int, in_flight: int, latency: float, messages: int, seed
             else:
                 due[later] = out
                 heapq.heappush(heap, later)
-        wall = time.perf_counter() - started
-    return delivered, wall
+        return delivered
+
+    return run_loop(timed(bare()))
 
 
 _DESIGNS = {"runtime": _bench_runtime, "naive": _bench_naive, "bare": _bench_bare}
