@@ -20,6 +20,7 @@ from drfemu.reports.data import PointData
 from drfemu.reports.render import reference_cells, table_cells, write_report
 from drfemu.sweeps.config import load_sweep
 from drfemu.sweeps.execute import process_pool, run_sweep
+from tests.browser import ARTIFACTS, browse, needs_browser
 
 MEASURED_ON_THE_WALL = {"wall_time_s", "events_per_s"}
 
@@ -183,13 +184,24 @@ def test_dask_local_cluster_gives_the_process_pools_results(swept: Path, tmp_pat
         assert comparable(pool[run]) == comparable(dask[run])
 
 
+@needs_browser
+def test_every_kind_of_figure_draws_in_the_browser_as_its_png_does(swept: Path, tmp_path: Path) -> None:
+    """The report page's charts hold the lines of the PNGs: lines, ratio (with its line at 1),
+    error series (a line per run) and tolerance."""
+    write_report(swept, tmp_path / "report")
+    seen = browse(tmp_path / "report" / "report.html", ARTIFACTS / "sweep-report.png")
+    assert seen["errors"] == [] and seen["console"] == []
+    assert set(seen["drawn"]) == {"small-lines", "small-ratio", "small-series", "small-tolerance"}
+    assert all(chart["series"] >= 1 and min(chart["points"]) >= 1 for chart in seen["drawn"].values())
+
+
 def test_report_draws_tables_figures_and_one_html_page(swept: Path, tmp_path: Path) -> None:
     summary = write_report(swept, tmp_path / "report")
     assert (summary.tables, summary.figures, summary.runs, summary.missing) == (1, 4, 10, 0)
     md = (tmp_path / "report" / "report.md").read_text()
     page = (tmp_path / "report" / "report.html").read_text()
     assert "| protocol \\ neighbors | 2 | 3 |" in md and "(n=2)" in md
-    assert page.count("src='data:image/png;base64,") == 4 and "<table>" in page
+    assert page.count("<div data-chart=") == 4 and "<table>" in page and "drfemuCharts.render" in page
     for name in ("small-lines", "small-ratio", "small-series", "small-tolerance"):
         assert (tmp_path / "report" / "figures" / f"{name}.png").read_bytes().startswith(b"\x89PNG")
 

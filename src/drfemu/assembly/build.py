@@ -72,6 +72,10 @@ class Setup(Protocol):
     def figures(self) -> Distributed | None:
         """Its figures, summed over its servers (a live worker reports its own servers')."""
 
+    def ideal_view_fraction(self, servers: Sequence[Actor]) -> float | None:
+        """The fraction of `servers` (the runtime's, each in its current life) whose gradient view
+        is their ideal one now (None: no gradient)."""
+
 
 class CentralSetup:
     """The resource nodes and the central scheduler of a central protocol."""
@@ -105,6 +109,9 @@ class CentralSetup:
         return []
 
     def figures(self) -> Distributed | None:
+        return None
+
+    def ideal_view_fraction(self, servers: Sequence[Actor]) -> float | None:
         return None
 
 

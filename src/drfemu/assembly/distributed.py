@@ -24,7 +24,7 @@ from drfemu.nodes.port import RuntimePort
 from drfemu.nodes.server import PLACEMENT_COUNTERS, ServerConfig, ServerNode, server_class
 from drfemu.observers.observer import RunEnd
 from drfemu.overlay.gradient import NEG_INF
-from drfemu.overlay.observe import ideal_views
+from drfemu.overlay.observe import ideal_view_fraction, ideal_views, snapshot
 from drfemu.overlay.variants import gradient_factory
 from drfemu.protocols.placement import FIRST_FIT, MIN_FRAGMENTATION, WORKLOAD
 from drfemu.protocols.resilience import Timeouts
@@ -162,6 +162,14 @@ class DistributedSetup:
     def sections(self, end: RunEnd) -> list[Section]:
         """The distributed part of a run's result (an observer of the run: `observers.observer`)."""
         return [self.figures()]
+
+    def ideal_view_fraction(self, servers: Sequence[Actor]) -> float | None:
+        """The fraction of `servers` (the runtime's, each in its current life) whose gradient view
+        is their ideal one now, read without changing any (None for protocols with fixed random
+        neighbours)."""
+        if self.spec.gradient is GradientUse.OFF:
+            return None
+        return ideal_view_fraction(snapshot([s for s in servers if isinstance(s, ServerNode)]))
 
     def figures(self) -> Distributed:
         """The distributed part of the result: the set-up and the servers' counters, summed."""

@@ -26,7 +26,8 @@ random server choices); each server's own `overlay` (Cyclon and gradient choices
 (fixed random neighbour sets). Same `RunConfig` ⇒ the same events in the same order ⇒ the same
 result, apart from the wall-clock fields. The order in which the observers subscribe is part of
 that: the run log, the fault injector's timers, the ledger, the harness, the task lifetimes, the
-fault timeline, the users' start, the tick, the overlays, then the harness's tick hook.
+fault timeline, the users' start, the tick, the overlays, then the harness's tick hook and the
+sampler's (which only reads: a sampled run is the same run).
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ from drfemu.observers.harness import SATURATED, Harness, Limits, Listeners, RunO
 from drfemu.observers.ledger import TaskLedger
 from drfemu.observers.observer import Observer, RunEnd
 from drfemu.observers.run_log import RunLog
+from drfemu.observers.samples import Sampler
 from drfemu.observers.traffic import Traffic
+from drfemu.protocols.spec import GradientUse
 from drfemu.schema.faults import BoundScenario, Target
 from drfemu.schema.result import RunResult, Section
 
@@ -79,10 +82,11 @@ class Run:
 
     def __init__(self, config: RunConfig, log: Callable[..., Any] | None = None,
                  progress: Callable[[float, int], None] | None = None, trace: EventTrace | None = None,
-                 record: Record | None = None) -> None:
+                 record: Record | None = None, samples: int = 0) -> None:
         """`log` hears every allocation, `progress(virtual time, allocations)` how the run goes,
         `trace` every event (`nodes.trace`: the determinism checker), `record` every fact of the
-        replayable run log (`observers.run_log`)."""
+        replayable run log (`observers.run_log`); `samples` > 0 keeps that many samples of the
+        run over time, up to twice as many (`observers.samples`; the same run, event for event)."""
         self.config = config
         bound = config.faults
         params = config.params
@@ -100,6 +104,7 @@ class Run:
         self.harness = build_harness(config, Listeners(self._finish, log, progress), self.injector)
         self.ledger = TaskLedger()
         self.observers: list[Observer] = [self.harness, self.ledger, Traffic.of(self.network)]
+        self.sampler = self._sampler(samples)
         self.ticks = self._attach()
 
     def _run_log(self, record: Record | None) -> RunLog | None:
@@ -110,6 +115,15 @@ class Run:
                          self.config.params.devices)
         run_log.subscribe(self.runtime)
         return run_log
+
+    def _sampler(self, points: int) -> Sampler | None:
+        if not points:
+            return None
+        setup, runtime, servers = self.nodes.setup, self.runtime, len(self.servers)
+        gradient = self.config.spec.gradient is not GradientUse.OFF
+        return Sampler(self.config.workload, self.harness, self.network.tally, points,
+                       (lambda: setup.ideal_view_fraction(runtime.actors[:servers])) if gradient else None,
+                       self.ledger.delays)
 
     def _injector(self, bound: BoundScenario | None) -> FaultInjector | None:
         if bound is None:
@@ -135,6 +149,9 @@ class Run:
         self.nodes.setup.start(runtime)
         self.observers.append(self.nodes.setup)
         runtime.add_tick_hook(self.harness.on_tick)
+        if self.sampler is not None:
+            runtime.add_tick_hook(self.sampler.on_tick)
+            self.observers.append(self.sampler)
         if isinstance(self.harness, Harness) and not self.harness.placeable_shares():
             self.harness.finish(SATURATED, "no user's task fits on any server", 0.0)
         return ticks

@@ -24,7 +24,7 @@ import drfemu.cli.sweep  # noqa: F401  (registers its commands)
 import drfemu.cli.workload  # noqa: F401  (registers its commands)
 from drfemu.cli.common import INTERNAL_ERROR, INTERRUPTED, app
 from drfemu.cli.live import live, live_signature
-from drfemu.cli.run import run, run_signature
+from drfemu.cli.run import run, run_command_signature
 from drfemu.cli.stopping import signals_stop_the_command, stop_reason, stop_status, stopped
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.resources import CapacityViolation
@@ -34,7 +34,7 @@ from drfemu.live.channel import LiveError
 def _install_run_command() -> None:
     """(Re)declare `drfemu run` and `drfemu live` from the current registry, so a protocol
     registered after import (a plug-in, a test) brings its options along."""
-    run.__signature__ = run_signature()  # type: ignore[attr-defined]
+    run.__signature__ = run_command_signature()  # type: ignore[attr-defined]
     live.__signature__ = live_signature()  # type: ignore[attr-defined]
     app.registered_commands[:] = [c for c in app.registered_commands if c.name not in ("run", "live")]
     app.command("run")(run)

@@ -20,8 +20,10 @@ from drfemu.cli.common import (
     out,
     output_option,
     progress_reporter,
+    read_json,
     run_log_file,
     write_json,
+    write_text,
 )
 from drfemu.protocols.registry import PROTOCOLS
 from drfemu.schema.params import readers, unread
@@ -121,6 +123,20 @@ def run_signature() -> inspect.Signature:
                               output_option("log", "--log", "Write one JSON line per allocation.")])
 
 
+def run_command_signature() -> inspect.Signature:
+    """`drfemu run`'s own options besides the shared ones: its page and its samples (a live run is
+    not sampled)."""
+    from drfemu.observers.samples import DEFAULT_POINTS
+
+    samples = inspect.Parameter("samples", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        int | None, typer.Option("--samples", help=f"Keep N to 2N samples of the run over time in the result "
+                                 f"(--json; drfemu show --html draws them) [default: {DEFAULT_POINTS} with --html, "
+                                 "else none]; the run is the same.")])
+    return inspect.Signature([*run_signature().parameters.values(),
+                              output_option("html", "--html", "Write the run's page: a self-contained HTML file of "
+                                            "charts over virtual time (opens offline)."), samples])
+
+
 def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> Point:
     """The run the options given describe (warning of those the protocol does not read), once
     every output path is known to be writable."""
@@ -157,7 +173,15 @@ def run(**options: Any) -> None:
 
     json_path: Path | None = options.pop("json_path")
     log: Path | None = options.pop("log")
-    point = resolve_run_options(options, json_path, log)
+    html_path: Path | None = options.pop("html")
+    samples: int | None = options.pop("samples")
+    point = resolve_run_options(options, json_path, log, html_path)
+    if samples is None:
+        from drfemu.observers.samples import DEFAULT_POINTS
+
+        samples = DEFAULT_POINTS if html_path is not None else 0
+    elif samples <= 0 and html_path is not None:
+        raise CliError("--html draws the run's samples: give --samples of at least 1 (or leave it out)")
     config = point.config
     protocol = config.params.protocol
     with run_log_file(log) as writer, progress_reporter(f"{protocol}: starting") as report:
@@ -165,11 +189,39 @@ def run(**options: Any) -> None:
         def progress(now: float, allocations: int) -> None:
             report(f"{protocol}: {now:,.0f} s virtual, {allocations:,} allocations")
 
-        result = api.run_config(config, allocation_log=writer or False, progress=progress, run_log=writer)
+        result = api.run_config(config, allocation_log=writer or False, progress=progress, run_log=writer,
+                                samples=samples)
         warn_unplaceable(result, config.workload)
     out.print(summary_table(result))
     if json_path is not None:
         write_json(json_path, result.to_dict())
+    if html_path is not None:
+        from drfemu.reports.run_page import run_page
+
+        write_text(html_path, run_page(result))
+
+
+@app.command()
+def show(
+    result_path: Annotated[Path, typer.Argument(metavar="RESULT", help="A result document (drfemu run --json).")],
+    html_path: Annotated[Path, typer.Option("--html", help="Where to write the run's page.")],
+) -> None:
+    """Write the page of a run already made (its result must hold samples: drfemu run --samples N)."""
+    from drfemu.reports.run_page import run_page
+    from drfemu.schema.result import RunResult
+
+    check_writable(html_path, "--html")
+    document = read_json(result_path, "RESULT: ")
+    if not isinstance(document, dict):
+        raise CliError(f"RESULT {result_path}: not a run's result document (a JSON object)")
+    try:
+        result = RunResult.of_document(document)
+    except ValueError as error:
+        first = str(error).splitlines()
+        raise CliError(f"RESULT {result_path}: not a run's result document ({first[1] if len(first) > 1 else first[0]})"
+                       ) from None
+    write_text(html_path, run_page(result))
+    out.print(f"wrote {html_path}")
 
 
 def _registry_document() -> list[dict[str, Any]]:

@@ -46,6 +46,8 @@ def sweep(
     workers: Annotated[int | None, typer.Option(help="Worker processes (default: the machine's cores; at most "
                                                      f"{WORKERS_PER_CORE} per core, never more than runs).")] = None,
     dask: Annotated[str | None, typer.Option(help="Run on the dask.distributed scheduler at this address.")] = None,
+    pages: Annotated[bool, typer.Option("--pages", help="Also keep each run's page (OUT/pages/<run>.html), linked "
+                                                         "from drfemu report's page; the runs are the same.")] = False,
 ) -> None:
     """Run every point of a sweep config, resuming where an earlier sweep into --out stopped."""
     from drfemu import api
@@ -86,7 +88,7 @@ def sweep(
         with resumable(lambda: f"{done[0]} run(s) of this sweep finished; tables rewritten from the records on "
                                 "disk"):
             summary = api.sweep(plan, out_dir, workers=None if dask else n_workers, dask=dask, on_start=on_start,
-                                on_record=on_record)
+                                on_record=on_record, pages=pages)
     out.print(f"{summary.total} runs: {summary.skipped} already finished, {summary.ran} ran ({summary.failed} failed) "
               f"in {summary.wall_s / 60:.1f} min; tables {out_dir / 'runs.csv'}"
               + (f", {summary.parquet}" if summary.parquet else " (no Parquet: pip install 'drfemu[sweep]')"))

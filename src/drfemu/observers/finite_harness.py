@@ -241,6 +241,14 @@ class FiniteHarness(RunObserver):
         present = self._present()
         return float(self.shares[present].min()) if present else float("nan")
 
+    def share_list(self) -> list[float]:
+        """Every user's dominant share now, in workload order (the sampler reads it)."""
+        return [float(x) for x in self.shares]
+
+    def queue(self) -> tuple[int, int] | None:
+        """The tasks waiting (submitted, not started) and running now (the sampler reads it)."""
+        return self.waiting, self.running_total
+
     def _present(self) -> list[int]:
         return [k for k in range(len(self.running)) if self.running[k] or self.unstarted[k]]
 

@@ -440,6 +440,14 @@ class Harness(RunObserver):
         shares = self.placeable_shares()
         return min(shares) if shares else 0.0
 
+    def share_list(self) -> list[float]:
+        """Every user's dominant share now, in workload order (the sampler reads it)."""
+        return list(self.shares)
+
+    def queue(self) -> tuple[int, int] | None:
+        """Endless users have no queue (the sampler asks)."""
+        return None
+
     def placeable_shares(self) -> list[float]:
         skip = set(self.unplaceable)
         return [s for k, s in enumerate(self.shares) if k not in skip]

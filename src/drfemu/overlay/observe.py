@@ -49,6 +49,7 @@ __all__ = [
     "centre_status",
     "cyclon_graph",
     "gradient_graph",
+    "ideal_view_fraction",
     "ideal_views",
     "measure",
     "snapshot",
@@ -270,6 +271,11 @@ def _status(snap: OverlaySnapshot, order: np.ndarray, believers: np.ndarray) -> 
 def centre_status(snap: OverlaySnapshot) -> CentreStatus:
     """Who the true centre is and whether the overlay has found it (see the module docstring)."""
     return _status(snap, _order(snap.utilities), _believers(snap))
+
+
+def ideal_view_fraction(snap: OverlaySnapshot) -> float:
+    """The fraction of nodes whose gradient view is their ideal view (a run's samples read it)."""
+    return _ideal_fraction(snap, _order(snap.utilities))
 
 
 def _ideal_fraction(snap: OverlaySnapshot, order: np.ndarray) -> float:

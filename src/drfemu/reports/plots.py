@@ -1,4 +1,6 @@
-"""Matplotlib figures of a sweep report, one function per figure kind (`report_spec`).
+"""Matplotlib figures of a sweep report, one function per figure kind (`report_spec`), and the
+same figure as an interactive chart of the report's page (`reports.pages`): the chart's lines are
+read back from the drawn axes, so the PNG and the page show the same series.
 
 Every protocol has one colour, marker and line style in every figure, so a reader tells
 them apart in colour and in grey; other series (machines, users) cycle through a fixed
@@ -23,11 +25,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 from drfemu.observers.harness import TOLERANCES  # noqa: E402
 from drfemu.protocols.registry import PROTOCOLS  # noqa: E402
 from drfemu.reports.data import PointData, mean_sd, metric_values, ordered  # noqa: E402
+from drfemu.reports.pages import ChartSpec, Series  # noqa: E402
 from drfemu.schema.params import readers  # noqa: E402
 from drfemu.sweeps.report_spec import matches  # noqa: E402
 from drfemu.workloads.points import defaults
 
 __all__ = ["draw_figure", "protocol_style"]
+
+_DASHED = {"--", ":", "-.", "dashed", "dotted", "dashdot"}
+MARKED_POINTS = 50  # a chart's series of at most this many points shows them, as the PNG's markers do
 
 _PALETTE = [{"color": c, "marker": m, "linestyle": ls} for c, m, ls in
             zip(("black", "#8c564b", "#7f7f7f", "#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#e377c2",
@@ -170,12 +176,57 @@ def _tolerance(ax: Any, spec: Mapping[str, Any], points: list[PointData]) -> boo
 _KINDS = {"lines": _lines, "ratio": _ratio, "error-series": _error_series, "tolerance": _tolerance}
 
 
-def draw_figure(spec: Mapping[str, Any], points: list[PointData], path: Path) -> bool:
-    """Draw `spec` from `points` into the PNG `path`; False (and no file) when nothing can be drawn."""
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if np.isfinite(number) else None
+
+
+def _chart(ax: Any, spec: Mapping[str, Any], chart_id: str) -> ChartSpec:
+    """The drawn axes as a chart: each labelled line a series (a line drawn without a label, as
+    the error series' further runs, belongs to the labelled one before it, outside the legend);
+    error-bar caps and other decorations are left out."""
+    series: list[Series] = []
+    group: str | None = None
+    named_by: dict[int, str] = {}  # an error bar's data line -> its label (matplotlib keeps it on the container)
+    caps: set[int] = set()
+    for container in ax.containers:
+        data_line, cap_lines, _ = container.lines
+        if data_line is not None:
+            named_by[id(data_line)] = str(container.get_label())
+        caps.update(id(cap) for cap in cap_lines)
+    for line in ax.get_lines():
+        label = named_by.get(id(line), str(line.get_label()))
+        if id(line) in caps or label.startswith("_nolegend_") or len(line.get_xdata()) == 0:
+            continue
+        named = not label.startswith("_")
+        if named:
+            group = label
+        elif group is None:
+            continue
+        xs = [_number(x) for x in line.get_xdata()]
+        if line.get_transform() != ax.transData:  # a reference line across the axes (`axhline`)
+            xs = [_number(x) for x in ax.get_xlim()]
+        if any(x is None for x in xs):
+            xs = [float(k) for k in range(len(xs))]  # a categorical axis: its values in order
+        series.append(Series(label if named else f"{group} ({len(series) + 1})", [x or 0.0 for x in xs],
+                             [_number(y) for y in line.get_ydata()], group=group,
+                             dash=line.get_linestyle() in _DASHED, legend=named,
+                             markers=line.get_marker() not in (None, "None", "") and len(xs) <= MARKED_POINTS))
+    return ChartSpec(chart_id, f"Figure {spec['id']}. {spec.get('title', '')}", ax.get_xlabel(), ax.get_ylabel(),
+                     series, y_min=None, x_log=spec.get("xscale") == "log", y_log=spec.get("yscale") == "log")
+
+
+def draw_figure(spec: Mapping[str, Any], points: list[PointData], path: Path,
+                chart_id: str = "figure") -> ChartSpec | None:
+    """Draw `spec` from `points` into the PNG `path`, and return the same figure as a chart of the
+    page (`chart_id`); None (and no file) when nothing can be drawn."""
     fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=110)
     try:
         if not _KINDS[spec["kind"]](ax, spec, points):
-            return False
+            return None
         ax.set_xscale(spec.get("xscale", "linear"))
         ax.set_yscale(spec.get("yscale", "linear"))
         if spec.get("xscale") == "log" and spec["kind"] in ("lines", "ratio"):
@@ -192,6 +243,6 @@ def draw_figure(spec: Mapping[str, Any], points: list[PointData], path: Path) ->
         ax.legend(fontsize=8, loc="best")
         fig.tight_layout()
         fig.savefig(path)
-        return True
+        return _chart(ax, spec, chart_id)
     finally:
         plt.close(fig)

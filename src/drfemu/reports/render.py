@@ -8,14 +8,15 @@ in figures. Points whose run has no record yet, or failed, are left out and coun
 experiment's header, so a partial sweep still gives a report.
 
 Output (in `--out`, default `SWEEP_DIR/report`): `report.md` (tables inline, figures
-linked), `figures/<experiment>-<id>.png`, and `report.html`, one self-contained page with
-the figures embedded.
+linked), `figures/<experiment>-<id>.png`, and `report.html`, one self-contained page whose
+figures are interactive charts of the same series (`reports.pages`), with each experiment's runs
+linked to their pages where the sweep kept them (`drfemu sweep --pages`).
 """
 
 from __future__ import annotations
 
-import base64
 import html
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from drfemu.reports.data import (
     metric_values,
     ordered,
 )
+from drfemu.reports.pages import PAGES, ChartSpec, chart_page, chart_slot
 from drfemu.reports.plots import draw_figure
 from drfemu.sweeps.report_spec import matches
 
@@ -166,7 +168,17 @@ def _html_table(spec: Mapping[str, Any], rows: list[Any], columns: list[Any], ce
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:0.9em;margin:0.5em 0}th,td{border:1px solid #ccc;padding:3px 7px;
 text-align:right}thead th{background:#f0f0f0}tbody th{text-align:left;background:#fafafa}figure{margin:1.5em 0}
-figcaption{margin-bottom:0.4em}tr.ref td,tr.ref th{color:#666;font-style:italic}img{max-width:100%;border:1px solid #eee}.meta{color:#555}code{font-size:0.95em}"""
+figcaption{margin-bottom:0.4em}tr.ref td,tr.ref th{color:#666;font-style:italic}.meta{color:#555}code{font-size:0.95em}"""
+
+
+def _run_pages(points: list[PointData], pages: Path, out: Path) -> str:
+    """A list of the experiment's points linked to their runs' pages, where the sweep kept them."""
+    kept = sorted({p.run for p in points if p.status == "ok" and (pages / f"{p.run}.html").is_file()})
+    if not kept:
+        return ""
+    items = "".join(f"<li><a href='{html.escape(os.path.relpath(pages / f'{run}.html', out))}'>{html.escape(run)}</a></li>"
+                    for run in kept)
+    return f"<details><summary>The runs' pages ({len(kept)})</summary><ul>{items}</ul></details>"
 
 
 def write_report(sweep_dir: Path, out: Path) -> ReportSummary:
@@ -182,10 +194,12 @@ def write_report(sweep_dir: Path, out: Path) -> ReportSummary:
         raise InputError(f"cannot create {figures_dir}: {error.strerror}") from None
     md = ["# drfemu sweep report", "", f"Sweep directory: `{sweep_dir}`. Cells and plotted points are means over "
           "replicates (± sample standard deviation when there are several); – marks a point without a result.", ""]
-    page = [f"<!doctype html><html><head><meta charset='utf-8'><title>drfemu sweep report</title><style>{_CSS}</style>"
-            f"</head><body><h1>drfemu sweep report</h1><p class='meta'>Sweep directory <code>{html.escape(str(sweep_dir))}"
-            "</code>. Cells and plotted points are means over replicates (± sample standard deviation when there are "
-            "several); – marks a point without a result.</p>"]
+    page = ["<h1>drfemu sweep report</h1><p class='meta'>Sweep directory <code>"
+            f"{html.escape(str(sweep_dir))}</code>. Cells and plotted points are means over replicates (± sample "
+            "standard deviation when there are several); – marks a point without a result. Hover a figure for its "
+            "values; click a legend entry to highlight it.</p>"]
+    charts: list[ChartSpec] = []
+    pages = sweep_dir / PAGES
     n_tables = n_figures = missing = 0
     finished: set[str] = set()
     for experiment, points in experiments:
@@ -205,18 +219,18 @@ def write_report(sweep_dir: Path, out: Path) -> ReportSummary:
         for spec in experiment.get("figures", []):
             name = f"{experiment['name']}-{spec['id']}".replace("/", "_").replace(" ", "_")
             path = figures_dir / f"{name}.png"
-            drawn = draw_figure(spec, points, path)
+            chart = draw_figure(spec, points, path, chart_id=name)
             caption = f"Figure {spec['id']}. {spec.get('title', '')}"
-            if not drawn:
+            if chart is None:
                 md += [f"*{caption}: no finished runs yet.*", ""]
                 page.append(f"<p><i>{html.escape(caption)}: no finished runs yet.</i></p>")
                 continue
             md += [f"![{caption}](figures/{path.name})", "", f"*{caption}*", ""]
-            encoded = base64.b64encode(path.read_bytes()).decode("ascii")
-            page.append(f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{encoded}'>"
-                        f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+            page.append(chart_slot(name))
+            charts.append(chart)
             n_figures += 1
-    page.append("</body></html>")
+        page.append(_run_pages(points, pages, out))
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
-    (out / "report.html").write_text("\n".join(page) + "\n", encoding="utf-8")
+    (out / "report.html").write_text(chart_page("drfemu sweep report", "\n".join(page), charts, _CSS),
+                                     encoding="utf-8")
     return ReportSummary(n_tables, n_figures, len(finished), missing)

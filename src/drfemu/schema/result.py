@@ -15,10 +15,10 @@ parameter. A protocol of another package may echo its own parameters (`Param.ech
 follow the echo in the document and are read as `result["key"]`.
 
 Versioning (`SCHEMA_VERSION`, the document's first key): a change that only adds keys (or a
-value of `status`: 1.4 added `blocked`) raises the minor number; one that renames, removes or
+value of `status`: 1.4 added `blocked`; 1.5 the optional `samples`) raises the minor number; one that renames, removes or
 retypes a key raises the major number.
 Decision: keys that only some runs have (distributed runs' `placement` and `overlay`, finite
-workloads' `series` and `swm`, live runs' `live`) are optional and absent from the documents of
+workloads' `series` and `swm`, live runs' `live`, sampled runs' `samples`) are optional and absent from the documents of
 other runs; the parts whose inner layout belongs to one protocol or one mode (`overlay`,
 `placement`, `live`) are objects without a fixed inner schema. Numbers keep their type (an
 int stays an int); non-finite figures are `null` in JSON (`docs/metrics.md`).
@@ -47,9 +47,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "Cost", "Distributed", "Echo", "EndlessFairness", "Engine", "Errors",
            "Fairness", "Faults", "FiniteFairness", "Identity", "Ledger", "Live", "Messages", "Outcome", "RunResult",
-           "Section", "Setup", "TimeAveraged", "Timeline", "finite_or_none", "result_schema"]
+           "SampleTable", "Samples", "Section", "Setup", "TimeAveraged", "Timeline", "finite_or_none",
+           "result_schema"]
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
 if TYPE_CHECKING:
@@ -296,8 +297,40 @@ class Live(Section):
     live: dict[str, Any] | None = None
 
 
+class SampleTable(BaseModel):
+    """A run sampled over time (`observers.samples`): one entry per sample in every list."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    every_ticks: int = Field(description="Allocation ticks between two samples at the end of the run (the sampler "
+                             "halves its rate as a run grows; the last sample is the run's end).")
+    time_s: list[float]
+    min_share: list[Number] = Field(description="The lowest dominant share (endless: of the placeable users; finite: "
+                                    "of the users present; null with none).")
+    allocations: list[int] = Field(description="Tasks started so far.")
+    dominant_shares: dict[str, list[Number]] = Field(description="Each user's dominant share.")
+    drf_reference: dict[str, Number] | None = Field(description="Each endless user's share under DRF on the cluster "
+                                                    "as one pool, tasks divisible (null for tasks that end).")
+    utilization: dict[str, list[Number]] = Field(description="Each resource's used fraction of the cluster.")
+    messages: dict[str, list[int]] = Field(description="Messages sent so far, by type.")
+    waiting: list[int] | None = Field(description="Tasks that end: tasks submitted and not started.")
+    running: list[int] | None = Field(description="Tasks that end: tasks running.")
+    started: list[int] = Field(description="Tasks started so far (each with its queueing delay).")
+    delay_total_s: list[float] = Field(description="The queueing delays of the tasks started so far, summed: the "
+                                       "mean delay of those started between two samples is the difference over "
+                                       "the difference of `started`.")
+    ideal_view_fraction: list[Number] | None = Field(description="Gradient protocols: the fraction of servers "
+                                                     "whose gradient view is their ideal one.")
+
+
+class Samples(Section):
+    """The run over time, when it was sampled (`drfemu run --html`, `drfemu.run(samples=…)`)."""
+
+    samples: SampleTable | None = None
+
+
 SECTIONS: tuple[type[Section], ...] = (Identity, Outcome, Ledger, Errors, Messages, Faults, Cost, Engine, Setup, Echo,
-                                       EndlessFairness, FiniteFairness, Distributed, Live)
+                                       EndlessFairness, FiniteFairness, Distributed, Live, Samples)
 """The sections in document order (`Fairness` comes with either of its two kinds)."""
 
 
@@ -312,7 +345,7 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-class RunResult(Live, Distributed, FiniteFairness, EndlessFairness, Echo, Setup, Engine, Cost, Faults, Messages,
+class RunResult(Samples, Live, Distributed, FiniteFairness, EndlessFairness, Echo, Setup, Engine, Cost, Faults, Messages,
                 Errors, Ledger, Outcome, Identity):
     """The outcome and metrics of one run: typed fields, the `--json` document, tidy tables.
 
@@ -393,6 +426,26 @@ class RunResult(Live, Distributed, FiniteFairness, EndlessFairness, Echo, Setup,
         if self.series is None:
             raise ValueError("only runs of tasks that end sample over time (this run's tasks never end)")
         return _pandas().DataFrame(self.series)
+
+    def samples_table(self) -> pandas.DataFrame:
+        """The run's samples (`samples`), one row per sample: `time_s`, `min_share`, `allocations`,
+        `share:<user>`, `utilization:<resource>`, `messages:<type>`, `started`, `delay_total_s` (so
+        far), and where sampled
+        `waiting`, `running`, `ideal_view_fraction`."""
+        table = self.samples
+        if table is None:
+            raise ValueError("this run was not sampled: run it with samples=N (drfemu run --html or --samples N)")
+        columns: dict[str, Sequence[Any]] = {"time_s": table.time_s, "min_share": table.min_share,
+                                             "allocations": table.allocations}
+        columns.update({f"share:{user}": values for user, values in table.dominant_shares.items()})
+        columns.update({f"utilization:{name}": values for name, values in table.utilization.items()})
+        columns.update({f"messages:{name}": values for name, values in table.messages.items()})
+        columns.update({"started": table.started, "delay_total_s": table.delay_total_s})
+        for name in ("waiting", "running", "ideal_view_fraction"):
+            values = getattr(table, name)
+            if values is not None:
+                columns[name] = values
+        return _pandas().DataFrame(columns)
 
 
 _JSON_TYPES: dict[Kind, Any] = {Kind.INT: int, Kind.FLOAT: Number, Kind.BOOL: bool, Kind.TEXT: str,
