@@ -28,23 +28,15 @@ RATE_WINDOWS = 120
 with one more allocation than the next does not draw a saw-tooth."""
 
 
-def _rates(time: Sequence[float], totals: Sequence[int]) -> list[float | None]:
-    """Per second over the window ending at each sample (None before a whole window)."""
-    step = max(1, len(time) // RATE_WINDOWS)
-    out: list[float | None] = [None] * min(step, len(time))
-    for k in range(step, len(time)):
-        span = time[k] - time[k - step]
-        out.append((totals[k] - totals[k - step]) / span if span > 0 else None)
-    return out
-
-
-def _window_means(time: Sequence[float], counts: Sequence[int], totals: Sequence[float]) -> list[float | None]:
-    """The mean of what was counted over the window ending at each sample (None where nothing was)."""
-    step = max(1, len(time) // RATE_WINDOWS)
-    out: list[float | None] = [None] * min(step, len(time))
-    for k in range(step, len(time)):
-        n = counts[k] - counts[k - step]
-        out.append((totals[k] - totals[k - step]) / n if n > 0 else None)
+def _per_window(amounts: Sequence[float], per: Sequence[float]) -> list[float | None]:
+    """Over the window ending at each sample, the growth of `amounts` per unit of growth of `per`
+    (allocations per second of time; delay summed per task started); None before a whole window
+    or where `per` did not grow."""
+    step = max(1, len(per) // RATE_WINDOWS)
+    out: list[float | None] = [None] * min(step, len(per))
+    for k in range(step, len(per)):
+        span = per[k] - per[k - step]
+        out.append((amounts[k] - amounts[k - step]) / span if span > 0 else None)
     return out
 
 
@@ -60,15 +52,15 @@ def run_charts(result: RunResult) -> list[ChartSpec]:
         "utilization", "Utilisation per resource", TIME, "fraction of the cluster",
         [Series(name, time, values) for name, values in table.utilization.items()], bands)]
     charts.append(ChartSpec("allocations", "Allocations per second", TIME, "allocations / s",
-                            [Series("allocations", time, _rates(time, table.allocations))], bands))
+                            [Series("allocations", time, _per_window(table.allocations, time))], bands))
     charts.append(ChartSpec("messages", "Messages per second, by type", TIME, "messages / s",
-                            [Series(name, time, _rates(time, sent)) for name, sent in table.messages.items()], bands))
+                            [Series(name, time, _per_window(sent, time)) for name, sent in table.messages.items()], bands))
     if table.ideal_view_fraction is not None:
         charts.append(ChartSpec("ideal-views", "Servers whose gradient view is their ideal one", TIME, "fraction",
                                 [Series("ideal views", time, table.ideal_view_fraction)], bands))
     charts.append(ChartSpec("delay", "Queueing delay of the tasks started (mean over each window)", TIME, "seconds",
                             [Series("mean queueing delay", time,
-                                    _window_means(time, table.started, table.delay_total_s))], bands))
+                                    _per_window(table.delay_total_s, table.started))], bands))
     if table.waiting is not None and table.running is not None:
         charts.append(ChartSpec("queue", "Tasks waiting and running", TIME, "tasks",
                                 [Series("waiting", time, table.waiting), Series("running", time, table.running)],
