@@ -9,7 +9,7 @@ process (the live workers rely on it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -72,9 +72,9 @@ class Setup(Protocol):
     def figures(self) -> Distributed | None:
         """Its figures, summed over its servers (a live worker reports its own servers')."""
 
-    def ideal_view_fraction(self, servers: Sequence[Actor]) -> float | None:
-        """The fraction of `servers` (the runtime's, each in its current life) whose gradient view
-        is their ideal one now (None: no gradient)."""
+    def ideal_views_measure(self, actors: Sequence[Actor]) -> Callable[[], float] | None:
+        """What measures, when called, the fraction of servers whose gradient view is their ideal
+        one (`actors`: the runtime's list, each server in its current life); None without a gradient."""
 
 
 class CentralSetup:
@@ -111,7 +111,7 @@ class CentralSetup:
     def figures(self) -> Distributed | None:
         return None
 
-    def ideal_view_fraction(self, servers: Sequence[Actor]) -> float | None:
+    def ideal_views_measure(self, actors: Sequence[Actor]) -> Callable[[], float] | None:
         return None
 
 

@@ -10,7 +10,7 @@ touches a server: what the report needs of the run comes from the servers' event
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from drfemu.assembly.config import RunConfig
@@ -163,13 +163,14 @@ class DistributedSetup:
         """The distributed part of a run's result (an observer of the run: `observers.observer`)."""
         return [self.figures()]
 
-    def ideal_view_fraction(self, servers: Sequence[Actor]) -> float | None:
-        """The fraction of `servers` (the runtime's, each in its current life) whose gradient view
-        is their ideal one now, read without changing any (None for protocols with fixed random
-        neighbours)."""
+    def ideal_views_measure(self, actors: Sequence[Actor]) -> Callable[[], float] | None:
+        """What measures, when called, the fraction of servers whose gradient view is their ideal
+        one, reading `actors` (the runtime's list, each server in its current life) without
+        changing any; None for protocols with fixed random neighbours."""
         if self.spec.gradient is GradientUse.OFF:
             return None
-        return ideal_view_fraction(snapshot([s for s in servers if isinstance(s, ServerNode)]))
+        n = len(self.servers)
+        return lambda: ideal_view_fraction(snapshot([s for s in actors[:n] if isinstance(s, ServerNode)]))
 
     def figures(self) -> Distributed:
         """The distributed part of the result: the set-up and the servers' counters, summed."""

@@ -56,7 +56,6 @@ from drfemu.observers.observer import Observer, RunEnd
 from drfemu.observers.run_log import RunLog
 from drfemu.observers.samples import Sampler
 from drfemu.observers.traffic import Traffic
-from drfemu.protocols.spec import GradientUse
 from drfemu.schema.faults import BoundScenario, Target
 from drfemu.schema.result import RunResult, Section
 
@@ -119,11 +118,8 @@ class Run:
     def _sampler(self, points: int) -> Sampler | None:
         if not points:
             return None
-        setup, runtime, servers = self.nodes.setup, self.runtime, len(self.servers)
-        gradient = self.config.spec.gradient is not GradientUse.OFF
         return Sampler(self.config.workload, self.harness, self.network.tally, points,
-                       (lambda: setup.ideal_view_fraction(runtime.actors[:servers])) if gradient else None,
-                       self.ledger.delays)
+                       self.nodes.setup.ideal_views_measure(self.runtime.actors), self.ledger.delays)
 
     def _injector(self, bound: BoundScenario | None) -> FaultInjector | None:
         if bound is None:

@@ -78,11 +78,13 @@ class RealtimeRuntime(Runtime):
             if self._due:
                 delay = self.start + self._due[0] / US_PER_S * self.scale - time.monotonic()
                 if delay <= 0:
-                    self.lateness = -delay / self.scale
                     self._in_a_row += 1
                     if self._in_a_row < YIELD_EVERY:
+                        self.lateness = -delay / self.scale
                         return 1
-                    delay = 0.0
+                    self._in_a_row = 0
+                    await asyncio.sleep(0)  # let the loop read the sockets while the runtime catches up
+                    continue
             self._in_a_row = 0
             waiter = self._waiter = loop.create_future()
             timer = loop.call_later(delay, _wake, waiter) if delay is not None else None

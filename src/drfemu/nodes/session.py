@@ -26,12 +26,11 @@ from typing import Any, Literal, TypeVar
 
 from drfemu.nodes.gc_tuning import tuned_gc
 
-__all__ = ["LOOPS", "LoopName", "loop_name", "new_loop", "run_loop", "timed"]
+__all__ = ["LoopName", "loop_name", "new_loop", "run_loop", "timed"]
 
 T = TypeVar("T")
 
 LoopName = Literal["asyncio", "uvloop", "best"]
-LOOPS: tuple[LoopName, ...] = ("asyncio", "uvloop", "best")
 """The kinds of event loop a run may be hosted by; `best` is uvloop where it is installed."""
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

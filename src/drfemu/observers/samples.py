@@ -67,7 +67,7 @@ class Sampler:
     """Samples a run at its allocation ticks, at most `2 · points` kept (see the module)."""
 
     def __init__(self, workload: Workload, harness: Sampled, traffic: Callable[[], Mapping[str, TrafficTally]],
-                 points: int = DEFAULT_POINTS, ideal_views: Callable[[], float | None] | None = None,
+                 points: int = DEFAULT_POINTS, ideal_views: Callable[[], float] | None = None,
                  delays: Sequence[float] = ()) -> None:
         """`delays`: the queueing delays of the tasks started so far, in start order, as the ledger
         appends them (read, never changed)."""
@@ -122,8 +122,7 @@ class Sampler:
         self.started.append(count)
         self.delay_total.append(self._delay_total)
         if self.ideal_views is not None:
-            ideal = self.ideal_views()
-            self.ideal.append(None if ideal is None else _number(ideal))
+            self.ideal.append(_number(self.ideal_views()))
 
     def _thin(self) -> None:
         for series in (self.time, self.min_share, self.allocations, self.shares, self.utilization, self.messages,
