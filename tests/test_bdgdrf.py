@@ -89,7 +89,7 @@ def test_only_a_home_that_believes_it_is_the_centre_starts_a_rumour() -> None:
 
 
 @pytest.mark.slow
-def test_a_gpu_case_runs_end_to_end_with_best_fit_and_reports_stranded_capacity(tmp_path: Path) -> None:
+def test_a_gpu_case_runs_end_to_end_keeping_room_and_reports_stranded_capacity(tmp_path: Path) -> None:
     case, out = tmp_path / "gpu.json", tmp_path / "run.json"
     assert main(["workload", "synthetic", "-o", str(case), "--servers", "12", "--users", "4", "--resources",
                  "cpu,mem,gpu", "--scarce", "gpu", "--holders", "0.25", "--demanders", "0.5"]) == 0
@@ -99,6 +99,6 @@ def test_a_gpu_case_runs_end_to_end_with_best_fit_and_reports_stranded_capacity(
     assert main(["run", "--workload", str(case), "--protocol", "bdgdrf", "--neighbors", "2", "--max-time", "20s",
                  "--json", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert result["status"] == "time-cap" and result["placement_mode"] == "best-fit"
+    assert result["status"] == "time-cap" and result["placement_mode"] == "keep-room"
     assert result["placement"]["fit_walks"] >= result["allocations"] > 0
     assert set(result["stranded"]) == {"cpu", "mem", "gpu"} and 0 <= result["stranded"]["gpu"] <= 1

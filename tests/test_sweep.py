@@ -16,10 +16,12 @@ import pytest
 
 import drfemu.workloads.points as runner_module
 from drfemu.cli import main
+from drfemu.kernel.errors import InputError
 from drfemu.reports.data import PointData
 from drfemu.reports.render import reference_cells, table_cells, write_report
 from drfemu.sweeps.config import load_sweep
 from drfemu.sweeps.execute import process_pool, run_sweep
+from drfemu.sweeps.report_spec import check_table
 from tests.browser import ARTIFACTS, browse, needs_browser
 
 MEASURED_ON_THE_WALL = {"wall_time_s", "events_per_s"}
@@ -230,6 +232,22 @@ def test_table_cells_are_means_with_their_spread() -> None:
                                        points)
     assert rows == ["a", "b"] and columns == [2, 3]
     assert cells == [["0.20 ± 0.14 (n=2)", "0.20"], ["failed", "–"]]
+
+
+def test_a_table_shows_the_least_or_greatest_and_a_second_metric_beside_the_first() -> None:
+    def point(case: int, users: int, mine: int, theirs: int) -> PointData:
+        metrics = {"reference.poorest_tasks": mine, "reference.poorest_reference_tasks": theirs}
+        return PointData({"case_seed": case, "users": users}, f"r{case}{users}", "ok", metrics, {})
+
+    points = [point(1, 20, 3, 2), point(2, 20, 5, 5), point(1, 40, 1, 2)]
+    spec = {"rows": "case_seed", "columns": "users", "value": "reference.poorest_tasks",
+            "beside": "reference.poorest_reference_tasks", "format": ".0f"}
+    assert table_cells(spec, points)[2] == [["3 (2)", "1 (2)"], ["5 (5)", "–"]]
+    least = {"rows": "users", "columns": "users", "value": "reference.poorest_tasks", "statistic": "min",
+             "format": ".0f"}
+    assert table_cells(least, points)[2] == [["3 (min of 2)", "–"], ["–", "1 (min of 1)"]]
+    with pytest.raises(InputError, match="statistic must be one of mean, min, max"):
+        check_table({**least, "id": "T", "statistic": "median"})
 
 
 def test_published_numbers_sit_under_their_rows() -> None:

@@ -98,9 +98,9 @@ def test_thesis_suite_loads_all_eight_experiments() -> None:
     assert [e.name for e in sweep.experiments] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8"]
     e1 = sweep.experiments[0]
     assert len(e1.points) == 2 * 8 * 9
-    # A point shows the protocol's own defaults: PDGDRF's strict centre ties, BDGDRF's best-fit.
+    # A point shows the protocol's own defaults: PDGDRF's strict centre ties, BDGDRF's keep-room.
     shown = {(p.params["protocol"], p.params["centre_ties"], p.params["placement"]) for p in e1.points}
-    assert ("pdgdrf", "strict", "first-fit") in shown and ("bdgdrf", "id", "best-fit") in shown
+    assert ("pdgdrf", "strict", "first-fit") in shown and ("bdgdrf", "id", "keep-room") in shown
     # E2 needs no run of its own: all its points are E1 runs.
     assert {p.run for p in sweep.experiments[1].points} <= {p.run for p in e1.points}
 

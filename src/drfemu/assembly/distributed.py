@@ -26,7 +26,7 @@ from drfemu.observers.observer import RunEnd
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.overlay.observe import ideal_view_fraction, ideal_views, snapshot
 from drfemu.overlay.variants import gradient_factory
-from drfemu.protocols.placement import FIRST_FIT, MIN_FRAGMENTATION, WORKLOAD
+from drfemu.protocols.placement import FIRST_FIT, KEEP_ROOM, MIN_FRAGMENTATION, SCORED_BY_MIX, WORKLOAD
 from drfemu.protocols.resilience import Timeouts
 from drfemu.protocols.spec import GradientUse
 from drfemu.schema.result import Distributed, Section
@@ -54,7 +54,8 @@ def server_config(config: RunConfig, timeouts: Timeouts, gateway: int) -> Server
         saturation_retry=retry_ticks * params.tick if retry_ticks else math.inf,
         saturation_retry_cap=params.saturation_retry_cap_ticks(finite) * params.tick,
         fit_candidates=params.fit_candidates if params.placement != FIRST_FIT else 0,
-        min_fragmentation=params.placement == MIN_FRAGMENTATION, known_mix=known_mix(config),
+        min_fragmentation=params.placement == MIN_FRAGMENTATION, keep_room=params.placement == KEEP_ROOM,
+        known_mix=known_mix(config),
         device_resource=config.device_resource,
         scale=tuple(1.0 / t if t > 0 else 0.0 for t in total),
         gradient=gradient_factory(params.gradient, temperature=params.softmax_temperature,
@@ -66,10 +67,11 @@ def server_config(config: RunConfig, timeouts: Timeouts, gateway: int) -> Server
 
 
 def known_mix(config: RunConfig) -> tuple[tuple[int, Vector], ...]:
-    """What every server's min-fragmentation walk knows from the start: with `--fragmentation-mix
-    workload`, every user's demand by its actor id (a finite user's first task's); else nothing."""
+    """What every server's min-fragmentation or keep-room walk knows from the start: with
+    `--fragmentation-mix workload`, every user's demand by its actor id (a finite user's first
+    task's); else nothing."""
     params = config.params
-    if params.placement != MIN_FRAGMENTATION or params.fragmentation_mix != WORKLOAD:
+    if params.placement not in SCORED_BY_MIX or params.fragmentation_mix != WORKLOAD:
         return ()
     return tuple(zip(config.ids.users, (user.demand for user in config.workload.users), strict=True))
 

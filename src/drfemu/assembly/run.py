@@ -39,6 +39,7 @@ from drfemu.assembly.build import build_nodes
 from drfemu.assembly.config import RunConfig
 from drfemu.assembly.faults import DETECTION_TIMEOUTS, FaultInjector
 from drfemu.assembly.lifetimes import TaskLifetimes
+from drfemu.assembly.reference import reference_config, reference_section
 from drfemu.kernel.events import ServerCrashed, ServerRecovered
 from drfemu.kernel.latency import LatencyModel, parse_latency
 from drfemu.kernel.messages import PeerDown, PeerUp
@@ -101,7 +102,7 @@ class Run:
         self.run_log = self._run_log(record)
         self.injector = self._injector(bound)
         self.harness = build_harness(config, Listeners(self._finish, log, progress), self.injector)
-        self.ledger = TaskLedger()
+        self.ledger = TaskLedger(dict(zip(config.ids.users, (user.id for user in config.workload.users), strict=True)))
         self.observers: list[Observer] = [self.harness, self.ledger, Traffic.of(self.network)]
         self.sampler = self._sampler(samples)
         self.ticks = self._attach()
@@ -164,7 +165,13 @@ class Run:
     async def execute_async(self) -> RunResult:
         """`execute` on the running loop, beside whatever else it runs (the run yields to it)."""
         _, wall = await timed(self.runtime.run())
-        return RunResult.compose(self.sections(self.end(wall)), self.config.extension_echoes())
+        sections = self.sections(self.end(wall))
+        result = RunResult.compose(sections, self.config.extension_echoes())
+        reference = reference_config(self.config)
+        if reference is None:
+            return result
+        theirs = await Run(reference).execute_async()
+        return RunResult.compose([*sections, reference_section(result, theirs)], self.config.extension_echoes())
 
     def end(self, wall: float) -> RunEnd:
         """What the observers read of the run once it has ended (`wall`: seconds it took)."""

@@ -69,9 +69,31 @@ def summary_table(result: RunResult) -> Table:
                                   f"saturated" + ("" if r["mark_saturated"] else " (marking off)")))
     if r["fault_scenario"] is not None:
         rows += _fault_rows(r)
+    if r.get("reference") is not None:
+        rows += _reference_rows(result)
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def _reference_rows(result: RunResult, shown: int = 3) -> list[tuple[str, str]]:
+    """The reference run beside this one: the ratios, and the users short of their tasks there
+    (the `shown` furthest short, each with its tasks in both runs)."""
+    ref = result.reference
+    assert ref is not None
+    name = f"{ref.protocol} ({ref.placement})"
+    short = sorted(((ref.tasks[u] - n, u) for u, n in result.tasks.items() if n < ref.tasks.get(u, 0)), reverse=True)
+    listed = ", ".join(f"{u} {result.tasks[u]} vs {ref.tasks[u]}" for _, u in short[:shown])
+    ratio = "–" if ref.min_share_ratio is None else f"{ref.min_share_ratio:.3f}"
+    time_ratio = "–" if ref.run_time_ratio is None else f"{ref.run_time_ratio:.2f}"
+    poorest = "–" if ref.poorest_user is None else (
+        f"{ref.poorest_user}: {ref.poorest_tasks} vs {ref.poorest_reference_tasks}")
+    more = ", …" if len(short) > shown else ""
+    return [
+        (f"vs {name}: minimum share / run-time", f"{ratio} / {time_ratio} of its"),
+        ("poorest user: tasks here vs there", poorest),
+        ("users with fewer tasks than there", f"{ref.users_short}" + (f" ({listed}{more})" if short else "")),
+    ]
 
 
 def _fault_rows(r: dict[str, Any]) -> list[tuple[str, str]]:

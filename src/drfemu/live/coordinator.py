@@ -328,7 +328,7 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
     harness = build_harness(config, Listeners(on_finish, log, progress))
     assert isinstance(harness, Harness)  # live runs refuse workloads whose tasks end
     hub = EventBus()
-    ledger = TaskLedger()
+    ledger = TaskLedger(dict(zip(config.ids.users, (user.id for user in config.workload.users), strict=True)))
     ledger.subscribe(hub)
     harness.subscribe(hub)
     merge = EventMerge(workers)

@@ -80,6 +80,7 @@ from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.fragmentation import DemandMix
 from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
+from drfemu.protocols.room import class_shares, room_score
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.rule import ServerRule
 
@@ -98,8 +99,9 @@ class ServerConfig:
 
     `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
     DRFH heuristic normalised with `scale` (1 / the cluster total of each resource), or with
-    `min_fragmentation` by the fragmentation the task adds for the demand mix the server knows
-    (from the start: `known_mix`, (user, demand) pairs);
+    `min_fragmentation` by the fragmentation the task adds, or with `keep_room` by the room it
+    costs (`protocols.room`), for the demand mix the server knows (from the start: `known_mix`,
+    (user, demand) pairs);
     `device_resource` ≥ 0 models that resource as devices (`protocols.devices`);
     `saturation_retry_cap` is the longest wait the saturation retry doubles to; `total`
     (the cluster's capacity) and `users_active` (False: finite users, counted once a task
@@ -122,6 +124,7 @@ class ServerConfig:
     saturation_retry_cap: float = math.inf
     fit_candidates: int = 0
     min_fragmentation: bool = False
+    keep_room: bool = False
     known_mix: tuple[tuple[int, Vector], ...] = ()
     device_resource: int = -1
     scale: Vector = ()
@@ -157,8 +160,8 @@ class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
-                 "rto", "prompt_rto", "notices", "mix", "_streams", "_reserved", "_running", "_ended", "_fixed",
-                 "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices", "_held_devices")
+                 "rto", "prompt_rto", "notices", "mix", "keep_room", "_streams", "_reserved", "_running", "_ended",
+                 "_fixed", "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices", "_held_devices")
 
     def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
                  streams: NodeStreams, config: ServerConfig) -> None:
@@ -184,7 +187,9 @@ class ServerNode(OverlayPeer):
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
         self.fit_candidates = config.fit_candidates
         self.scale = config.scale
-        self.mix = DemandMix(config.scale, config.known_mix) if config.min_fragmentation else None  # what it scores by
+        self.keep_room = config.keep_room
+        scored = config.min_fragmentation or config.keep_room
+        self.mix = DemandMix(config.scale, config.known_mix) if scored else None  # what it scores by
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
         self._running: dict[tuple[int, int], Vector] = {}
@@ -467,11 +472,16 @@ class ServerNode(OverlayPeer):
 
     def _fit_score(self, user: int, demand: Vector) -> float:
         """A fitting server's score for a best-fit walk (lower is better): DRFH's heuristic, or
-        the fragmentation the task adds for the demand mix this server knows — which the walk's
-        task joins (a walk carries its user's demand to every server it visits)."""
+        the fragmentation the task adds or the room it costs (`protocols.room`) for the demand mix
+        this server knows — which the walk's task joins (a walk carries its user's demand to every
+        server it visits)."""
         if self.mix is None:
             return drfh_heuristic(demand, self.free, self.scale)
         self.mix.note(user, demand)
+        if self.keep_room:
+            mix, _ = self.mix.arrays()
+            return room_score(demand, self.free, self.capacity, mix, class_shares(mix, self.mix.scale), self.scale,
+                              self.devices)
         return self.mix.delta(demand, self.free, self.capacity, self.devices)
 
     def _step(self, walk: WalkTask) -> None:

@@ -52,11 +52,14 @@ class LedgerViolation(RuntimeError):
 class TaskLedger:
     """Every task's state by `(user actor, task id)`, the counts per state, and the delays."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: Mapping[int, str] | None = None) -> None:
+        """`names`: each user's name by its actor id, for the delays per user (default: the id)."""
         self.state: dict[tuple[int, int], str] = {}
         self.submitted_at: dict[tuple[int, int], float] = {}
         self.counts = dict.fromkeys(STATES, 0)
         self.delays: list[float] = []
+        self.names: Mapping[int, str] = names or {}
+        self.user_delays: dict[int, list[float]] = {}  # by user actor, in start order
         self.server_of: dict[tuple[int, int], int] = {}  # running tasks' servers
         self.reruns = 0
 
@@ -82,7 +85,9 @@ class TaskLedger:
     def on_allocated(self, event: TaskAllocated) -> None:
         key = (event.user, event.task)
         self._move(key, PLACING, RUNNING, "started")
-        self.delays.append(event.time - self.submitted_at.pop(key))
+        delay = event.time - self.submitted_at.pop(key)
+        self.delays.append(delay)
+        self.user_delays.setdefault(event.user, []).append(delay)
         self.server_of[key] = event.server
 
     def on_finished(self, event: TaskFinished) -> None:
@@ -141,7 +146,14 @@ class TaskLedger:
         """The tasks' part of the result: the ledger `check`ed against the users' own counts and
         what the workload submitted, and the queueing delays."""
         return [Ledger(ledger=self.check(end.users, end.submitted), queueing_delay_s=self.delay_percentiles(),
-                       queueing_delay_quantiles_s=self.delay_quantiles())]
+                       queueing_delay_quantiles_s=self.delay_quantiles(),
+                       queueing_delay_p99_by_user_s=self.user_p99())]
+
+    def user_p99(self) -> dict[str, float]:
+        """Each user's p99 queueing delay over its started tasks (users none started are absent),
+        by name, in the order users first started a task."""
+        return {self.names.get(user, str(user)): float(np.percentile(np.asarray(delays), 99))
+                for user, delays in self.user_delays.items()}
 
     def delay_quantiles(self, points: int = 100) -> list[float]:
         """The delays at quantiles 0, 1/points, …, 1 (a CDF to plot; empty before any start)."""

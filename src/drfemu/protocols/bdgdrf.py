@@ -42,8 +42,11 @@ Decisions: `band` is in units of the user's own task share so that one value ser
 with big and small tasks; with a true or rumoured (stale, lower) `m`, a user is then at most
 `band + 1` of its tasks above the true minimum — only a home that wrongly believes it sees
 the top, or a false centre's rumour, can let it go further. Saturated users (marked by a failed walk) do not count in
-`m`, as in every home-based protocol. Placement is best-fit by default (`--placement`;
-first-fit, the thesis's, fragments the servers: 3 % of DRF's minimum share lost on 200 × 40).
+`m`, as in every home-based protocol. Placement keeps room for the demand mix a server
+knows by default (`--placement keep-room`, issue 60, `protocols.room`): with best-fit (its
+default before) a user whose task is a whole GPU server fell to a third of its share on some
+draws of the GPU-sharing trace; first-fit, the thesis's, fragments the servers (3 % of DRF's
+minimum share lost on 200 × 40).
 Errors in DRF's sense (a user allocated while another is lower) are expected and reported:
 the order within the band is not DRF's.
 """
@@ -57,6 +60,7 @@ from drfemu.kernel.messages import Wire, handles, message
 from drfemu.kernel.params import Kind, Param
 from drfemu.overlay.messages import Descriptor
 from drfemu.protocols.centre import sees_top
+from drfemu.protocols.placement import KEEP_ROOM
 from drfemu.protocols.rule import Server, ServerRule
 from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
@@ -87,7 +91,7 @@ class BdgdrfRule(ServerRule):
               Param("notify", Kind.BOOL, True, "bdgdrf: a home pushes its new utility to its gradient view's members."),
               Param("rumour_fanout", Kind.INT, 2, "bdgdrf: servers a home tells the centre's minimum share each tick "
                     "(0: only the top homes know it).", ge=0, le=1000))
-    DEFAULTS = {"placement": "best-fit"}
+    DEFAULTS = {"placement": KEEP_ROOM}
     TICKS_ALL = True  # servers without users pass the rumour on
 
     __slots__ = ("band", "notify", "fanout", "minimum", "learnt", "told", "allocations", "notices", "rumours")

@@ -100,8 +100,8 @@ def _delta(demand: Sequence[float], free: Sequence[float], capacity: Sequence[fl
 
 
 class DemandMix:
-    """The demand mix one server knows (`--placement min-fragmentation` in the walks): each
-    user's latest demand. Its arrays are built when a demand is new, not at every walk hop."""
+    """The demand mix one server knows (`--placement min-fragmentation` and `keep-room` in the
+    walks): each user's latest demand. Its arrays are built when a demand is new, not at every walk hop."""
 
     __slots__ = ("_arrays", "demands", "scale")
 
@@ -117,13 +117,18 @@ class DemandMix:
             self.demands[user] = demand
             self._arrays = None
 
-    def delta(self, demand: Sequence[float], free: Sequence[float], capacity: Sequence[float],
-              devices: Devices | None = None) -> float:
-        """`fragmentation_delta` for this mix."""
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The mix as a classes × resources array and each class's weight (`size_weights`),
+        rebuilt only when a demand is new."""
         if self._arrays is None:
             mix = np.asarray(list(self.demands.values()), dtype=float)
             self._arrays = mix, size_weights(mix, self.scale)
-        mix, weights = self._arrays
+        return self._arrays
+
+    def delta(self, demand: Sequence[float], free: Sequence[float], capacity: Sequence[float],
+              devices: Devices | None = None) -> float:
+        """`fragmentation_delta` for this mix."""
+        mix, weights = self.arrays()
         return _delta(demand, free, capacity, mix, self.scale, weights, devices)
 
 

@@ -32,7 +32,10 @@ walks cross learn its users' demands). With `--fragmentation-mix workload` (issu
 default) every server knows every user's demand from the start instead, as a scheduler that
 knows its workload's task classes (Weng et al.'s scheduler takes them from the workload's
 history): on the GPU-sharing trace a server seen only by CPU-only walks took their tasks where
-GPU tasks would have gone (`docs/results.md`).
+GPU tasks would have gone (`docs/results.md`). **Keep room** (`--placement keep-room`, issue 60,
+`protocols.room`, BDGDRF's default) walks the same way and scores a fitting server by the room the
+task costs the demand mix that server knows — so a small task does not break a server that a
+whole-server task needs while another server holds it as well.
 """
 
 from __future__ import annotations
@@ -48,17 +51,21 @@ __all__ = [
     "BEST_FIT",
     "FIRST_FIT",
     "FRAGMENTATION_MIX",
+    "KEEP_ROOM",
     "MIN_FRAGMENTATION",
     "MIXES",
     "PLACEMENT",
     "PlacementParams",
+    "SCORED_BY_MIX",
     "FitPlace",
     "FitWalk",
     "fit_walk_step",
     "walk_step",
 ]
 
-FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION = "first-fit", "best-fit", "min-fragmentation"
+FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM = "first-fit", "best-fit", "min-fragmentation", "keep-room"
+SCORED_BY_MIX = (MIN_FRAGMENTATION, KEEP_ROOM)
+"""The placements that score a server by the demand mix it knows (`--fragmentation-mix`)."""
 MIXES = SEEN, WORKLOAD = "seen", "workload"
 
 
@@ -70,12 +77,14 @@ class PlacementParams(Declared):
     placement: str = param(
         default=FIRST_FIT, help="Where a task is placed (home-based protocols and drf): first-fit (the allocating "
         "server, else the first with room on a walk; centrally the first server in order), best-fit (DRFH's heuristic "
-        "over --fit-candidates servers) or min-fragmentation (the server where the task adds the least fragmentation "
-        "for the known demand mix, over --fit-candidates servers).", choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION))
+        "over --fit-candidates servers), min-fragmentation (the server where the task adds the least fragmentation "
+        "for the known demand mix, over --fit-candidates servers) or keep-room (the server where the task costs the "
+        "known demand mix the least room, DRFH's heuristic between equals, over --fit-candidates servers; bdgdrf's "
+        "default).", choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM))
     fragmentation_mix: str = param(
-        default=SEEN, help="The demand mix a server's min-fragmentation walk scores by: seen (the demands of the tasks "
-        "it has handled) or workload (every user's, known to every server from the start, as a scheduler that "
-        "knows its workload's task classes; a protocol change — docs/results.md, issue 52).", choices=MIXES)
+        default=SEEN, help="The demand mix a server's min-fragmentation or keep-room walk scores by: seen (the demands "
+        "of the tasks it has handled) or workload (every user's, known to every server from the start, as a scheduler "
+        "that knows its workload's task classes; a protocol change — docs/results.md, issue 52).", choices=MIXES)
 
 
 PLACEMENT, FRAGMENTATION_MIX = PlacementParams.PARAMS

@@ -45,9 +45,11 @@ class ReportSummary:
     missing: int
 
 
-def _cell(values: list[float], failed: bool, fmt: str) -> str:
+def _cell(values: list[float], failed: bool, fmt: str, statistic: str = "mean") -> str:
     if not values:
         return "failed" if failed else "–"
+    if statistic != "mean":
+        return f"{format(min(values) if statistic == 'min' else max(values), fmt)} ({statistic} of {len(values)})"
     mean, sd = mean_sd(values)
     return format(mean, fmt) + ("" if sd is None else f" ± {format(sd, fmt)} (n={len(values)})")
 
@@ -80,7 +82,7 @@ def variant_cells(spec: Mapping[str, Any], points: list[PointData]) -> tuple[lis
                     base = reference.get(tuple(p.params.get(k) for k in pair_on))
                     value = [value[0] / base[0]] if value and base and base[0] else []
                 values += value
-            line.append(_cell(values, any(p.status == "failed" for p in group), fmt))
+            line.append(_cell(values, any(p.status == "failed" for p in group), fmt, spec.get("statistic", "mean")))
         cells.append(line)
     return rows, columns, cells
 
@@ -99,7 +101,11 @@ def table_cells(spec: Mapping[str, Any], points: list[PointData]) -> tuple[list[
         for column in columns:
             group = [p for p in chosen if p.params[spec["rows"]] == row and p.params[spec["columns"]] == column]
             values = metric_values((p for p in group if p.status == "ok"), spec["value"])
-            line.append(_cell(values, any(p.status == "failed" for p in group), fmt))
+            cell = _cell(values, any(p.status == "failed" for p in group), fmt, spec.get("statistic", "mean"))
+            if "beside" in spec and values:
+                beside = metric_values((p for p in group if p.status == "ok"), spec["beside"])
+                cell += f" ({_cell(beside, False, fmt, spec.get('statistic', 'mean'))})"
+            line.append(cell)
         cells.append(line)
     return rows, columns, cells
 
@@ -128,7 +134,7 @@ def _label(value: Any) -> str:
 def _value_label(spec: Mapping[str, Any]) -> str:
     relative = spec.get("relative_to")
     if not relative:
-        return spec["value"]
+        return spec["value"] + (f" ({spec['beside']})" if "beside" in spec else "")
     return spec["value"] + " / the same of " + ", ".join(f"{k} = {v}" for k, v in relative.items())
 
 

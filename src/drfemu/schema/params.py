@@ -43,7 +43,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import US_PER_S, parse_duration, parse_latency
 from drfemu.kernel.params import Declared, Duration, Kind, Param, param
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
-from drfemu.protocols.placement import MIN_FRAGMENTATION, SEEN, PlacementParams
+from drfemu.protocols.placement import SCORED_BY_MIX, SEEN, PlacementParams
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 from drfemu.schema.workload import MAX_NODES, MAX_SEED
 
@@ -130,11 +130,14 @@ class RunParams(PlacementParams, OverlayParams, ProtocolChoice):
                                 "task's fraction sits on one device, a task of n units takes n unused devices "
                                 "(protocols.devices; endless workloads without faults). Default: every resource a "
                                 "scalar.")
-    fit_candidates: int = param(default=8, help="Best-fit and min-fragmentation walks: fitting servers a walk "
-                                "compares.", ge=1, le=10**6, unit="servers")
+    fit_candidates: int = param(default=8, help="Best-fit, min-fragmentation and keep-room walks: fitting servers a "
+                                "walk compares.", ge=1, le=10**6, unit="servers")
     sample_every: Duration = param(default=10.0, help="The period of samples over time: fragmentation in every run; "
                                    "fairness, utilisation and queues where tasks end (0: none).", ge=0, le=1e9,
                                    unit="s")
+    reference: str | None = param(default=None, help="Also run this central protocol (e.g. drf) with its default "
+                                  "placement on the same case and seed, and report each user's tasks beside that "
+                                  "run's (the result's reference; docs/metrics.md).")
     faults: str | None = param(default=None, help="A fault scenario file (TOML; docs/faults.md): message loss, "
                                "latency changes, partitions.")
     swm_every: Duration = param(default=700.0, help="Tasks that end: the period of the samples compared with the SWM "
@@ -339,6 +342,18 @@ def _check_latency_within_run(latency: str, max_time: float) -> None:
                          f"--max-time {max_time:g} s; no allocation could be made")
 
 
+def _check_reference(name: str | None) -> None:
+    """`--reference` names a registered central protocol (a reference places centrally, by its own rule)."""
+    if name is None:
+        return
+    try:
+        spec = get_protocol(name)
+    except InputError as error:
+        raise InputError(f"--reference: {error}") from None
+    if spec.central_rule is None:
+        raise InputError(f"--reference: {name} is not a central protocol (e.g. drf; drfemu protocols lists them)")
+
+
 def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
     """Checks that involve two parameters, or a parameter and the protocol."""
     check_latency(values["latency"])
@@ -348,9 +363,11 @@ def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
                          f"({values['cyclon_view']})")
     if spec.gradient is not GradientUse.OFF:
         check_gradient_period(values["tick"], values["shuffles_per_tick"])
-    if values["fragmentation_mix"] != SEEN and values["placement"] != MIN_FRAGMENTATION and reads(spec, "fragmentation_mix"):
-        raise InputError(f"--fragmentation-mix {values['fragmentation_mix']} needs --placement {MIN_FRAGMENTATION} "
-                         f"(got {values['placement']})")
+    scored = values["placement"] in SCORED_BY_MIX
+    if values["fragmentation_mix"] != SEEN and not scored and reads(spec, "fragmentation_mix"):
+        raise InputError(f"--fragmentation-mix {values['fragmentation_mix']} needs --placement "
+                         f"{' or '.join(SCORED_BY_MIX)} (got {values['placement']})")
+    _check_reference(values["reference"])
     check = getattr(spec.rule, "check_params", None)
     if check is not None:
         check(values)

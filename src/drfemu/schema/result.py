@@ -15,7 +15,8 @@ parameter. A protocol of another package may echo its own parameters (`Param.ech
 follow the echo in the document and are read as `result["key"]`.
 
 Versioning (`SCHEMA_VERSION`, the document's first key): a change that only adds keys (or a
-value of `status`: 1.4 added `blocked`; 1.5 the optional `samples`) raises the minor number; one that renames, removes or
+value of `status`: 1.4 added `blocked`; 1.5 the optional `samples`; 1.6 the delays per user and the
+optional `reference`) raises the minor number; one that renames, removes or
 retypes a key raises the major number.
 Decision: keys that only some runs have (distributed runs' `placement` and `overlay`, finite
 workloads' `series` and `swm`, live runs' `live`, sampled runs' `samples`) are optional and absent from the documents of
@@ -46,11 +47,11 @@ if TYPE_CHECKING:
     import pandas
 
 __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "Cost", "Distributed", "Echo", "EndlessFairness", "Engine", "Errors",
-           "Fairness", "Faults", "FiniteFairness", "Identity", "Ledger", "Live", "Messages", "Outcome", "RunResult",
-           "SampleTable", "Samples", "Section", "Setup", "TimeAveraged", "Timeline", "finite_or_none",
-           "result_schema"]
+           "Fairness", "Faults", "FiniteFairness", "Identity", "Ledger", "Live", "Messages", "Outcome", "Reference",
+           "ReferenceRun", "RunResult", "SampleTable", "Samples", "Section", "Setup", "TimeAveraged", "Timeline",
+           "finite_or_none", "result_schema"]
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
 if TYPE_CHECKING:
@@ -110,6 +111,8 @@ class Ledger(Section):
     ledger: dict[str, int] = Field(description="Every submitted task by state; lost is 0 in a correct run.")
     queueing_delay_s: dict[str, Number]
     queueing_delay_quantiles_s: Sequence[Number]
+    queueing_delay_p99_by_user_s: Mapping[str, Number] = Field(
+        default_factory=dict, description="Each user's p99 queueing delay over its started tasks (schema 1.6).")
 
 
 class Errors(Section):
@@ -329,8 +332,34 @@ class Samples(Section):
     samples: SampleTable | None = None
 
 
+class ReferenceRun(BaseModel):
+    """The reference run of a run (`--reference`) and how each user fared in both (issue 60): what
+    a reader needs to see "one 8-GPU task short" rather than a bare ratio."""
+
+    model_config = ConfigDict(frozen=True)
+
+    protocol: str = Field(description="The reference protocol, run with its default placement on the same case.")
+    placement: str = Field(description="The reference run's placement.")
+    min_dominant_share: Number
+    run_time_s: Number
+    min_share_ratio: Number = Field(description="This run's minimum dominant share over the reference's.")
+    run_time_ratio: Number = Field(description="This run's run-time over the reference's.")
+    tasks: dict[str, int] = Field(description="Each user's tasks in the reference run (as `tasks` counts them).")
+    queueing_delay_p99_by_user_s: Mapping[str, Number] = Field(description="Each user's p99 queueing delay there.")
+    users_short: int = Field(description="Users with fewer tasks here than in the reference run.")
+    poorest_user: str | None = Field(description="This run's user with the lowest dominant share (ties: the first).")
+    poorest_tasks: int | None = Field(description="Its tasks in this run.")
+    poorest_reference_tasks: int | None = Field(description="Its tasks in the reference run.")
+
+
+class Reference(Section):
+    """A reference run beside this one, when asked for (`--reference drf`)."""
+
+    reference: ReferenceRun | None = None
+
+
 SECTIONS: tuple[type[Section], ...] = (Identity, Outcome, Ledger, Errors, Messages, Faults, Cost, Engine, Setup, Echo,
-                                       EndlessFairness, FiniteFairness, Distributed, Live, Samples)
+                                       EndlessFairness, FiniteFairness, Distributed, Live, Samples, Reference)
 """The sections in document order (`Fairness` comes with either of its two kinds)."""
 
 
@@ -345,8 +374,8 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-class RunResult(Samples, Live, Distributed, FiniteFairness, EndlessFairness, Echo, Setup, Engine, Cost, Faults, Messages,
-                Errors, Ledger, Outcome, Identity):
+class RunResult(Reference, Samples, Live, Distributed, FiniteFairness, EndlessFairness, Echo, Setup, Engine, Cost,
+                Faults, Messages, Errors, Ledger, Outcome, Identity):
     """The outcome and metrics of one run: typed fields, the `--json` document, tidy tables.
 
     Fields are attributes (`result.gini`, `result.ledger`); `result["key"]` reads the document,

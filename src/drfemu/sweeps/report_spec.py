@@ -15,7 +15,11 @@ with a `label` (`{ label = "pdgdrf, strict ties", protocol = "pdgdrf", centre_ti
 "strict" }`). With `relative_to` (a where-filter, e.g. `{ protocol = "drf" }`) every value
 is divided by that of the reference point that has the same values of `pair_on` (a list of
 parameters; default the table's `columns` and `seed`), before the mean over replicates: a
-table of run-time or minimum share relative to DRF, over seeds.
+table of run-time or minimum share relative to DRF, over seeds. Every table may set
+`statistic`: `mean` (mean ± sd and the count, the default), `min` or `max` (the least or
+greatest value and the count: "on every draw" is a claim about the least). A table with
+`rows` may set `beside`, a second metric shown in parentheses in every cell (a user's tasks
+beside the reference run's: `reference.poorest_tasks` beside `reference.poorest_reference_tasks`).
 
 Figures, by `kind`:
 - `lines`: `x` (parameter), `y` (metric), `series` (parameter), optional `series_values`;
@@ -38,7 +42,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.observers.harness import TOLERANCES
 from drfemu.workloads.points import defaults
 
-__all__ = ["FIGURE_KINDS", "check_figure", "check_table", "matches"]
+__all__ = ["FIGURE_KINDS", "STATISTICS", "check_figure", "check_table", "matches"]
 
 FIGURE_KINDS = ("lines", "ratio", "error-series", "tolerance")
 _TOLERANCE_KEYS = {f"{tau:g}" for tau in TOLERANCES}
@@ -74,15 +78,20 @@ def matches(params: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
     return True
 
 
-_COMMON = ("id", "title", "where", "note")
+_COMMON = ("id", "title", "where", "note", "statistic")
+STATISTICS = ("mean", "min", "max")
+"""What a table cell shows of its values: mean ± sd (the default), or the least or greatest."""
 _AXES = ("xlabel", "ylabel", "xscale", "yscale")
 
 
 def check_table(spec: dict[str, Any]) -> dict[str, Any]:
+    if spec.get("statistic", "mean") not in STATISTICS:
+        raise InputError(f"table {spec.get('id', '?')!r}: statistic must be one of {', '.join(STATISTICS)}, got "
+                         f"{spec['statistic']!r}")
     if "variants" in spec:
         return _check_variants_table(spec)
     _require(spec, "table", ("id", "rows", "columns", "value"),
-             _COMMON + ("row_values", "column_values", "format", "reference"))
+             _COMMON + ("row_values", "column_values", "format", "reference", "beside"))
     what = f"table {spec['id']!r}"
     reference = spec.get("reference")
     if reference is not None:
@@ -90,6 +99,8 @@ def check_table(spec: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(rows, dict) or not all(isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
                                                  for v in rows.values()):
             raise InputError(f"{what}: reference needs rows = {{ row = [numbers, …] }}")
+    if "beside" in spec and not isinstance(spec["beside"], str):
+        raise InputError(f"{what}: beside must name a metric")
     _parameter(what, spec["rows"])
     _parameter(what, spec["columns"])
     _where(what, spec.get("where", {}))

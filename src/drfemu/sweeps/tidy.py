@@ -25,14 +25,16 @@ from drfemu.workloads.points import defaults
 __all__ = ["flatten_result", "tidy_rows", "write_tidy"]
 
 _SKIP = {"messages", "messages_dropped", "bytes", "dominant_shares", "tasks", "unplaceable_users", "error_series",
-         "workload", "resources", "status"}
+         "workload", "resources", "status", "queueing_delay_p99_by_user_s"}
+_PER_USER = {"tasks", "queueing_delay_p99_by_user_s"}
+"""Mappings by user, left out at any depth (a reference run's too): one column per user is no table."""
 
 
 def flatten_result(result: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Scalar values of a run result, nested mappings joined with `.`; lists are left out."""
     flat: dict[str, Any] = {}
     for key, value in result.items():
-        if not prefix and key in _SKIP:
+        if (not prefix and key in _SKIP) or key in _PER_USER:
             continue
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
