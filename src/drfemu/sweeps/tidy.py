@@ -24,8 +24,8 @@ from drfemu.workloads.points import defaults
 
 __all__ = ["flatten_result", "tidy_rows", "write_tidy"]
 
-_SKIP = {"messages", "messages_dropped", "bytes", "dominant_shares", "tasks", "unplaceable_users", "error_series",
-         "workload", "resources", "status", "queueing_delay_p99_by_user_s"}
+_SKIP = {"messages", "messages_dropped", "bytes", "dominant_shares", "unplaceable_users", "error_series", "workload",
+         "resources", "status"}
 _PER_USER = {"tasks", "queueing_delay_p99_by_user_s"}
 """Mappings by user, left out at any depth (a reference run's too): one column per user is no table."""
 
