@@ -58,20 +58,28 @@ def task_slots(mix: np.ndarray, free: Sequence[float], capacity: Sequence[float]
                devices: Devices | None = None) -> np.ndarray:
     """How many tasks of each class of `mix` fit at once in `free` (and on `devices`): per
     class, the least over the resources it asks for (a class that asks for nothing: 0)."""
-    f = np.maximum(np.asarray(free, dtype=float), 0.0) + REL_TOL * np.asarray(capacity, dtype=float)
-    scalar = mix.copy()
+    rooms = None if devices is None else np.asarray([devices.free], dtype=float)
+    slots: np.ndarray = _slots(mix, np.asarray([free], dtype=float), capacity, devices, rooms)[0]
+    return slots
+
+
+def _slots(mix: np.ndarray, frees: np.ndarray, capacity: Sequence[float], devices: Devices | None,
+           rooms: np.ndarray | None) -> np.ndarray:
+    """`task_slots` for several states of one server at once: `frees` is states × resources,
+    `rooms` states × devices (the device model); the result is states × classes."""
+    f = np.maximum(frees, 0.0) + REL_TOL * np.asarray(capacity, dtype=float)
+    asks = mix > 0.0
     if devices is not None:
-        scalar[:, devices.resource] = 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_resource = np.where(scalar > 0.0, np.floor(f[None, :] / np.where(scalar > 0.0, scalar, 1.0)), np.inf)
-    slots = per_resource.min(axis=1) if mix.shape[1] else np.full(len(mix), np.inf)
-    if devices is not None:
+        asks[:, devices.resource] = False
+    per_resource = np.divide(f[:, None, :], mix[None, :, :], out=np.full((len(f), *mix.shape), np.inf),
+                             where=asks[None, :, :])
+    slots = np.floor(per_resource).min(axis=2) if mix.shape[1] else np.full((len(f), len(mix)), np.inf)
+    if devices is not None and rooms is not None:
         amounts = mix[:, devices.resource]
-        room = np.asarray(devices.free, dtype=float)
-        unused = float(np.count_nonzero(room >= 1.0 - REL_TOL))
-        fractions = np.floor((room[None, :] + REL_TOL) / np.where((amounts > 0.0) & (amounts < 1.0), amounts,
-                                                                  1.0)[:, None]).sum(axis=1)
-        whole = np.floor(unused / np.maximum(np.round(amounts), 1.0))
+        unused = np.count_nonzero(rooms >= 1.0 - REL_TOL, axis=1).astype(float)  # states
+        fraction = np.where((amounts > 0.0) & (amounts < 1.0), amounts, 1.0)
+        fractions = np.floor((rooms[:, None, :] + REL_TOL) / fraction[None, :, None]).sum(axis=2)
+        whole = np.floor(unused[:, None] / np.maximum(np.round(amounts), 1.0)[None, :])
         on_devices = np.where(amounts <= 0.0, np.inf, np.where(amounts < 1.0, fractions, whole))
         slots = np.minimum(slots, on_devices)
     result: np.ndarray = np.where(np.isinf(slots), 0.0, slots)
@@ -85,14 +93,15 @@ def room_lost(demand: Sequence[float], free: Sequence[float], capacity: Sequence
     placed there. The task must fit."""
     if not len(mix):
         return 0.0
-    after = [f - d for f, d in zip(free, demand)]
-    after_devices = None
+    frees = np.asarray([free, [f - d for f, d in zip(free, demand)]], dtype=float)
+    rooms = None
     if devices is not None:
-        after_devices = devices.copy()
+        after = devices.copy()
         amount = demand[devices.resource]
-        after_devices.take(amount, devices.choose(amount))
-    lost = task_slots(mix, free, capacity, devices) - task_slots(mix, after, capacity, after_devices)
-    return float(lost @ shares)
+        after.take(amount, devices.choose(amount))
+        rooms = np.asarray([devices.free, after.free], dtype=float)
+    before, after_slots = _slots(mix, frees, capacity, devices, rooms)
+    return float((before - after_slots) @ shares)
 
 
 def room_score(demand: Sequence[float], free: Sequence[float], capacity: Sequence[float], mix: np.ndarray,
