@@ -14,7 +14,8 @@ import drfemu
 from drfemu.cli import main
 from drfemu.protocols.cluster import ClusterView
 from drfemu.protocols.devices import Devices
-from drfemu.protocols.room import class_shares, keep_room, room_lost, room_score, task_slots
+from drfemu.protocols.fragmentation import class_shares
+from drfemu.protocols.room import keep_room, room_lost, room_score, task_slots
 
 SCALE = (1 / 100, 1 / 10)  # cluster totals: 100 cores, 10 GPUs
 

@@ -80,7 +80,7 @@ from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.fragmentation import DemandMix
 from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
-from drfemu.protocols.room import class_shares, room_score
+from drfemu.protocols.room import room_score
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.rule import ServerRule
 
@@ -479,9 +479,8 @@ class ServerNode(OverlayPeer):
             return drfh_heuristic(demand, self.free, self.scale)
         self.mix.note(user, demand)
         if self.keep_room:
-            mix, _ = self.mix.arrays()
-            return room_score(demand, self.free, self.capacity, mix, class_shares(mix, self.mix.scale), self.scale,
-                              self.devices)
+            mix, _, shares = self.mix.arrays()
+            return room_score(demand, self.free, self.capacity, mix, shares, self.scale, self.devices)
         return self.mix.delta(demand, self.free, self.capacity, self.devices)
 
     def _step(self, walk: WalkTask) -> None:

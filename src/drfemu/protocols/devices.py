@@ -120,6 +120,13 @@ class Devices:
             room = self.free[d] + each
             self.free[d] = 1.0 if room >= 1.0 - REL_TOL else room
 
+    def placed(self, amount: float) -> Devices:
+        """These devices as they would be once a task needing `amount` took its devices (a copy;
+        these are not changed)."""
+        after = self.copy()
+        after.take(amount, self.choose(amount))
+        return after
+
     def copy(self) -> Devices:
         """The same devices, to change without changing these."""
         twin = Devices(self.resource, 0)

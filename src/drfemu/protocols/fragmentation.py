@@ -47,8 +47,8 @@ import numpy as np
 from drfemu.kernel.resources import REL_TOL, Vector, fits, improves
 from drfemu.protocols.devices import Devices, device_matrix, device_need, device_usable
 
-__all__ = ["DemandMix", "DeviceRows", "fragmentation_delta", "fragmented", "fragmented_matrix", "least_fragmentation",
-           "size_weights"]
+__all__ = ["DemandMix", "DeviceRows", "class_shares", "fragmentation_delta", "fragmented", "fragmented_matrix",
+           "least_fragmentation", "size_weights"]
 
 DeviceRows = tuple[int, np.ndarray]
 """The device model's part of a fragmentation query (`protocols.devices`): the device resource's
@@ -63,10 +63,17 @@ def fragmented(free: Sequence[float], capacity: Sequence[float], mix: Sequence[V
     return [float(x) for x in row]
 
 
+def class_shares(mix: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Each task class's dominant share (`mix` is classes × resources, `scale` 1 / the cluster
+    total of each resource)."""
+    shares: np.ndarray = (mix * scale).max(axis=1) if len(mix) else np.zeros(0)
+    return shares
+
+
 def size_weights(mix: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """The placement's weight of each task class: the square of its dominant share (`mix` is
     tasks × resources, `scale` 1 / the cluster total of each resource), summing to 1."""
-    weights = (mix * scale).max(axis=1) ** 2
+    weights = class_shares(mix, scale) ** 2
     total = weights.sum()
     return weights / total if total > 0 else np.full(len(mix), 1.0 / max(len(mix), 1))
 
@@ -80,20 +87,13 @@ def fragmentation_delta(demand: Sequence[float], free: Sequence[float], capacity
     return _delta(demand, free, capacity, m, k, size_weights(m, k), devices)
 
 
-def _after(devices: Devices, amount: float) -> Devices:
-    """`devices` as they would be once a task needing `amount` took its devices (a copy)."""
-    after = devices.copy()
-    after.take(amount, devices.choose(amount))
-    return after
-
-
 def _delta(demand: Sequence[float], free: Sequence[float], capacity: Sequence[float], mix: np.ndarray,
            scale: np.ndarray, weights: np.ndarray, devices: Devices | None = None) -> float:
     before = np.asarray(free, dtype=float)
     states = np.stack([before - np.asarray(demand, dtype=float), before])
     rows: DeviceRows | None = None
     if devices is not None:
-        rows = devices.resource, device_matrix([_after(devices, demand[devices.resource]), devices])
+        rows = devices.resource, device_matrix([devices.placed(demand[devices.resource]), devices])
     lost = fragmented_matrix(states, np.asarray([capacity, capacity], dtype=float), mix, weights, rows)
     score = lost @ scale
     return float(score[0] - score[1])
@@ -109,7 +109,7 @@ class DemandMix:
         """`known`: (user, demand) pairs the server knows from the start (`--fragmentation-mix workload`)."""
         self.demands: dict[int, Vector] = dict(known)  # user -> its latest demand
         self.scale = np.asarray(scale, dtype=float)
-        self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # (mix, weights) of `demands`
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (mix, weights, shares)
 
     def note(self, user: int, demand: Vector) -> None:
         """`user`'s task asks for `demand` (heard in a request or a walk)."""
@@ -117,18 +117,18 @@ class DemandMix:
             self.demands[user] = demand
             self._arrays = None
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """The mix as a classes × resources array and each class's weight (`size_weights`),
-        rebuilt only when a demand is new."""
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The mix as a classes × resources array, each class's weight (`size_weights`) and its
+        dominant share (`protocols.room`'s weights), rebuilt only when a demand is new."""
         if self._arrays is None:
             mix = np.asarray(list(self.demands.values()), dtype=float)
-            self._arrays = mix, size_weights(mix, self.scale)
+            self._arrays = mix, size_weights(mix, self.scale), class_shares(mix, self.scale)
         return self._arrays
 
     def delta(self, demand: Sequence[float], free: Sequence[float], capacity: Sequence[float],
               devices: Devices | None = None) -> float:
         """`fragmentation_delta` for this mix."""
-        mix, weights = self.arrays()
+        mix, weights, _ = self.arrays()
         return _delta(demand, free, capacity, mix, self.scale, weights, devices)
 
 
@@ -178,7 +178,7 @@ def least_fragmentation(demand: Sequence[float], free: Sequence[Sequence[float]]
     before: DeviceRows | None = None
     if devices is not None:
         r = devices[0].resource
-        after = r, device_matrix([_after(devices[s], demand[r]) for s in candidates])
+        after = r, device_matrix([devices[s].placed(demand[r]) for s in candidates])
         before = r, device_matrix([devices[s] for s in candidates])
     delta = (fragmented_matrix(f - np.asarray(demand, dtype=float), c, m, w, after) @ k
              - fragmented_matrix(f, c, m, w, before) @ k)

@@ -44,14 +44,9 @@ import numpy as np
 from drfemu.kernel.resources import REL_TOL, Vector, fits, improves
 from drfemu.protocols.cluster import drfh_heuristic
 from drfemu.protocols.devices import Devices
+from drfemu.protocols.fragmentation import class_shares
 
-__all__ = ["class_shares", "keep_room", "room_lost", "room_score", "task_slots"]
-
-
-def class_shares(mix: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Each class's dominant share (`mix` is classes × resources, `scale` 1 / each cluster total)."""
-    shares: np.ndarray = (mix * scale).max(axis=1) if len(mix) else np.zeros(0)
-    return shares
+__all__ = ["keep_room", "room_lost", "room_score", "task_slots"]
 
 
 def task_slots(mix: np.ndarray, free: Sequence[float], capacity: Sequence[float],
@@ -96,10 +91,7 @@ def room_lost(demand: Sequence[float], free: Sequence[float], capacity: Sequence
     frees = np.asarray([free, [f - d for f, d in zip(free, demand)]], dtype=float)
     rooms = None
     if devices is not None:
-        after = devices.copy()
-        amount = demand[devices.resource]
-        after.take(amount, devices.choose(amount))
-        rooms = np.asarray([devices.free, after.free], dtype=float)
+        rooms = np.asarray([devices.free, devices.placed(demand[devices.resource]).free], dtype=float)
     before, after_slots = _slots(mix, frees, capacity, devices, rooms)
     return float((before - after_slots) @ shares)
 
