@@ -105,7 +105,7 @@ def test_bad_input_is_one_line_and_nonzero(args: list[str], needle: str, capsys:
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
-        ("{not json", "not valid JSON"),
+        ("{not json", "line 1: not JSON"),
         ('{"resources": ["cpu", "mem"], "servers": [{"capacity": [9, 18]}], "users": [{"demand": [1]}]}', "1 entries"),
         ('{"resources": ["cpu", "mem"], "servers": [{"capacity": [0, -1]}], "users": [{"demand": [1, 1]}]}', "negative"),
         ('{"resources": ["cpu", "mem"], "servers": [{"capacity": [0, 0]}], "users": [{"demand": [1, 1]}]}', "zero capacity"),

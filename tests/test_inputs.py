@@ -42,8 +42,6 @@ def _workload(**extra: object) -> dict[str, object]:
         (lambda d: ["policy", "drf", "--capacity", "1e300,1e300", "--demand", "1e-300,1e-300"], "must lie in"),
         (lambda d: ["policy", "drf", "--capacity", "1e12,1e12", "--demand", "1e-9,1e-9"], "use --divisible"),
         (lambda d: ["overlay", "--nodes", "1000000000"], "--nodes must be at most 100000000"),
-        (lambda d: ["run", "--protocol", "bdgdrf", "--placement", "best-fit", "--fragmentation-mix", "workload"],
-         "--fragmentation-mix workload needs --placement min-fragmentation or keep-room"),
         (lambda d: ["run", "--protocol", "bdgdrf", "--fragmentation-mix", "all"], "--fragmentation-mix must be one of"),
         (lambda d: ["experiment", "online", "--plots", _write(d / "file", "") + "/sub"], "cannot write into --plots"),
         (lambda d: ["workload", "google"], "Missing option '-o'"),
@@ -61,7 +59,7 @@ def test_bad_input_is_refused_in_one_line_before_any_work(make_args, needle: str
     ("manifest", "record", "needle"),
     [
         ('{"experiments": 3}', None, "sweep.json: not a sweep manifest"),
-        ("\x00\x01binary", None, "sweep.json: not a sweep manifest"),
+        ("\x00\x01binary", None, "not a sweep manifest"),
         ('{"experiments": []}', "{broken", "not a run record"),
         ('{"experiments": []}', '{"id": 1}', "not a run record"),
     ],
@@ -81,6 +79,18 @@ def test_an_option_the_protocol_never_reads_is_named_in_a_warning(capsys: pytest
     assert main(["run", "--machines", "10", "--users", "3", "--neighbors", "3"]) == 0
     assert "--neighbors is not read by protocol drf" in capsys.readouterr().err
 
+
+@pytest.mark.parametrize(("args", "warning"), [
+    (["--placement", "first-fit", "--fit-candidates", "4"], "--fit-candidates is not read under --placement first-fit"),
+    (["--placement", "best-fit", "--fragmentation-mix", "workload"],
+     "--fragmentation-mix is not read under --placement best-fit"),
+    (["--fit-candidates", "4"], None),  # keep-room, bdgdrf's default, reads it
+])
+def test_an_option_the_placement_never_reads_is_named_in_a_warning(args: list[str], warning: str | None,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--protocol", "bdgdrf", "--machines", "10", "--users", "3", "--max-time", "2s", *args]) == 0
+    err = capsys.readouterr().err
+    assert (warning in err) if warning else "not read" not in err, err
 
 def test_a_sweep_config_with_bad_values_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for grid, needle in (("machines = [0]", "--machines"), ('tick = ["-1s"]', "--tick"),

@@ -38,8 +38,10 @@ def test_the_trace_reads_in_cores_gib_and_gpus(trace: OpenbTrace) -> None:
 
 def test_the_trace_is_found_by_path_or_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(TRACE_ENV, raising=False)
-    with pytest.raises(WorkloadError, match="give --trace DIR"):
+    with pytest.raises(WorkloadError, match="give --openb-trace DIR"):
         trace_folder(None)
+    with pytest.raises(WorkloadError, match="give --trace DIR"):
+        trace_folder(None, "--trace")
     monkeypatch.setenv(TRACE_ENV, str(TRACE))
     assert trace_folder(None) == TRACE
     with pytest.raises(WorkloadError, match="has no openb_node_list_all_node.csv"):
@@ -47,7 +49,7 @@ def test_the_trace_is_found_by_path_or_environment(monkeypatch: pytest.MonkeyPat
     (tmp_path / "openb_node_list_all_node.csv").write_text("sn,cpu_milli,memory_mib,gpu\nn0,-5,1,0\n")
     (tmp_path / "openb_pod_list_default.csv").write_text(
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\np,1,1,0,0,0,1\n")
-    with pytest.raises(WorkloadError, match=r"openb_node_list_all_node.csv:2: cpu_milli must be"):
+    with pytest.raises(WorkloadError, match=r"node_list_all_node.csv: line 2, cpu_milli: '-5' is not a finite number"):
         OpenbTrace.load(tmp_path)
 
 
@@ -105,7 +107,7 @@ def test_the_command_writes_endless_and_finite_cases(tmp_path: Path, capsys: pyt
     assert replay["source"]["kind"] == "openb-replay" and all("tasks" in u for u in replay["users"])
     capsys.readouterr()
     assert main(["workload", "openb", "-o", str(endless), "--trace", str(TRACE), "--tasks", "5"]) == 2
-    assert "--tasks describe a replay: add --finite" in capsys.readouterr().err
+    assert "--tasks describes a replay: add --finite" in capsys.readouterr().err
 
 
 def test_runs_and_sweeps_draw_openb_cases_by_name(tmp_path: Path) -> None:

@@ -156,3 +156,15 @@ def test_an_installed_package_adds_a_generated_workload_with_its_own_parameter(s
     records = [json.loads(p.read_text()) for p in (tmp_path / "sweep" / "runs").glob("*.json")]
     assert sorted(r["result"]["machines"] for r in records) == [2, 5]
     assert all(r["status"] == "ok" for r in records)
+
+
+@pytest.mark.slow
+def test_a_broken_plugin_asked_for_by_name_says_why(site: Path, tmp_path: Path) -> None:
+    _distribution(site, "drfemu_broken_workload", "[drfemu.workloads]\nbrokenring = drfemu_no_such_module:SPEC\n")
+    for args, kind in ((["--protocol", "broken"], "protocol 'broken'"), (["--workload", "brokenring"],
+                                                                          "workload 'brokenring'")):
+        done = _drfemu(site, "run", *args, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        last = done.stderr.strip().splitlines()[-1]
+        assert last == (f"drfemu: error: {kind} could not be loaded: ModuleNotFoundError: No module named "
+                        "'drfemu_no_such_module'"), done.stderr

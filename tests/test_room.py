@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import drfemu
+from drfemu.schema.params import PLACEMENT_READS
 from drfemu.cli import main
 from drfemu.protocols.cluster import ClusterView
 from drfemu.protocols.devices import Devices
@@ -120,9 +121,12 @@ def test_keep_room_gives_the_whole_server_user_what_drf_gives_it_and_best_fit_do
     assert run("drf", placement="keep-room").tasks["whole"] >= drf.tasks["whole"]
 
 
-def test_the_demand_mix_option_names_both_placements_that_read_it(tmp_path: Path) -> None:
-    with pytest.raises(drfemu.InputError, match="min-fragmentation or keep-room"):
-        drfemu.run(protocol="bdgdrf", placement="best-fit", fragmentation_mix="workload", machines=10, users=3)
+def test_the_demand_mix_is_read_by_both_placements_that_score_by_it_and_by_no_other() -> None:
+    def run(placement: str, mix: str) -> drfemu.RunResult:
+        return drfemu.run(protocol="bdgdrf", placement=placement, fragmentation_mix=mix, machines=10, users=3)
+
+    assert run("best-fit", "workload").tasks == run("best-fit", "seen").tasks  # not read: warned on the command line
+    assert PLACEMENT_READS["fragmentation_mix"] == ("min-fragmentation", "keep-room")
 
 
 def test_a_run_with_a_reference_names_its_poorest_user_in_both_runs(tmp_path: Path) -> None:

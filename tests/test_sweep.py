@@ -260,7 +260,7 @@ def test_published_numbers_sit_under_their_rows() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["sweep", "nowhere.toml", "--out", "x"], "cannot read config"),
+        (["sweep", "nowhere.toml", "--out", "x"], "nowhere.toml: no such file"),
         (["sweep", "CONFIG", "--out", "OUT", "--workers", "0"], "--workers must be at least 1"),
         (["sweep", "CONFIG", "--out", "OUT", "--workers", "2", "--dask", "tcp://127.0.0.1:1"], "not both"),
         (["report", "OUT"], "not a sweep directory"),

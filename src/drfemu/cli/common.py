@@ -25,6 +25,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from drfemu.kernel import files
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import parse_duration
 from drfemu.kernel.params import Kind, Param
@@ -116,9 +117,9 @@ def check_page(path: Path, option: str) -> None:
         if not path.is_file():
             raise CliError(f"{option} {path}: not a regular file (the page is read, then rewritten)")
         try:
-            path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise CliError(f"{option} {path}: not a text page (not UTF-8); it is read, then rewritten") from None
+            files.read_text(path, "a text page (it is read, then rewritten)", CliError)
+        except CliError as error:
+            raise CliError(f"{option}: {error}") from None
     check_writable(path, option)
 
 
@@ -251,16 +252,10 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 
 def read_json(path: Path, prefix: str = "") -> Any:
     """The JSON document at `path`; one line (`prefix` first) when it cannot be read or parsed."""
-    if path.exists() and not path.is_file():
-        raise CliError(f"{prefix}{path}: not a regular file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise CliError(f"{prefix}cannot read {path}: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise CliError(f"{prefix}{path}: not JSON ({error.msg}, line {error.lineno})") from None
-    except UnicodeDecodeError:
-        raise CliError(f"{prefix}{path}: not JSON (not UTF-8 text)") from None
+        return files.read_json(path, "a JSON document", CliError)
+    except CliError as error:
+        raise CliError(f"{prefix}{error}") from None
 
 
 @contextmanager

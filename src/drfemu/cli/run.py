@@ -165,8 +165,8 @@ def resolve_run_options(options: dict[str, Any], *paths: Path | None) -> Point:
     given = {name: value for name, value in options.items() if value is not None}
     point = configure_point(given)
     params = point.params
-    for option in unread(given):
-        print(f"drfemu: warning: {option} is not read by protocol {params['protocol']}; ignored", file=sys.stderr)
+    for reason in unread(given):
+        print(f"drfemu: warning: {reason}; ignored", file=sys.stderr)
     faults = params["faults"]
     if faults is not None and not Path(faults).read_text(encoding="utf-8", errors="replace").strip():
         print(f"drfemu: warning: --faults {given['faults']} is empty: no fault is played (resilience is on, as with "

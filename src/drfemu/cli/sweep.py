@@ -34,6 +34,7 @@ from drfemu.cli.common import (
     write_text,
 )
 from drfemu.cli.stopping import resumable, stopped
+from drfemu.kernel.files import read_text
 from drfemu.protocols.registry import get_protocol
 from drfemu.schema.workload import MAX_SEED
 from drfemu.tools.pools import WORKERS_PER_CORE
@@ -219,7 +220,7 @@ def fault_report_command(
         raise CliError(f"{sweep_dir}: no finished run with a fault scenario "
                        f"({len(records)} record(s)); sweep configs/faults.toml into it first")
     link = os.path.relpath(figure, out_path.parent)
-    before = out_path.read_text(encoding="utf-8") if out_path.is_file() else ""
+    before = read_text(out_path, "a text page (its campaign section is kept)", CliError) if out_path.is_file() else ""
     page = fault_report(records, figure, link)  # the study and the campaign share the page:
     write_text(out_path, with_campaign(page, campaign_section(before)))  # keep the campaign's
     out.print(f"wrote {out_path} and {figure}")
@@ -306,7 +307,7 @@ def _campaign_table_and_page(records: list[dict[str, Any]], out_dir: Path, repor
     bad = sum(bool(failed(r)) for r in records)
     if report is not None:
         command = f"drfemu faults-campaign {options} --out {out_dir} --report {report}"
-        before = report.read_text(encoding="utf-8") if report.is_file() else ""
+        before = read_text(report, "a text page (its other sections are kept)", CliError) if report.is_file() else ""
         write_text(report, with_campaign(before, campaign_markdown(records, command)))
         out.print(f"wrote {report}")
     out.print(f"{len(records) - bad} of {len(records)} cases passed; records in {out_dir / 'campaign.jsonl'}")

@@ -133,7 +133,8 @@ def workload_openb(
                                             "$DRFEMU_OPENB_TRACE); read where it lies, never copied.")] = "",
     machines: Annotated[int | None, typer.Option(help="Servers drawn from the trace's 1,523 (default: 100; with "
                                                        "--finite, all).")] = None,
-    users: Annotated[int, typer.Option(help="Endless users, each with a drawn pod's request.")] = 20,
+    users: Annotated[int | None, typer.Option(help="Endless users, each with a drawn pod's request (default: "
+                                                   "20).")] = None,
     seed: DrawSeed = 1,
     gpu_users: Annotated[float | None, typer.Option(help="Share of users drawn from GPU pods (default: the "
                                                           "trace's mix, 87 %).")] = None,
@@ -158,9 +159,15 @@ def workload_openb(
         given += [name for name, value, default in (("--start", start, "0"), ("--max-duration", max_duration, "1h"),
                                                     ("--idle-gap", idle_gap, "600s")) if value != default]
         if given:
-            raise CliError(f"{', '.join(given)} describe a replay: add --finite")
+            raise CliError(f"{', '.join(given)} {'describe' if len(given) > 1 else 'describes'} a replay: add --finite")
+    else:
+        endless = [name for name, value in (("--users", users), ("--gpu-users", gpu_users)) if value is not None]
+        if endless:
+            verb = "describe" if len(endless) > 1 else "describes"
+            raise CliError(f"{', '.join(endless)} {verb} endless users: a replay (--finite) has one user per request "
+                           "shape of its pods")
     check_writable(output, "--output")
-    loaded = load_trace(trace or None)
+    loaded = load_trace(trace or None, "--trace")
     if finite:
         case = openb_replay(loaded, tasks, minutes, _seconds(start, "--start", parse_duration), machines, seed,
                             _seconds(max_duration, "--max-duration", parse_duration),
@@ -173,6 +180,7 @@ def workload_openb(
                   f"stretches removed{_left_out(src['left_out'])}); "
                   "run it with --max-time above that")
         return
+    users = 20 if users is None else users
     case = openb_case(loaded, 100 if machines is None else machines, users, seed, gpu_users)
     write_json(output, case.to_dict())
     gpus = sum(1 for u in case.users if u.demand[2] > 0)

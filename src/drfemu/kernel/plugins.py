@@ -58,6 +58,7 @@ class Registry(Mapping[str, S], Generic[S]):
         self._pending: dict[str, EntryPoint] | None = None  # the installed packages' entries, once read
         self.errors: list[str] = []
         """One line per plug-in that was left out, in the order they were tried."""
+        self._broken: dict[str, str] = {}  # a left-out plug-in's name -> why, for whoever asks for it later
 
     # -- listing ----------------------------------------------------------------------------
     def _plugins(self) -> dict[str, EntryPoint]:
@@ -85,6 +86,9 @@ class Registry(Mapping[str, S], Generic[S]):
             return self._add(self._import(self._built_in[name]), name)
         entry = self._plugins().get(name)
         if entry is None:
+            broken = self.broken(name)
+            if broken is not None:
+                raise UnknownName(f"{self.kind} {name!r} could not be loaded: {broken}")
             raise UnknownName(f"unknown {self.kind} {name!r}; choose one of: {', '.join(self)}")
         try:
             return self._add(entry.load(), name)
@@ -94,8 +98,13 @@ class Registry(Mapping[str, S], Generic[S]):
             where += f", from {entry.dist.name})" if entry.dist is not None else ")"
             message = f"{where} left out: {type(error).__name__}: {' '.join(str(error).split())}"  # one line
             self.errors.append(message)
+            self._broken[name] = f"{type(error).__name__}: {' '.join(str(error).split())}"
             warnings.warn(message, PluginWarning, stacklevel=3)
-            raise UnknownName(f"{self.kind} {name!r} could not be loaded: {' '.join(str(error).split())}") from None
+            raise UnknownName(f"{self.kind} {name!r} could not be loaded: {self._broken[name]}") from None
+
+    def broken(self, name: str) -> str | None:
+        """Why the plug-in entry `name` was left out (its error, one line), or None: it was not."""
+        return self._broken.get(name)
 
     def load_all(self) -> None:
         """Import every entry now (a broken plug-in is left out, with its warning)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Iterable
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.files import read_json
 from drfemu.sweeps.records import load_records
 from drfemu.sweeps.tidy import flatten_result
 
@@ -43,10 +43,7 @@ def load_points(sweep_dir: Path) -> list[tuple[dict[str, Any], list[PointData]]]
     if not manifest.is_file():
         raise InputError(f"{sweep_dir} is not a sweep directory (no sweep.json)")
     records = load_records(sweep_dir)
-    try:
-        document = json.loads(manifest.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise InputError(f"{manifest}: not a sweep manifest ({type(error).__name__})") from None
+    document = read_json(manifest, "a sweep manifest")
     if not _manifest_shape(document):
         raise InputError(f"{manifest}: not a sweep manifest (expected experiments, each with name and points of "
                          "params and run)")

@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from drfemu.kernel.errors import InputError  # noqa: E402
+from drfemu.kernel.files import read_text  # noqa: E402
 from drfemu.reports.plots import protocol_style  # noqa: E402
 
 __all__ = ["MARKER", "kept_part", "online_table", "write_online_report"]
@@ -108,10 +109,7 @@ def kept_part(page: Path) -> str:
     if not page.is_file():
         raise InputError(f"{page}: not a regular file (the report page's text above the marker is kept, so it is "
                          "read first)")
-    try:
-        text = page.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{page}: not a text page (not UTF-8)") from None
+    text = read_text(page, "a text page (its part above the marker is kept)")
     if MARKER not in text:
         raise InputError(f"{page} exists without the line {MARKER!r}: add it where the generated part starts "
                          "(everything above it is kept), or write to a new page")

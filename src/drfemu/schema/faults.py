@@ -42,7 +42,6 @@ the event and the problem, before anything runs.
 from __future__ import annotations
 
 import random
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -50,6 +49,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.files import read_toml
 from drfemu.kernel.latency import parse_duration, parse_latency
 from drfemu.kernel.messages import MESSAGE_TYPES, never_on_the_wire
 from drfemu.kernel.processes import Draw, duration_distribution
@@ -415,14 +415,4 @@ class BoundScenario(NamedTuple):
 
 def load_scenario(path: Path) -> FaultScenario:
     """Read and check a scenario file (everything but what needs the run: see `FaultScenario.bind`)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise ScenarioError(f"cannot read fault scenario {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{path}: not a fault scenario (not UTF-8 text)") from None
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ScenarioError(f"{path}: not valid TOML: {error}") from None
-    return parse_scenario(document, str(path))
+    return parse_scenario(read_toml(path, "a fault scenario (TOML)", ScenarioError), str(path))

@@ -8,15 +8,15 @@ the overlays and the runtime.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.memory import available_memory
 from drfemu.kernel.params import param
 from drfemu.schema.params import DrawnUsers, OverlayParams, check_gradient_period, check_latency, check_values
 
-__all__ = ["BYTES_PER_NODE", "MAX_OVERLAY_NODES", "MODES", "OverlayConfig", "available_memory", "check_memory",
+__all__ = ["BYTES_PER_NODE", "MAX_OVERLAY_NODES", "MODES", "OverlayConfig", "check_memory",
            "memory_needed"]
 
 MAX_OVERLAY_NODES = 100_000_000
@@ -101,22 +101,6 @@ def memory_needed(config: OverlayConfig, nodes: int, mode: str | None = None) ->
     return FIXED_BYTES + int(BYTES_PER_NODE[mode or config.mode] * max(1.0, width) * nodes)
 
 
-def available_memory() -> int | None:
-    """Bytes this machine can give a new process now (Linux `MemAvailable`), else its physical
-    memory, else None when neither can be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def _gb(size: int) -> str:
     return f"{size / 2**30:.1f} GB"
 
@@ -129,5 +113,5 @@ def check_memory(config: OverlayConfig, nodes: int) -> None:
     if have is None or need <= have:
         return
     other = "" if config.mode == "cycle" else f"; --mode cycle needs about {_gb(memory_needed(config, nodes, 'cycle'))}"
-    raise InputError(f"--nodes {nodes:,} needs about {_gb(need)} in {config.mode} mode and this machine has "
-                     f"{_gb(have)} available{other}")
+    raise InputError(f"--nodes {nodes:,} needs about {_gb(need)} in {config.mode} mode and this process may take "
+                     f"{_gb(have)} (the least of the machine's free memory, its cgroup's and its ulimit's){other}")

@@ -43,7 +43,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import US_PER_S, parse_duration, parse_latency
 from drfemu.kernel.params import Declared, Duration, Kind, Param, param
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
-from drfemu.protocols.placement import SCORED_BY_MIX, SEEN, PlacementParams
+from drfemu.protocols.placement import BEST_FIT, KEEP_ROOM, MIN_FRAGMENTATION, SCORED_BY_MIX, PlacementParams
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 from drfemu.schema.workload import MAX_NODES, MAX_SEED
 
@@ -363,10 +363,6 @@ def _cross_checks(values: Mapping[str, Any], spec: ProtocolSpec) -> None:
                          f"({values['cyclon_view']})")
     if spec.gradient is not GradientUse.OFF:
         check_gradient_period(values["tick"], values["shuffles_per_tick"])
-    scored = values["placement"] in SCORED_BY_MIX
-    if values["fragmentation_mix"] != SEEN and not scored and reads(spec, "fragmentation_mix"):
-        raise InputError(f"--fragmentation-mix {values['fragmentation_mix']} needs --placement "
-                         f"{' or '.join(SCORED_BY_MIX)} (got {values['placement']})")
     _check_reference(values["reference"])
     check = getattr(spec.rule, "check_params", None)
     if check is not None:
@@ -384,14 +380,30 @@ def canonical_run(given: Mapping[str, Any]) -> dict[str, Any]:
             for name, value in values.items()}
 
 
+PLACEMENT_READS: Mapping[str, tuple[str, ...]] = {
+    "fit_candidates": (BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM),
+    "fragmentation_mix": SCORED_BY_MIX,
+}
+"""The parameters that only some placements read (by the protocols that read them at all)."""
+
+
 def unread(given: Mapping[str, Any]) -> list[str]:
-    """The options among `given` (run parameters, not None) that the chosen protocol never reads
-    and that differ from their defaults."""
+    """Why each option among `given` (run parameters, not None) that differs from its default is
+    not read — by the chosen protocol, or under the chosen placement — e.g. "--neighbors is not read
+    by protocol drf". Decision (one policy for every option a run would not read, `docs/cli.md`):
+    the command warns and runs."""
     spec = get_protocol(given.get("protocol") or ProtocolChoice.PARAMS[0].default)
     declarations = {p.name: p for p in run_declarations()}
-    return [declarations[n].option for n, v in given.items()
-            if v is not None and n in declarations and n != "protocol" and not reads(spec, n)
-            and v != declarations[n].default]
+    placement = given.get("placement") or protocol_defaults(spec).get("placement", declarations["placement"].default)
+    reasons = []
+    for name, value in given.items():
+        if value is None or name not in declarations or name == "protocol" or value == declarations[name].default:
+            continue
+        if not reads(spec, name):
+            reasons.append(f"{declarations[name].option} is not read by protocol {spec.name}")
+        elif placement not in PLACEMENT_READS.get(name, (placement,)):
+            reasons.append(f"{declarations[name].option} is not read under --placement {placement}")
+    return reasons
 
 
 def run_params(**values: Any) -> RunParams:

@@ -41,10 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.files import read_json
 from drfemu.kernel.resources import Vector, fits, total_capacity
 
-__all__ = ["MAX_NODES", "MAX_SEED", "MAX_TASKS", "Server", "Task", "User", "Workload", "WorkloadError", "load_workload",
-           "parse_workload"]
+__all__ = ["LARGEST", "MAX_NODES", "MAX_SEED", "MAX_TASKS", "SMALLEST", "Server", "Task", "User", "Workload",
+           "WorkloadError", "check_amount", "load_workload", "parse_workload"]
 
 MAX_TASKS = 10_000_000  # tasks in one workload, after `count` is expanded
 MAX_NODES = 100_000  # servers, and users, a generated case may have (the run parameters' --machines and --users)
@@ -144,6 +145,16 @@ def _number_text(x: Any) -> str:
     return text if len(text) <= 40 else text[:20] + f"… ({len(text)} characters)"
 
 
+def check_amount(x: float, where: str) -> float:
+    """`x` if it is a capacity or demand entry drfemu takes — 0 or within [`SMALLEST`, `LARGEST`] —
+    else one `WorkloadError` line naming `where` (the bounds of every workload, read or drawn)."""
+    if x < 0:
+        raise WorkloadError(f"{where} has a negative entry {_number_text(x)}")
+    if x != 0 and not SMALLEST <= x <= LARGEST:
+        raise WorkloadError(f"{where} entry {_number_text(x)} is outside [{SMALLEST:g}, {LARGEST:g}] (or 0)")
+    return float(x)
+
+
 def _vector(value: Any, length: int, where: str) -> Vector:
     """A capacity or demand vector. Decision: every non-zero entry lies in [1e-9, 1e12], so
     shares never underflow and a run's task counts stay bounded (documented in docs/workloads.md)."""
@@ -155,11 +166,7 @@ def _vector(value: Any, length: int, where: str) -> Vector:
     for x in value:
         if isinstance(x, bool) or not isinstance(x, int | float):
             raise WorkloadError(f"{where} must hold numbers, got {_number_text(x)}")
-        if x < 0:
-            raise WorkloadError(f"{where} has a negative entry {_number_text(x)}")
-        if x != 0 and not SMALLEST <= x <= LARGEST:
-            raise WorkloadError(f"{where} entry {_number_text(x)} is outside [{SMALLEST:g}, {LARGEST:g}] (or 0)")
-        out.append(float(x))
+        out.append(check_amount(x, where))
     return tuple(out)
 
 
@@ -310,23 +317,9 @@ def parse_workload(data: Any) -> Workload:
 
 
 def load_workload(path: str | Path) -> Workload:
-    """Read and validate a workload JSON file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WorkloadError(f"workload file not found: {p}") from None
-    except IsADirectoryError:
-        raise WorkloadError(f"{p} is a directory, not a workload file") from None
-    except (PermissionError, UnicodeDecodeError) as error:
-        raise WorkloadError(f"cannot read workload file {p}: {error}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise WorkloadError(f"{p} is not valid JSON: {error.msg} at line {error.lineno}") from None
-    except RecursionError:
-        raise WorkloadError(f"{p} is nested too deeply to be a workload") from None
+    """Read and validate a workload JSON file (`kernel.files.read_json`: one line naming the file)."""
+    data = read_json(path, "a workload file (JSON)", WorkloadError)
     try:
         return parse_workload(data)
     except WorkloadError as error:
-        raise WorkloadError(f"{p}: {error}") from None
+        raise WorkloadError(f"{path}: {error}") from None

@@ -40,7 +40,7 @@ from typing import Any
 from drfemu.kernel.errors import InputError
 from drfemu.observers.harness import BLOCKED, FINISHED, SATURATED, STALLED
 from drfemu.protocols.registry import PROTOCOLS, GradientUse
-from drfemu.schema.workload import Workload, WorkloadError
+from drfemu.schema.workload import MAX_NODES, Workload, WorkloadError
 from drfemu.tools.log_check import check_log
 from drfemu.tools.pools import worker_pool
 from drfemu.workloads.fault_schedules import ScheduleBounds, random_schedule
@@ -83,8 +83,10 @@ def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
     sizes = []
     for part in text.split(","):
         machines, _, users = part.strip().partition("x")
-        if not (machines.isdigit() and users.isdigit() and int(machines) >= 2 and int(users) >= 1):
-            raise InputError(f"--sizes: {part.strip()!r} is not SERVERSxUSERS (at least 2 servers, 1 user)")
+        if not (machines.isascii() and machines.isdigit() and users.isascii() and users.isdigit()
+                and 2 <= int(machines) <= MAX_NODES and 1 <= int(users) <= MAX_NODES):
+            raise InputError(f"--sizes: {part.strip()[:40]!r} is not SERVERSxUSERS (2 to {MAX_NODES:,} servers, 1 to "
+                             f"{MAX_NODES:,} users)")
         sizes.append((int(machines), int(users)))
     return tuple(sizes)
 

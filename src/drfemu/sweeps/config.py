@@ -23,13 +23,13 @@ Every problem — unknown key, a parameter that is not a run parameter, a bad va
 from __future__ import annotations
 
 import itertools
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.files import read_toml
 from drfemu.protocols.registry import PROTOCOLS, get_protocol
 from drfemu.schema.params import protocol_defaults
 from drfemu.sweeps.report_spec import check_figure, check_table
@@ -155,17 +155,7 @@ def _load(path: Path, seen: tuple[Path, ...], experiments: list[Experiment], run
     path = path.resolve()
     if path in seen:
         raise _fail(path, "includes itself")
-    if path.exists() and not path.is_file():
-        raise _fail(path, "not a regular file")
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise SweepConfigError(f"cannot read config {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise _fail(path, "not a text file (not UTF-8)") from None
-    except tomllib.TOMLDecodeError as error:
-        raise _fail(path, f"not valid TOML: {error}") from None
-    _add(path, document, seen, experiments, runs)
+    _add(path, read_toml(path, "a sweep config (TOML)", SweepConfigError), seen, experiments, runs)
 
 
 def _add(path: Path, document: Mapping[str, Any], seen: tuple[Path, ...], experiments: list[Experiment],

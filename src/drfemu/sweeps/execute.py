@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.files import read_json
 from drfemu.protocols.registry import GradientUse, get_protocol
 from drfemu.sweeps.config import Experiment, Sweep
-from drfemu.sweeps.records import Record, load_records, write_atomic, write_record
+from drfemu.sweeps.records import Record, load_records, read_manifest, write_atomic, write_record
 from drfemu.sweeps.tidy import write_tidy
 from drfemu.tools.pools import worker_pool
 
@@ -73,7 +74,7 @@ def _case_size(params: Mapping[str, Any]) -> tuple[int, int]:
     """Servers and users of a run's case (a workload file's are counted from the file)."""
     if params["machines"] is not None:
         return params["machines"], params["users"]
-    document = json.loads(Path(params["workload"]).read_text(encoding="utf-8"))
+    document = read_json(params["workload"], "a workload file (JSON)")
     return len(document["servers"]), len(document["users"])
 
 
@@ -103,22 +104,6 @@ def write_manifest(out: Path, experiments: Iterable[Experiment]) -> None:
     for experiment in experiments:
         merged[experiment.name] = experiment.to_dict()
     write_atomic(path, json.dumps({"experiments": list(merged.values())}, indent=1) + "\n")
-
-
-def read_manifest(path: Path) -> list[dict[str, Any]]:
-    """The experiments of a `sweep.json`; `InputError` if it is not one (a corrupt file is the
-    user's to move away: it is never overwritten)."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        experiments = document["experiments"]
-        if not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in experiments):
-            raise TypeError
-    except OSError as error:
-        raise InputError(f"cannot read {path}: {error.strerror}") from None
-    except (ValueError, KeyError, TypeError):  # not JSON, not UTF-8, or not the manifest's shape
-        raise InputError(f"{path} is not a sweep manifest (corrupt?): move it away to start a new sweep "
-                         "there, or restore it to resume") from None
-    return list(experiments)
 
 
 @dataclass(frozen=True)

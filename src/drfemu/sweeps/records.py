@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.files import read_json
 
-__all__ = ["Record", "load_records", "write_atomic", "write_record"]
+__all__ = ["Record", "load_records", "read_manifest", "write_atomic", "write_record"]
 
 Record = dict[str, Any]
 
@@ -39,10 +40,7 @@ def load_records(out: Path) -> dict[str, Record]:
     """Every run record in `out/runs`, by id."""
     records = {}
     for path in sorted((out / "runs").glob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-            raise InputError(f"{path}: not a run record ({type(error).__name__}); delete it to re-run that point") from None
+        record = read_json(path, "a run record (delete it to re-run that point)")
         if not (isinstance(record, dict) and isinstance(record.get("id"), str) and record.get("status") in ("ok", "failed")
                 and isinstance(record.get("params"), dict)
                 and (record["status"] != "ok" or _is_result(record.get("result")))):
@@ -50,3 +48,18 @@ def load_records(out: Path) -> dict[str, Record]:
                              "with its schema_version); delete it to re-run that point")
         records[record["id"]] = record
     return records
+
+
+def read_manifest(path: Path) -> list[dict[str, Any]]:
+    """The experiments of a `sweep.json`; `InputError` if it is not one (a corrupt file is the
+    user's to move away: it is never overwritten)."""
+    advice = "move it away to start a new sweep there, or restore it to resume"
+    try:
+        document = read_json(path, "a sweep manifest")
+    except InputError as error:
+        raise InputError(f"{error}: {advice}") from None
+    experiments = document.get("experiments") if isinstance(document, dict) else None
+    if not (isinstance(experiments, list)
+            and all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in experiments)):
+        raise InputError(f"{path} is not a sweep manifest (corrupt?): {advice}")
+    return list(experiments)

@@ -14,12 +14,11 @@ Missing values are empty in the CSV and null in Parquet.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from drfemu.sweeps.records import load_records
+from drfemu.sweeps.records import load_records, read_manifest
 from drfemu.workloads.points import defaults
 
 __all__ = ["flatten_result", "tidy_rows", "write_tidy"]
@@ -49,8 +48,8 @@ def tidy_rows(out: Path) -> list[dict[str, Any]]:
     membership: dict[str, list[str]] = {}
     manifest = out / "sweep.json"
     if manifest.exists():
-        for experiment in json.loads(manifest.read_text(encoding="utf-8"))["experiments"]:
-            for point in experiment["points"]:
+        for experiment in read_manifest(manifest):
+            for point in experiment.get("points", ()):
                 names = membership.setdefault(point["run"], [])
                 if experiment["name"] not in names:
                     names.append(experiment["name"])

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.files import read_text
 
 __all__ = ["LogCheck", "check_log", "check_log_file"]
 
@@ -137,14 +138,7 @@ def _hold_devices(used: list[float], amount: float, devices: list[int]) -> str |
 
 def check_log_file(path: Path) -> LogCheck:
     """`check_log` of a JSON-lines file; a file that is not such a log is one `InputError` line."""
-    if path.exists() and not path.is_file():
-        raise InputError(f"{path}: not a regular file")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise InputError(f"cannot read {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a run log (not UTF-8 text)") from None
+    lines = read_text(path, "a run log (JSON lines)").splitlines()
     records = []
     for number, line in enumerate(lines, start=1):
         try:

@@ -38,7 +38,7 @@ Every draw comes from the stream `workload/openb` of the seed.
 
 from __future__ import annotations
 
-import csv
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,10 +47,21 @@ from pathlib import Path
 
 import numpy as np
 
+from drfemu.kernel.files import csv_rows
 from drfemu.kernel.params import param
 from drfemu.kernel.streams import RandomStreams
 from drfemu.schema.params import CaseParams
-from drfemu.schema.workload import MAX_NODES, Server, Task, User, Workload, WorkloadError
+from drfemu.schema.workload import (
+    LARGEST,
+    MAX_NODES,
+    MAX_TASKS,
+    Server,
+    Task,
+    User,
+    Workload,
+    WorkloadError,
+    check_amount,
+)
 from drfemu.workloads.registry import WorkloadSpec
 
 __all__ = ["NODES_FILE", "PODS_FILE", "SPEC", "TRACE_ENV", "OpenbParams", "OpenbTrace", "Pod", "load_trace",
@@ -89,11 +100,11 @@ class OpenbTrace:
     def load(cls, folder: Path | str) -> OpenbTrace:
         """Read the two files of `folder`; `WorkloadError` naming the file and line of a bad row."""
         folder = Path(folder)
-        servers = tuple((row["sn"], (_number(row, "cpu_milli", where) / 1000, _number(row, "memory_mib", where) / 1024,
-                                     _number(row, "gpu", where)))
+        servers = tuple((row["sn"], (_amount(row, "cpu_milli", where, 1000), _amount(row, "memory_mib", where, 1024),
+                                     _amount(row, "gpu", where, 1)))
                         for row, where in _rows(folder / NODES_FILE, NODE_COLUMNS))
-        pods = [Pod(row["name"], _pod_demand(row, where), _number(row, "creation_time", where),
-                    _number(row, "deletion_time", where))
+        pods = [Pod(row["name"], _pod_demand(row, where), _time(row, "creation_time", where),
+                    _time(row, "deletion_time", where))
                 for row, where in _rows(folder / PODS_FILE, POD_COLUMNS)]
         if not servers or not pods:
             raise WorkloadError(f"the openb trace in {folder} has no {'servers' if not servers else 'pods'}")
@@ -101,13 +112,13 @@ class OpenbTrace:
         return cls(folder, servers, tuple(pods))
 
 
-def trace_folder(trace: str | Path | None) -> Path:
+def trace_folder(trace: str | Path | None, option: str = "--openb-trace") -> Path:
     """The folder of the trace: `trace`, else `$DRFEMU_OPENB_TRACE`; one line naming both when
-    neither is given or the folder lacks the files."""
+    neither is given or the folder lacks the files (`option`: the command's option for the folder)."""
     given = str(trace) if trace else os.environ.get(TRACE_ENV, "")
     if not given:
-        raise WorkloadError(f"the openb trace is read from where it lies: give --trace DIR (the folder of {NODES_FILE} "
-                            f"and {PODS_FILE}) or set {TRACE_ENV}")
+        raise WorkloadError(f"the openb trace is read from where it lies: give {option} DIR (the folder of "
+                            f"{NODES_FILE} and {PODS_FILE}) or set {TRACE_ENV}")
     folder = Path(given).expanduser()
     for name in (NODES_FILE, PODS_FILE):
         if not (folder / name).is_file():
@@ -116,29 +127,40 @@ def trace_folder(trace: str | Path | None) -> Path:
 
 
 def _rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[dict[str, str], str]]:
-    with path.open(newline="", encoding="utf-8") as file:
-        reader = csv.DictReader(file)
-        missing = [c for c in columns if c not in (reader.fieldnames or ())]
-        if missing:
-            raise WorkloadError(f"{path}: no column {', '.join(missing)} (is it the openb trace?)")
-        for line, row in enumerate(reader, start=2):
-            yield row, f"{path.name}:{line}"
+    for line, row in csv_rows(path, columns, "the openb trace's CSV", WorkloadError):
+        yield row, f"{path}: line {line}"
 
 
 def _number(row: dict[str, str], column: str, where: str) -> float:
+    text = row[column]
     try:
-        value = float(row[column])
-    except (TypeError, ValueError):
-        raise WorkloadError(f"{where}: {column} is {row[column]!r}, not a number") from None
-    if not np.isfinite(value) or value < 0:
-        raise WorkloadError(f"{where}: {column} must be a finite number at least 0, got {row[column]!r}")
+        value = float(text)
+    except ValueError:
+        raise WorkloadError(f"{where}, {column}: {text[:40]!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise WorkloadError(f"{where}, {column}: {text[:40]!r} is not a finite number at least 0")
+    return value
+
+
+def _amount(row: dict[str, str], column: str, where: str, unit: float) -> float:
+    """`column` in the workload's units (cores, GiB, GPUs: the trace's milli-cores are `unit` 1000),
+    within the bounds of every workload (`schema.workload.check_amount`)."""
+    scaled = f" / {unit:g}" if unit != 1 else ""
+    return check_amount(_number(row, column, where) / unit, f"{where}, {column}{scaled}")
+
+
+def _time(row: dict[str, str], column: str, where: str) -> float:
+    """`column`, seconds, at most a workload's largest time (`schema.workload.LARGEST`)."""
+    value = _number(row, column, where)
+    if value > LARGEST:
+        raise WorkloadError(f"{where}, {column}: {value:g} s is beyond {LARGEST:g} s")
     return value
 
 
 def _pod_demand(row: dict[str, str], where: str) -> tuple[float, float, float]:
-    gpus, milli = _number(row, "num_gpu", where), _number(row, "gpu_milli", where)
-    gpu = milli / 1000 if gpus == 1 else gpus
-    return _number(row, "cpu_milli", where) / 1000, _number(row, "memory_mib", where) / 1024, gpu
+    gpus = _amount(row, "num_gpu", where, 1)
+    gpu = _amount(row, "gpu_milli", where, 1000) if gpus == 1 else gpus
+    return _amount(row, "cpu_milli", where, 1000), _amount(row, "memory_mib", where, 1024), gpu
 
 
 def _fits_somewhere(demand: tuple[float, ...], capacities: np.ndarray) -> bool:
@@ -164,7 +186,7 @@ def openb_case(trace: OpenbTrace, machines: int = 100, users: int = 20, seed: in
     if not 1 <= users <= MAX_NODES:
         raise WorkloadError(f"an openb case has between 1 and {MAX_NODES:,} users")
     if gpu_users is not None and not 0 <= gpu_users <= 1:
-        raise WorkloadError(f"gpu_users must be a fraction in [0, 1], got {gpu_users!r}")
+        raise WorkloadError(f"--gpu-users must be a fraction in [0, 1], got {gpu_users!r}")
     rng = RandomStreams(seed).numpy("workload/openb")
     servers = _draw_servers(trace, machines, rng)
     capacities = np.array([s.capacity for s in servers])
@@ -207,12 +229,14 @@ def openb_replay(trace: OpenbTrace, tasks: int | None = None, minutes: float | N
                  machines: int | None = None, seed: int = 1, max_duration: float = 3600.0,
                  idle_gap: float = 600.0) -> Workload:
     """The pods of a window of the trace as tasks that end (see the module docstring)."""
-    if tasks is not None and tasks < 1:
-        raise WorkloadError(f"--tasks must be at least 1, got {tasks}")
-    if minutes is not None and not minutes > 0:
-        raise WorkloadError(f"--minutes must be positive, got {minutes}")
-    if not (start >= 0 and max_duration >= 1 and idle_gap >= 0):
-        raise WorkloadError("--start and --idle-gap must be at least 0 and --max-duration at least 1 s")
+    if tasks is not None and not 1 <= tasks <= MAX_TASKS:
+        raise WorkloadError(f"--tasks must be in [1, {MAX_TASKS:,}], got {tasks}")
+    if minutes is not None and not 0 < minutes <= LARGEST / 60:
+        raise WorkloadError(f"--minutes must be positive and at most {LARGEST / 60:g}, got {minutes!r}")
+    for option, value, least in (("--start", start, 0.0), ("--max-duration", max_duration, 1.0),
+                                 ("--idle-gap", idle_gap, 0.0)):
+        if not least <= value <= LARGEST:
+            raise WorkloadError(f"{option} must be between {least:g} s and {LARGEST:g} s, got {value!r} s")
     rng = RandomStreams(seed).numpy("workload/openb")
     servers = _draw_servers(trace, machines, rng)
     origin = trace.pods[0].created
@@ -251,9 +275,9 @@ def _loaded(folder: Path, modified: tuple[int, int]) -> OpenbTrace:
     return OpenbTrace.load(folder)
 
 
-def load_trace(trace: str | Path | None) -> OpenbTrace:
+def load_trace(trace: str | Path | None, option: str = "--openb-trace") -> OpenbTrace:
     """The trace at `trace` (else `$DRFEMU_OPENB_TRACE`), read once per process (`trace_folder`)."""
-    folder = trace_folder(trace).resolve()
+    folder = trace_folder(trace, option).resolve()
     return _loaded(folder, tuple((folder / name).stat().st_mtime_ns for name in (NODES_FILE, PODS_FILE)))
 
 

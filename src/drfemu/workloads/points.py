@@ -77,7 +77,11 @@ def defaults() -> dict[str, Any]:
 
 
 def _generated(workload: str) -> WorkloadSpec | None:
-    return WORKLOADS[workload] if workload in WORKLOADS else None
+    """The generated workload named `workload`, or None: it names a file. A plug-in of that name
+    that could not be loaded is one line saying why (not "file not found")."""
+    if workload in WORKLOADS or WORKLOADS.broken(workload) is not None:
+        return WORKLOADS[workload]
+    return None
 
 
 def _readable(value: Any, base_dir: Path | None, option: str, what: str) -> Path:
@@ -133,7 +137,7 @@ def _canonical(params: Mapping[str, Any],
     workload = given.get("workload", WorkloadChoice.PARAMS[0].default)
     if not isinstance(workload, str):
         raise InputError(f"--workload: expected a generated workload's name or a file path, got {workload!r}")
-    spec = WORKLOADS[workload] if workload in WORKLOADS else None
+    spec = _generated(workload)
     if given.get("faults") is not None:
         given["faults"] = str(_readable(given["faults"], base_dir, "--faults", "fault scenario"))
     case = _case(workload, spec, given, base_dir)

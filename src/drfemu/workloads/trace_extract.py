@@ -32,10 +32,13 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from drfemu.kernel.errors import InputError
+from drfemu.kernel.files import csv_records, text_lines
 
 __all__ = ["MACHINE_EVENTS", "TASK_EVENTS", "build_extract"]
 
@@ -57,29 +60,55 @@ def _write_gzip_csv(path: Path, header: list[str], rows: list[list[str]]) -> Non
         gz.write(buffer.getvalue().encode("utf-8"))
 
 
+PART_FILE = "a clusterdata-2011-2 part file"
+MACHINE_FIELDS, MACHINE_INTEGERS, MACHINE_NUMBERS = 6, (1,), (4, 5)
+TASK_FIELDS, TASK_INTEGERS, TASK_NUMBERS = 13, (0,), (9, 10)
+
+
+def _records(path: Path, fields: int, integers: tuple[int, ...], numbers: tuple[int, ...]) -> Iterator[list[str]]:
+    """The rows of a gzip part file, each with at least `fields` fields, the `integers` columns
+    integers and the `numbers` columns finite numbers or empty; anything else is one line naming
+    the file, the line and the field."""
+    for line, row in csv_records(text_lines(path, PART_FILE, compressed=True), path, PART_FILE):
+        if len(row) < fields:
+            raise InputError(f"{path}: line {line}: {len(row)} fields where {PART_FILE} has {fields}")
+        for column in integers:
+            if not (row[column].isascii() and row[column].isdigit()):
+                raise InputError(f"{path}: line {line}, field {column + 1}: {row[column][:40]!r} is not an integer")
+        for column in numbers:
+            if row[column] and not _finite_number(row[column]):
+                raise InputError(f"{path}: line {line}, field {column + 1}: {row[column][:40]!r} is not a number")
+        yield row
+
+
+def _finite_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
 def _machines(trace_dir: Path) -> list[list[str]]:
     first_add: dict[int, tuple[str, str]] = {}
-    with gzip.open(trace_dir / MACHINE_EVENTS, "rt", newline="") as f:
-        for row in csv.reader(f):
-            if row[2] != _ADD:
-                continue
-            machine = int(row[1])
-            if machine not in first_add:
-                first_add[machine] = (row[4], row[5])
+    for row in _records(trace_dir / MACHINE_EVENTS, MACHINE_FIELDS, MACHINE_INTEGERS, MACHINE_NUMBERS):
+        if row[2] != _ADD:
+            continue
+        machine = int(row[1])
+        if machine not in first_add:
+            first_add[machine] = (row[4], row[5])
     return [[str(m), cpu, mem] for m, (cpu, mem) in sorted(first_add.items()) if cpu and mem]
 
 
 def _user_requests(trace_dir: Path) -> list[list[str]]:
     first_request: dict[tuple[str, str], tuple[str, str, str]] = {}
-    with gzip.open(trace_dir / TASK_EVENTS, "rt", newline="") as f:
-        for row in csv.reader(f):
-            if row[5] != _SUBMIT or not row[9] or not row[10]:
-                continue
-            if float(row[9]) <= 0 or float(row[10]) <= 0:
-                continue
-            key = (row[2], row[3])
-            if key not in first_request:
-                first_request[key] = (row[6], row[9], row[10])
+    for row in _records(trace_dir / TASK_EVENTS, TASK_FIELDS, TASK_INTEGERS, TASK_NUMBERS):
+        if row[5] != _SUBMIT or not row[9] or not row[10]:
+            continue
+        if float(row[9]) <= 0 or float(row[10]) <= 0:
+            continue
+        key = (row[2], row[3])
+        if key not in first_request:
+            first_request[key] = (row[6], row[9], row[10])
     per_user: dict[str, Counter[tuple[str, str]]] = defaultdict(Counter)
     for user, cpu, mem in first_request.values():
         per_user[user][(cpu, mem)] += 1
@@ -97,20 +126,19 @@ def _seconds(microseconds: int) -> str:
 def _jobs_first_hour(trace_dir: Path) -> list[list[str]]:
     tasks: dict[tuple[str, str], dict[str, object]] = {}
     last = 0
-    with gzip.open(trace_dir / TASK_EVENTS, "rt", newline="") as f:
-        for row in csv.reader(f):
-            t, kind, key = int(row[0]), row[5], (row[2], row[3])
-            last = max(last, t)
-            task = tasks.get(key)
-            if kind == _SUBMIT:
-                if task is None:
-                    tasks[key] = {"submit": t, "user": row[6], "cpu": row[9], "mem": row[10]}
-            elif task is None:
-                continue
-            elif kind == _SCHEDULE and "schedule" not in task:
-                task["schedule"] = t
-            elif kind in _ENDS and "schedule" in task and "end" not in task:
-                task["end"], task["end_event"] = t, _ENDS[kind]
+    for row in _records(trace_dir / TASK_EVENTS, TASK_FIELDS, TASK_INTEGERS, TASK_NUMBERS):
+        t, kind, key = int(row[0]), row[5], (row[2], row[3])
+        last = max(last, t)
+        task = tasks.get(key)
+        if kind == _SUBMIT:
+            if task is None:
+                tasks[key] = {"submit": t, "user": row[6], "cpu": row[9], "mem": row[10]}
+        elif task is None:
+            continue
+        elif kind == _SCHEDULE and "schedule" not in task:
+            task["schedule"] = t
+        elif kind in _ENDS and "schedule" in task and "end" not in task:
+            task["end"], task["end_event"] = t, _ENDS[kind]
     rows = []
     for task in tasks.values():
         submit = int(task["submit"])  # type: ignore[call-overload]
@@ -124,7 +152,7 @@ def _jobs_first_hour(trace_dir: Path) -> list[list[str]]:
     # Users by the first 8 characters of their hashed name: unique among the hour's users.
     short = {row[0]: row[0][:8] for row in rows}
     if len(set(short.values())) != len(short):
-        raise ValueError("two users of the first hour share a hash prefix; lengthen it")
+        raise InputError("two users of the first hour share a hash prefix (8 characters): not the 2011 trace's users")
     for row in rows:
         row[0] = short[row[0]]
     rows.sort(key=lambda r: (float(r[1]), r[0], float(r[2])))
@@ -137,12 +165,9 @@ def build_extract(trace_dir: str | Path, out_dir: str | Path) -> tuple[int, int,
     missing = [name for name in (MACHINE_EVENTS, TASK_EVENTS) if not (trace / name).is_file()]
     if missing:
         raise InputError(f"{trace} lacks {' and '.join(missing)} (the clusterdata-2011-2 part files)")
-    try:
-        machines = _machines(trace)
-        requests = _user_requests(trace)
-        jobs = _jobs_first_hour(trace)
-    except (OSError, EOFError, UnicodeDecodeError, csv.Error, ValueError, IndexError) as error:
-        raise InputError(f"{trace}: not readable as clusterdata-2011-2 part files ({error})") from None
+    machines = _machines(trace)
+    requests = _user_requests(trace)
+    jobs = _jobs_first_hour(trace)
     out.mkdir(parents=True, exist_ok=True)
     _write_gzip_csv(out / "machines.csv.gz", ["machine_id", "cpu", "mem"], machines)
     _write_gzip_csv(out / "user_requests.csv.gz", ["user", "cpu", "mem", "tasks"], requests)
