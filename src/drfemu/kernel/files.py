@@ -34,11 +34,17 @@ __all__ = ["csv_records", "csv_rows", "decode", "read_bytes", "read_json", "read
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+def _regular_or_absent(p: Path, what: str, error: type[InputError]) -> None:
+    """Refuse a device or FIFO (`/dev/zero` would be read for ever); a missing file or a directory
+    is left to the read, which names it."""
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise error(f"{p}: not a regular file (expected {what})")
+
+
 def read_bytes(path: Path | str, what: str, error: type[InputError] = InputError) -> bytes:
     """The bytes of `path`, or one line: no such file, a directory, or why it cannot be read."""
     p = Path(path)
-    if p.exists() and not p.is_file() and not p.is_dir():
-        raise error(f"{p}: not a regular file (expected {what})")
+    _regular_or_absent(p, what, error)
     try:
         return p.read_bytes()
     except FileNotFoundError:
@@ -134,8 +140,7 @@ def text_lines(path: Path | str, what: str, compressed: bool,
     gzip parts), decoded as UTF-8; a read, decompression or decoding failure is one line."""
     p = Path(path)
     number = 0
-    if p.exists() and not p.is_file() and not p.is_dir():
-        raise error(f"{p}: not a regular file (expected {what})")
+    _regular_or_absent(p, what, error)
     try:
         with gzip.open(p, "rb") if compressed else p.open("rb") as raw:
             for number, line in enumerate(raw, start=1):
