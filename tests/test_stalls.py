@@ -193,3 +193,17 @@ def test_after_transient_faults_an_endless_run_saturates_or_ends_by_design(
     path.write_text(scenario)
     record = run_case(case, path, run_twin(case, run_workload), run_workload)
     assert failed(record) == [], (record.get("error") or record.get("end_reason"), scenario)
+
+
+def test_a_task_the_scheduler_forgot_is_never_launched_afterwards(tmp_path: Path) -> None:
+    """The draw that found it (fifo, 10 × 3): a crash cut off a proposal the user had accepted, the
+    user asked again, and with jittered latency the scheduler's `Forgotten` reached the user after
+    its second proposal — the user gave the task up while the scheduler launched it."""
+    spec = PROTOCOLS["fifo"]
+    scenario = random_schedule(random.Random(5940), 10, central=spec.central_rule is not None,
+                               gradient=spec.gradient is not GradientUse.OFF)
+    case = CampaignCase(0, "fifo", 10, 3, finite=False, case_seed=1, seed=941, scenario=scenario)
+    path = tmp_path / "faults.toml"
+    path.write_text(scenario)
+    record = run_case(case, path, run_twin(case, run_workload), run_workload)
+    assert failed(record) == [], record.get("error") or record.get("end_reason")

@@ -24,7 +24,9 @@ it rejoins, empty. When the scheduler itself restarts it knows nothing (`restart
 no one, but every live resource node reports what runs on it (`ServerState`, which it
 acknowledges); until all have, it allocates nothing, since a task it does not know about may
 be running. After that an `Accept` it cannot place is `Forgotten`, and a request for a task
-that runs repeats its `Launch` (the node repeats the start to the user).
+that runs repeats its `Launch` (the node repeats the start to the user). A task answered
+`Forgotten` is never placed again — its user submits it under a new id — and a later request
+for it gets the same answer.
 """
 
 from __future__ import annotations
@@ -64,8 +66,8 @@ _UNREPORTED = (-1, ())  # no block: what a restarted scheduler's observers last 
 
 
 class CentralScheduler(Actor):
-    __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "ended", "held", "running",
-                 "per_tick", "ack_ends", "awaiting", "_arrivals", "_index", "_blocked")
+    __slots__ = ("rule", "cluster", "servers", "pending", "proposed", "launched", "ended", "forgotten", "held",
+                 "running", "per_tick", "ack_ends", "awaiting", "_arrivals", "_index", "_blocked")
 
     def __init__(self, actor_id: int, rule: CentralRule, servers: Sequence[int], capacities: Sequence[Vector],
                  per_tick: int = 1, ack_ends: bool = False, restarted: bool = False,
@@ -82,6 +84,7 @@ class CentralScheduler(Actor):
         self.proposed: dict[tuple[int, int], Placed] = {}
         self.launched: dict[tuple[int, int], Placed] = {}  # running
         self.ended: set[tuple[int, int]] = set()  # with resilience on (`ack_ends`): so a late request is ignored
+        self.forgotten: set[tuple[int, int]] = set()  # tasks answered `Forgotten`: never placed again
         self.ack_ends = ack_ends
         self.held: dict[int, Vector] = {}
         self.running: dict[int, int] = {}
@@ -107,6 +110,9 @@ class CentralScheduler(Actor):
                 self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1], launched[2]))
             return
         if key in self.ended:
+            return
+        if key in self.forgotten:
+            self.send(msg.user, Forgotten(msg.task, self.id))  # the first answer may have been lost
             return
         waiting = self.pending.get(msg.user)
         if waiting is not None and waiting.task == msg.task:
@@ -157,7 +163,7 @@ class CentralScheduler(Actor):
             if launched is not None:
                 self.send(self.servers[launched[0]], Launch(msg.user, msg.task, launched[1], launched[2]))
             elif self.ack_ends and not self.awaiting and key not in self.ended:
-                self.send(msg.user, Forgotten(msg.task, self.id))
+                self._forget(key)
             return
         placed = self.proposed.pop(key)
         self.launched[key] = placed
@@ -166,6 +172,19 @@ class CentralScheduler(Actor):
         self.held[msg.user] = demand if held is None else tuple(h + d for h, d in zip(held, demand))
         self.running[msg.user] = self.running.get(msg.user, 0) + 1
         self.send(self.servers[index], Launch(msg.user, msg.task, demand, devices))
+
+    def _forget(self, key: tuple[int, int]) -> None:
+        """Tell the user its accepted task cannot be placed (it submits it again under a new id),
+        and never place that task afterwards: a request for it that waits here (the user asked
+        again while its Accept was on the wire) is dropped, and a later one is answered the same
+        way. Else a second proposal could be accepted, and the task launched, after the user had
+        given it up on hearing `Forgotten` (found by the stall property test: fifo, a crash that cut
+        off a proposal, and latency with jitter that let the answers cross)."""
+        self.forgotten.add(key)
+        waiting = self.pending.get(key[0])
+        if waiting is not None and waiting.task == key[1]:
+            del self.pending[key[0]]
+        self.send(key[0], Forgotten(key[1], self.id))
 
     @handles(Decline)
     def on_decline(self, msg: Decline, now: float) -> None:
