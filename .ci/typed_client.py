@@ -1,8 +1,9 @@
 """A user's script, type-checked by `.ci/typecheck-client` with `mypy --strict` against the
-installed package: each `reveal_type` must show the type the docs promise (`docs/api.md`)."""
+installed package: each `reveal_type` must show the type the docs promise (`docs/api.md`), and
+each line marked `expect-error` must be the one error mypy reports there."""
 
 import asyncio
-from typing import reveal_type
+from typing import Any, reveal_type
 
 import drfemu
 
@@ -26,3 +27,9 @@ reveal_type(asyncio.run(drfemu.run_config_async(config)).gini)  # expect: float 
 reveal_type(drfemu.SCHEMA_VERSION)  # expect: str
 reveal_type(drfemu.params())  # expect: tuple[drfemu.kernel.params.Param, ...]
 reveal_type(drfemu.google_case(10, 3, seed=1))  # expect: drfemu.schema.workload.Workload
+
+drfemu.run(protocol="drf", neighbours=3)  # expect-error: Unexpected keyword argument "neighbours" for "run"
+drfemu.configure(protocol="pdgdrf", neighbors="3")  # expect-error: Argument "neighbors" to "configure" has incompatible type "str"
+drfemu.run(protocol="drf", tick="100ms", max_time=50.0, placement="best-fit")  # durations: text or seconds
+plugin_params: dict[str, Any] = {"demo_every": 3}  # a plug-in's own parameter: through a mapping
+drfemu.configure(protocol="drf", machines=10, users=3, **plugin_params)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import drfemu
 from drfemu.schema.overlay_config import OverlayConfig
 from drfemu.schema.overlay_result import OverlayResult
 from drfemu.schema.result import SECTIONS, RunResult, Section
@@ -139,3 +140,15 @@ def test_plugins_are_listed_without_being_imported(kind: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     names, loaded = json.loads(done.stdout)
     assert len(names) >= 2 and loaded == [], loaded
+
+
+def test_the_run_keywords_for_type_checkers_are_written_from_the_declarations() -> None:
+    """`drfemu.run`'s typed keywords (`workloads/run_keywords.py`) are generated, never edited:
+    a parameter declared, renamed or retyped without regenerating them fails here."""
+    from drfemu.workloads.keywords import TARGET, keywords_source
+
+    assert TARGET.read_text(encoding="utf-8") == keywords_source(), "run: python -m drfemu.workloads.keywords"
+    from drfemu.workloads.run_keywords import RunKeywords
+
+    built_in = {p.name for p in drfemu.params()} - {"protocol", "workload"}
+    assert set(RunKeywords.__annotations__) <= built_in and "neighbors" in RunKeywords.__annotations__

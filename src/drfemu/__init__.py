@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from drfemu.api import sweep as sweep
     from drfemu.assembly.config import RunConfig as RunConfig
     from drfemu.kernel.errors import InputError as InputError
+    from drfemu.kernel.errors import UnreadOptionWarning as UnreadOptionWarning
     from drfemu.kernel.params import Declared as Declared
     from drfemu.kernel.params import Duration as Duration
     from drfemu.kernel.params import Kind as Kind

@@ -12,20 +12,22 @@ handed the function that runs a point), so it sits above them, beside the CLI.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from drfemu.assembly.config import RunConfig
 from drfemu.assembly.run import Run
-from drfemu.kernel.errors import InputError
+from drfemu.kernel.errors import InputError, UnreadOptionWarning
 from drfemu.kernel.params import Param
 from drfemu.observers.run_log import labelled_log
 from drfemu.observers.samples import DEFAULT_POINTS, MAX_POINTS
 from drfemu.reports.pages import PAGES
 from drfemu.reports.run_page import run_page
 from drfemu.protocols.registry import PROTOCOLS, ProtocolSpec, register
+from drfemu.schema.params import unread
 from drfemu.schema.result import RunResult
 from drfemu.schema.workload import Workload
 from drfemu.sweeps.config import Sweep, load_sweep, sweep_from_document
@@ -42,6 +44,7 @@ from drfemu.workloads.points import (
     run_point,
 )
 from drfemu.workloads.registry import WORKLOADS, WorkloadSpec
+from drfemu.workloads.run_keywords import RunKeywords
 
 __all__ = ["AllocationLog", "Progress", "available_protocols", "available_workloads", "configure", "params",
            "register_protocol", "register_workload", "run", "run_config", "sweep"]
@@ -58,10 +61,19 @@ each record as it happens (what `drfemu run --log` writes)."""
 GOOGLE = WorkloadChoice.PARAMS[0].default
 
 
-def configure(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, **params: Any) -> RunConfig:
+def configure(protocol: str = "drf", workload: str | Path | Workload = GOOGLE,
+              **params: Unpack[RunKeywords]) -> RunConfig:
     """The validated configuration of a run (its workload loaded or drawn); `run` takes the same
-    arguments. Bad parameters raise `InputError` with the option named."""
+    arguments. Bad parameters raise `InputError` with the option named; one that the chosen protocol
+    or placement does not read is ignored with an `UnreadOptionWarning` saying so."""
+    return _configure(protocol, workload, params)
+
+
+def _configure(protocol: str, workload: str | Path | Workload, params: Mapping[str, object]) -> RunConfig:
+    """`configure`, its warnings pointed at the caller of `configure` or `run`."""
     given = {name: value for name, value in params.items() if value is not None}
+    for reason in unread({"protocol": protocol, **given}):
+        warnings.warn(f"{reason}; ignored", UnreadOptionWarning, stacklevel=3)
     if isinstance(workload, Workload):
         return configured(protocol, workload, given)
     return build_run_config(canonical_params({"protocol": protocol, "workload": str(workload), **given}))
@@ -106,7 +118,7 @@ def _prepared(config: RunConfig, allocation_log: AllocationLog, progress: Progre
 
 
 def run(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, *, allocation_log: AllocationLog = False,
-        progress: Progress | None = None, samples: int = 0, **params: Any) -> RunResult:
+        progress: Progress | None = None, samples: int = 0, **params: Unpack[RunKeywords]) -> RunResult:
     """Run one emulation and return its result.
 
     `workload`: ``"google"`` (a case of `machines` × `users` drawn from the Google 2011 trace
@@ -117,7 +129,7 @@ def run(protocol: str = "drf", workload: str | Path | Workload = GOOGLE, *, allo
     (`RunResult.samples`, `samples_table()`: what a run's page draws; the same run, sampled or
     not). Bad parameters raise `InputError` with the option named.
     """
-    return run_config(configure(protocol, workload, **params), allocation_log=allocation_log, progress=progress,
+    return run_config(_configure(protocol, workload, params), allocation_log=allocation_log, progress=progress,
                       samples=samples)
 
 

@@ -8,7 +8,7 @@ is 70 (see `cli`).
 
 from __future__ import annotations
 
-__all__ = ["InputError", "PluginWarning"]
+__all__ = ["InputError", "PluginWarning", "UnreadOptionWarning"]
 
 
 class InputError(ValueError):
@@ -17,3 +17,8 @@ class InputError(ValueError):
 
 class PluginWarning(UserWarning):
     """A protocol of another package could not be added; the message names it and says why."""
+
+
+class UnreadOptionWarning(UserWarning):
+    """A run option was given that the chosen protocol or placement does not read: it is ignored
+    (the command line prints the same line as `drfemu: warning: …`)."""
