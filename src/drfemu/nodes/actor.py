@@ -161,6 +161,6 @@ class Actor:
 
 
 send_python = Actor.send  # the reference for the C `send` below
-_engine = compiled_module("drfemu.nodes._engine")
-if _engine is not None:  # the same `send` in C (`src/native/_engine.c`)
-    Actor.send = _engine.send_method(Actor)  # type: ignore[method-assign]
+if compiled_module("drfemu.nodes._engine") is not None:  # the same `send` in C (`src/native/_engine.c`)
+    from drfemu.nodes._engine import send_method
+    Actor.send = send_method(Actor)  # type: ignore[method-assign,assignment]  # a C function replaces the method

@@ -39,9 +39,10 @@ def count_items_python(out: list[tuple[int, Any]], cls: type, field: str) -> int
     return sum(len(getattr(msg, field)) for _, msg in out if msg.__class__ is cls)
 
 
-_engine = compiled_module("drfemu.nodes._engine")
-count_types = _engine.count_types if _engine is not None else count_types_python
-count_items = _engine.count_items if _engine is not None else count_items_python
+if compiled_module("drfemu.nodes._engine") is not None:  # typed by its stub, `_engine.pyi`
+    from drfemu.nodes._engine import count_items, count_types
+else:
+    count_types, count_items = count_types_python, count_items_python
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,10 +190,11 @@ def _compile_exchanges() -> str:
     """Put the C versions of the overlay rounds and handlers (`src/native/_exchange.c`) in
     `OverlayPeer`, where the extension was built; returns which implementation runs. They fall
     back to the Python reference for a node whose Cyclon or gradient is of another class."""
-    exchange = compiled_module("drfemu.nodes._exchange")
-    if exchange is None:
+    if compiled_module("drfemu.nodes._exchange") is None:
         return "Python"
-    methods = exchange.peer_methods(
+    from drfemu.nodes._exchange import peer_methods  # typed by its stub, `_exchange.pyi`
+
+    methods = peer_methods(
         OverlayPeer, Cyclon, Gradient, (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest),
         (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank),
         PYTHON_EXCHANGES)

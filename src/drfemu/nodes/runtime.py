@@ -124,10 +124,12 @@ def fire_each_python(
                 actor.outbox.clear()
 
 
-_engine = compiled_module("drfemu.nodes._engine")
-deliver = _engine.deliver if _engine is not None else deliver_python
-fire_each = _engine.fire_each if _engine is not None else fire_each_python
-ENGINE_IMPLEMENTATION = "C" if _engine is not None else "Python"
+if compiled_module("drfemu.nodes._engine") is not None:  # typed by its stub, `_engine.pyi`
+    from drfemu.nodes._engine import deliver, fire_each
+    ENGINE_IMPLEMENTATION = "C"
+else:
+    deliver, fire_each = deliver_python, fire_each_python
+    ENGINE_IMPLEMENTATION = "Python"
 
 
 class _Instant:

@@ -548,9 +548,9 @@ def to_rule_python(handler: Callable[..., None]) -> Callable[[ServerNode, Any, f
     return dispatch
 
 
-_engine = compiled_module("drfemu.nodes._engine")
-_to_rule: Callable[[Callable[..., None]], Callable[[ServerNode, Any, float], None]] = (
-    _engine.rule_handler if _engine is not None else to_rule_python)
+_to_rule: Callable[[Callable[..., None]], Callable[[ServerNode, Any, float], None]] = to_rule_python
+if compiled_module("drfemu.nodes._engine") is not None:  # typed by its stub, `_engine.pyi`
+    from drfemu.nodes._engine import rule_handler as _to_rule
 
 
 def _acknowledging(handler: Callable[[ServerNode, Any, float], None]) -> Callable[[ServerNode, Any, float], None]:

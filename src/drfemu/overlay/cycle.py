@@ -309,7 +309,9 @@ def run_cycles_python(overlay: CycleOverlay, first: int, gradient_turns: list[in
                 _gradient_turn(overlay, rng, u, now)
 
 
-_cycle = compiled_module("drfemu.overlay._cycle")
-bootstrap = _cycle.bootstrap if _cycle is not None else bootstrap_python
-run_cycles = _cycle.run_cycles if _cycle is not None else run_cycles_python
-CYCLE_IMPLEMENTATION = "C" if _cycle is not None else "Python"
+if compiled_module("drfemu.overlay._cycle") is not None:  # typed by its stub, `_cycle.pyi`
+    from drfemu.overlay._cycle import bootstrap, run_cycles
+    CYCLE_IMPLEMENTATION = "C"
+else:
+    bootstrap, run_cycles = bootstrap_python, run_cycles_python
+    CYCLE_IMPLEMENTATION = "Python"

@@ -108,18 +108,20 @@ ARRAY_VIEW_MAX = 64
 The array view finds a node by scanning, so it stays within a few cache lines only for small
 views; the thesis's `c` is 10 (`--cyclon-view`, at most 10,000)."""
 
-_cyclon = compiled_module("drfemu.overlay._cyclon")
+_COMPILED = compiled_module("drfemu.overlay._cyclon") is not None
 sample = sample_python  # no hot path draws from a plain sequence: not compiled
-sample_values = _cyclon.sample_values if _cyclon is not None else sample_values_python
-pop_oldest = _cyclon.pop_oldest if _cyclon is not None else pop_oldest_python
+if _COMPILED:  # typed by its stub, `_cyclon.pyi`
+    from drfemu.overlay._cyclon import View, pop_oldest, sample_values
+else:
+    sample_values, pop_oldest = sample_values_python, pop_oldest_python
 
 
 def new_view(size: int) -> MutableMapping[int, Descriptor]:
     """An empty Cyclon view for at most `size` entries: a `View` (C arrays) where the extension
     is built and `size` is at most `ARRAY_VIEW_MAX`, else a dict. Both keep the same entries in
     the same order under the same operations, so runs do not depend on which."""
-    if _cyclon is not None and size <= ARRAY_VIEW_MAX:
-        return _cyclon.View(size)  # type: ignore[no-any-return]
+    if _COMPILED and size <= ARRAY_VIEW_MAX:
+        return View(size)
     return {}
 
 
@@ -231,4 +233,7 @@ def merge_python(entries: MutableMapping[int, Descriptor], me: int, size: int, r
         entries[descriptor[1]] = descriptor
 
 
-merge = _cyclon.merge if _cyclon is not None else merge_python
+if _COMPILED:
+    from drfemu.overlay._cyclon import merge
+else:
+    merge = merge_python

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import ClassVar
 
@@ -125,11 +125,15 @@ def freshest_python(candidates: list[Descriptor]) -> list[Descriptor] | None:
     return list(kept.values())
 
 
-_rank = compiled_module("drfemu.overlay._rank")
-rank_c = _rank.rank if _rank is not None else None
+rank_c: Callable[[int, float, list[Descriptor], int, float], list[Descriptor]] | None = None
+if compiled_module("drfemu.overlay._rank") is not None:  # typed by its stub, `_rank.pyi`
+    from drfemu.overlay._rank import freshest
+    from drfemu.overlay._rank import rank as rank_c
+    RANK_IMPLEMENTATION = "C"
+else:
+    freshest = freshest_python
+    RANK_IMPLEMENTATION = "Python"
 rank = rank_c if rank_c is not None else rank_python
-freshest = _rank.freshest if _rank is not None else freshest_python
-RANK_IMPLEMENTATION = "C" if _rank is not None else "Python"
 
 
 def lowest_neighbour(view: Iterable[Descriptor]) -> int:

@@ -64,8 +64,11 @@ _chosen: list[GiniTest] = []
 def gini_test() -> GiniTest:
     """The Gini test of this process: the C one where it was built, else `lowers_gini_python`."""
     if not _chosen:
-        compiled = compiled_module("drfemu.protocols._gini")  # hands what it cannot decide to lowers_gini_python
-        _chosen.append(compiled.lowers_gini if compiled is not None else lowers_gini_python)
+        if compiled_module("drfemu.protocols._gini") is not None:  # it hands what it cannot decide to the reference
+            from drfemu.protocols._gini import lowers_gini
+            _chosen.append(lowers_gini)
+        else:
+            _chosen.append(lowers_gini_python)
     return _chosen[0]
 
 
