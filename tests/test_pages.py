@@ -50,8 +50,15 @@ def test_samples_stay_between_points_and_twice_as_many_and_end_at_the_runs_end()
     assert set(table.dominant_shares) == set(result.tasks) and table.drf_reference is not None
     assert table.waiting is None and table.ideal_view_fraction is None  # endless users; no gradient
     assert table.started[-1] == result.allocations and table.delay_total_s == sorted(table.delay_total_s)
+
+
+def test_the_samples_are_a_dataframe_with_a_column_per_user() -> None:
+    pytest.importorskip("pandas", reason="samples_table needs pandas (the tables extra)")
+    result = drfemu.run(protocol="drf", machines=30, users=6, samples=7)
+    table = result.samples
+    assert table is not None
     frame = result.samples_table()
-    assert len(frame) == n and "share:" + next(iter(table.dominant_shares)) in frame.columns
+    assert len(frame) == len(table.time_s) and "share:" + next(iter(table.dominant_shares)) in frame.columns
 
 
 def test_the_sampler_refuses_a_size_it_cannot_keep() -> None:
