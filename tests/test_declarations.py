@@ -152,3 +152,15 @@ def test_the_run_keywords_for_type_checkers_are_written_from_the_declarations() 
 
     built_in = {p.name for p in drfemu.params()} - {"protocol", "workload"}
     assert set(RunKeywords.__annotations__) <= built_in and "neighbors" in RunKeywords.__annotations__
+
+
+def test_who_reads_a_parameter_is_declared_on_it_not_listed_beside_it() -> None:
+    """Which protocols, placements and modes read a parameter is said on its declaration
+    (`Param.read_by`, `Param.when`); a module-level list of parameter names beside it (what
+    `_DISTRIBUTED`, `PLACEMENT_READS` and `CYCLE_ONLY` were) fails here."""
+    names = {p.name for p in point_declarations()} | {p.name for p in OverlayConfig.PARAMS}
+    listed = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path, tree in _modules() for node in tree.body
+              if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Tuple | ast.List | ast.Set)
+              and len(node.value.elts) >= 2
+              and all(isinstance(e, ast.Constant) and e.value in names for e in node.value.elts)]
+    assert not listed, listed

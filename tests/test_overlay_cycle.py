@@ -193,13 +193,17 @@ def test_a_cycle_run_is_deterministic_and_costs_what_its_exchanges_would_send() 
     assert first["recovery"]["recovered"] == 5
 
 
-def test_options_the_cycle_engine_does_not_read_are_refused() -> None:
-    from drfemu.kernel.errors import InputError
+def test_options_the_cycle_engine_does_not_read_are_named_in_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    from drfemu.cli import main
+    from drfemu.schema.params import unread_choices
 
     for option in ({"latency": "2ms"}, {"gradient": "kompics"}, {"softmax_temperature": 2.0}):
-        with pytest.raises(InputError, match="is not read by --mode cycle"):
-            OverlayConfig.build(mode="cycle", **option)
-    assert OverlayConfig.build(mode="cycle", gradient="tman").gradient == "tman"
+        assert unread_choices(OverlayConfig.PARAMS, {"mode": "cycle", **option}) == [
+            f"--{next(iter(option)).replace('_', '-')} is not read under --mode cycle"]
+        assert unread_choices(OverlayConfig.PARAMS, option) == []  # the event engine reads them
+    assert unread_choices(OverlayConfig.PARAMS, {"mode": "cycle", "gradient": "tman"}) == []  # its own gradient
+    assert main(["overlay", "--mode", "cycle", "--nodes", "50", "--rounds", "2", "--latency", "2ms"]) == 0
+    assert "drfemu: warning: --latency is not read under --mode cycle; ignored" in capsys.readouterr().err
 
 
 def test_counters_are_named_once() -> None:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import drfemu
-from drfemu.schema.params import PLACEMENT_READS
+from drfemu.schema.params import declared
 from drfemu.cli import main
 from drfemu.protocols.cluster import ClusterView
 from drfemu.protocols.devices import Devices
@@ -128,7 +128,7 @@ def test_the_demand_mix_is_read_by_both_placements_that_score_by_it_and_by_no_ot
     with pytest.warns(drfemu.UnreadOptionWarning, match="--fragmentation-mix is not read under --placement best-fit"):
         ignored = run("best-fit", "workload")
     assert ignored.tasks == run("best-fit", "seen").tasks
-    assert PLACEMENT_READS["fragmentation_mix"] == ("min-fragmentation", "keep-room")
+    assert declared("fragmentation_mix").when == ("placement", ("min-fragmentation", "keep-room"))
 
 
 def test_a_run_with_a_reference_names_its_poorest_user_in_both_runs(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from drfemu.cli.common import (
     write_text,
 )
 from drfemu.schema.overlay_config import OverlayConfig
+from drfemu.schema.params import unread_choices
 
 
 def _overlay_rounds_table(result: dict[str, Any]) -> Table:
@@ -51,6 +52,8 @@ def overlay(**options: Any) -> None:
     if options.get("utilities") not in (None, "random", "google") and options.get("nodes") is not None:
         raise CliError("--nodes cannot be combined with a workload file (its servers are the nodes)")
     config = OverlayConfig.build(**options)
+    for reason in unread_choices(OverlayConfig.PARAMS, options):
+        print(f"drfemu: warning: {reason}; ignored", file=sys.stderr)
     from drfemu.studies.overlay import run_overlay_config
 
     with progress_reporter("overlay: starting") as report:

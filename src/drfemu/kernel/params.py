@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, dataclass_transform
 
-__all__ = ["Declared", "Duration", "Kind", "Param", "param", "params_of"]
+__all__ = ["Declared", "Duration", "Kind", "Param", "ReadBy", "param", "params_of"]
 
 
 class Kind(StrEnum):
@@ -39,6 +39,15 @@ class Kind(StrEnum):
     DURATION = "duration"  # a text with a unit such as "100ms"; stored in seconds
 
 
+class ReadBy(StrEnum):
+    """Which protocols of a run read a parameter that every run declares (`schema.params.reads`)."""
+
+    EVERY = "every"
+    DISTRIBUTED = "distributed"  # those whose servers gossip (`ProtocolSpec.distributed`)
+    GRADIENT = "gradient"  # those that use the gradient overlay
+    WALKS = "walks"  # the home-based protocols' walks, and a central rule that declares it among its own
+
+
 @dataclass(frozen=True, slots=True)
 class Param:
     """One parameter.
@@ -47,7 +56,11 @@ class Param:
     values a text may take (empty: any); `unit` is shown in help and docs; `echo` is the key
     under which the result document repeats the value of a plug-in's parameter (None: not
     repeated; the built-in parameters' echoes are fields of `schema.result.Echo`). `flag`
-    overrides the option name (default `--name-with-dashes`).
+    overrides the option name (default `--name-with-dashes`). `read_by` says which protocols of a
+    run read it, and `when` — (another parameter, its values) — that it is read only while that
+    parameter takes one of those values (`("placement", ("best-fit", …))`, `("mode", ("event",))`):
+    declared here, so an option that would not be read is named from the declaration alone
+    (`schema.params.unread`, `unread_choices`).
     """
 
     name: str
@@ -61,6 +74,8 @@ class Param:
     unit: str = ""
     echo: str | None = None
     flag: str | None = None
+    read_by: ReadBy = ReadBy.EVERY
+    when: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def option(self) -> str:
@@ -89,12 +104,15 @@ class _Declared:
     unit: str
     echo: str | None
     flag: str | None
+    read_by: ReadBy
+    when: tuple[str, tuple[str, ...]] | None
 
 
 def param(*, default: Any, help: str, ge: float | None = None, gt: float | None = None, le: float | None = None,
-          choices: tuple[str, ...] = (), unit: str = "", echo: str | None = None, flag: str | None = None) -> Any:
+          choices: tuple[str, ...] = (), unit: str = "", echo: str | None = None, flag: str | None = None,
+          read_by: ReadBy = ReadBy.EVERY, when: tuple[str, tuple[str, ...]] | None = None) -> Any:
     """Declare a field of a `Declared` class (see `Param` for the arguments)."""
-    return _Declared(default, help, ge, gt, le, tuple(choices), unit, echo, flag)
+    return _Declared(default, help, ge, gt, le, tuple(choices), unit, echo, flag, read_by, when)
 
 
 _KINDS = {int: Kind.INT, float: Kind.FLOAT, bool: Kind.BOOL, str: Kind.TEXT}
@@ -137,7 +155,8 @@ class Declared:
             if not isinstance(declared, _Declared):
                 raise TypeError(f"{cls.__name__}.{name}: declare it with param(default=..., help=...)")
             own.append(Param(name, _kind(hints[name]), declared.default, declared.help, declared.ge, declared.gt,
-                             declared.le, declared.choices, declared.unit, declared.echo, declared.flag))
+                             declared.le, declared.choices, declared.unit, declared.echo, declared.flag,
+                             declared.read_by, declared.when))
             setattr(cls, name, declared.default)
         inherited = tuple(dict.fromkeys(p for base in reversed(cls.__mro__[1:]) for p in getattr(base, "PARAMS", ())))
         overrides = dict(cls.__dict__.get("DEFAULTS", {}))

@@ -44,7 +44,7 @@ import random
 from collections.abc import Iterable
 
 from drfemu.kernel.messages import Address, Addresses, WalkFailed, WalkTask, message
-from drfemu.kernel.params import Declared, param
+from drfemu.kernel.params import Declared, ReadBy, param
 from drfemu.kernel.resources import improves
 
 __all__ = [
@@ -80,11 +80,12 @@ class PlacementParams(Declared):
         "over --fit-candidates servers), min-fragmentation (the server where the task adds the least fragmentation "
         "for the known demand mix, over --fit-candidates servers) or keep-room (the server where the task costs the "
         "known demand mix the least room, DRFH's heuristic between equals, over --fit-candidates servers; bdgdrf's "
-        "default).", choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM))
+        "default).", choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM), read_by=ReadBy.WALKS)
     fragmentation_mix: str = param(
         default=SEEN, help="The demand mix a server's min-fragmentation or keep-room walk scores by: seen (the demands "
         "of the tasks it has handled) or workload (every user's, known to every server from the start, as a scheduler "
-        "that knows its workload's task classes; a protocol change — docs/results.md, issue 52).", choices=MIXES)
+        "that knows its workload's task classes; a protocol change — docs/results.md, issue 52).", choices=MIXES,
+        read_by=ReadBy.WALKS, when=("placement", SCORED_BY_MIX))
 
 
 PLACEMENT, FRAGMENTATION_MIX = PlacementParams.PARAMS

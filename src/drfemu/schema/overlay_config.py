@@ -33,10 +33,6 @@ round, measured as the peak resident size over 10,000 to 1,000,000 nodes (`docs/
 FIXED_BYTES = 150 * 2**20
 """The interpreter, numpy, scipy and the package: what a run needs before its first node."""
 
-CYCLE_ONLY = ("latency", "gradient", "softmax_temperature", "gradient_shuffle")
-"""Options of the event-driven engine that the cycle-driven one does not read."""
-
-
 class OverlayConfig(DrawnUsers, OverlayParams):
     """Everything that determines an overlay run; times are seconds of virtual time. `build`
     fills in and checks the values. Its `--neighbors` defaults to 10, the largest view of the
@@ -63,14 +59,10 @@ class OverlayConfig(DrawnUsers, OverlayParams):
     @classmethod
     def build(cls, **given: Any) -> OverlayConfig:
         """A checked config from parameters by name (None or absent: the declared default).
-        Raises `InputError` with one line naming the option."""
+        Raises `InputError` with one line naming the option. What `--mode cycle` does not read is
+        declared on those parameters (`Param.when`: `("mode", ("event",))`) and named by
+        `schema.params.unread_choices`, which the command line prints as a warning."""
         values = {name: value for name, value in given.items() if value is not None}
-        if values.get("mode") == "cycle":
-            for name in CYCLE_ONLY:
-                if name in values and not (name == "gradient" and values[name] == "tman"):
-                    option = "--" + name.replace("_", "-")
-                    raise InputError(f"{option} is not read by --mode cycle (its exchanges are atomic, its gradient "
-                                     "is tman)")
         checked = check_values(cls.PARAMS, values)
         if checked["nodes"] is None:
             checked["nodes"] = 1000

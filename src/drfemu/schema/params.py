@@ -41,7 +41,7 @@ from pydantic.functional_validators import BeforeValidator
 
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import US_PER_S, parse_duration, parse_latency
-from drfemu.kernel.params import Declared, Duration, Kind, Param, param
+from drfemu.kernel.params import Declared, Duration, Kind, Param, ReadBy, param
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
 from drfemu.protocols.placement import BEST_FIT, KEEP_ROOM, MIN_FRAGMENTATION, SCORED_BY_MIX, PlacementParams
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
@@ -49,7 +49,7 @@ from drfemu.schema.workload import MAX_NODES, MAX_SEED
 
 __all__ = ["RETRY_CAP_TICKS", "SATURATION_RETRY_TICKS", "CaseParams", "OverlayParams", "RunParams",
            "check_gradient_period", "canonical_run", "check_latency", "check_values", "declared", "protocol_defaults", "reads", "readers",
-           "run_declarations", "run_params", "unread"]
+           "run_declarations", "run_params", "unread", "unread_choices"]
 
 SATURATION_RETRY_TICKS = {False: 50, True: 1}
 """`--saturation-retry` when not given, by whether tasks end. Decision: with endless tasks a
@@ -79,22 +79,27 @@ class OverlayParams(Declared):
 
     seed: int = param(default=1, help="Root seed of every random stream.", ge=0, le=MAX_SEED)
     tick: Duration = param(default=0.1, help="Allocation tick.", ge=1e-6, unit="s")
-    latency: str = param(default="1ms", help="Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER].")
+    latency: str = param(default="1ms", help="Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER].",
+                         when=("mode", ("event",)))
     neighbors: int = param(default=5, help="P: gradient view size / out-degree of the fixed neighbour graph.", ge=1,
-                           le=10_000)
+                           le=10_000, read_by=ReadBy.DISTRIBUTED)
     shuffles_per_tick: float = param(default=1.0, help="Gradient exchanges per node per tick (may be below 1).", gt=0,
-                                     le=1e6)
-    cyclon_view: int = param(default=10, help="Cyclon view size c.", ge=1, le=10_000)
-    shuffle_length: int = param(default=5, help="Cyclon shuffle length ℓ (at most c).", ge=1, le=10_000)
+                                     le=1e6, read_by=ReadBy.GRADIENT)
+    cyclon_view: int = param(default=10, help="Cyclon view size c.", ge=1, le=10_000, read_by=ReadBy.DISTRIBUTED)
+    shuffle_length: int = param(default=5, help="Cyclon shuffle length ℓ (at most c).", ge=1, le=10_000,
+                                read_by=ReadBy.DISTRIBUTED)
     gradient: str = param(default="tman", help="Gradient overlay: tman (ours: whole views, id-ordered ties, uniform "
-                          "partner) or kompics (the Kompics Toolbox component the thesis ran).", choices=GRADIENT_NAMES)
+                          "partner) or kompics (the Kompics Toolbox component the thesis ran).", choices=GRADIENT_NAMES,
+                          read_by=ReadBy.GRADIENT, when=("mode", ("event",)))
     softmax_temperature: float = param(default=500.0, help="Kompics gradient: softmax temperature of the partner "
                                        "choice (small: the most preferred neighbour; 500, Kompics' value: almost "
-                                       "uniform).", gt=0, le=1e9)
+                                       "uniform).", gt=0, le=1e9, read_by=ReadBy.GRADIENT,
+                                       when=("mode", ("event",)))
     gradient_shuffle: int = param(default=0, help="Kompics gradient: view entries sent per exchange (0: half of P, "
-                                  "rounded up).", ge=0, le=10_000)
+                                  "rounded up).", ge=0, le=10_000, read_by=ReadBy.GRADIENT,
+                                  when=("mode", ("event",)))
     max_age: int = param(default=0, help="Gradient descriptors expire after this many exchange periods (0: "
-                         "max(20, 5·P)).", ge=0, le=10**9, unit="periods")
+                         "max(20, 5·P)).", ge=0, le=10**9, unit="periods", read_by=ReadBy.GRADIENT)
 
     @property
     def max_age_periods(self) -> int:
@@ -110,28 +115,32 @@ class RunParams(PlacementParams, OverlayParams, ProtocolChoice):
                              le=10**9, unit="ticks")
     max_time: Duration = param(default=20_000.0, help="Hard cap on virtual time.", gt=0, le=1e9, unit="s")
     walk_ttl: int = param(default=0, help="Hops a placement walk may take (0: the number of servers).", ge=0, le=10**9,
-                          unit="hops")
+                          unit="hops", read_by=ReadBy.DISTRIBUTED)
     idle_cyclon_every: int = param(default=1, help="A server with no users to allocate for starts a Cyclon shuffle "
                                    "only every this many rounds (1: every round, as the thesis; more: less traffic, a "
                                    "protocol change that slows allocation — docs/performance.md).", ge=1, le=10**6,
-                                   unit="rounds")
+                                   unit="rounds", read_by=ReadBy.DISTRIBUTED)
     reconnect_every: int = param(default=10, help="With faults: every this many rounds a server shuffles with a peer "
                                  "that left one of its Cyclon shuffles unanswered, which rejoins the sides of a healed "
-                                 "partition (0: never — docs/faults.md).", ge=0, le=10**6, unit="rounds")
-    mark_saturated: bool = param(default=True, help="A failed walk marks its user saturated (reports +∞).")
+                                 "partition (0: never — docs/faults.md).", ge=0, le=10**6, unit="rounds",
+                                 read_by=ReadBy.DISTRIBUTED)
+    mark_saturated: bool = param(default=True, help="A failed walk marks its user saturated (reports +∞).",
+                                 read_by=ReadBy.DISTRIBUTED)
     saturation_retry: int | None = param(default=None, help="Ticks before a saturated user's walk is retried, "
                                          "doubling (where tasks end, up to 100 ticks; 0: never; default: 50 on endless "
-                                         "workloads, 1 on finite ones).", ge=0, le=10**9, unit="ticks")
+                                         "workloads, 1 on finite ones).", ge=0, le=10**9, unit="ticks",
+                                         read_by=ReadBy.DISTRIBUTED)
     idle_gradient_every: int = param(default=1, help="A server with no users to allocate for starts a gradient "
                                      "exchange only every this many rounds (1: every round, as the thesis; more: less "
                                      "traffic, a protocol change — docs/performance.md measures its effect).", ge=1,
-                                     le=10**6, unit="rounds")
+                                     le=10**6, unit="rounds", read_by=ReadBy.GRADIENT)
     devices: str | None = param(default=None, help="A resource modelled as devices of one unit each, e.g. gpu: a "
                                 "task's fraction sits on one device, a task of n units takes n unused devices "
                                 "(protocols.devices; endless workloads without faults). Default: every resource a "
                                 "scalar.")
     fit_candidates: int = param(default=8, help="Best-fit, min-fragmentation and keep-room walks: fitting servers a "
-                                "walk compares.", ge=1, le=10**6, unit="servers")
+                                "walk compares.", ge=1, le=10**6, unit="servers",
+                                read_by=ReadBy.WALKS, when=("placement", (BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM)))
     sample_every: Duration = param(default=10.0, help="The period of samples over time: fragmentation in every run; "
                                    "fairness, utilisation and queues where tasks end (0: none).", ge=0, le=1e9,
                                    unit="s")
@@ -262,28 +271,24 @@ def _one_line(error: ValidationError, declared: Mapping[str, Param]) -> str:
 
 
 # -- who reads what -------------------------------------------------------------------------------
-_DISTRIBUTED = ("neighbors", "walk_ttl", "cyclon_view", "shuffle_length", "idle_cyclon_every", "reconnect_every",
-                "mark_saturated", "saturation_retry")
-_GRADIENT = ("shuffles_per_tick", "max_age", "idle_gradient_every", "gradient", "softmax_temperature",
-             "gradient_shuffle")
-_WALKS = ("placement", "fragmentation_mix", "fit_candidates")
-_EVERY_RUN = frozenset(p.name for p in RunParams.PARAMS)
+_EVERY_RUN = {p.name: p for p in RunParams.PARAMS}
 
 
-def _core_reader(name: str) -> Callable[[ProtocolSpec], bool]:
-    if name in _DISTRIBUTED:
+def _core_reader(p: Param) -> Callable[[ProtocolSpec], bool]:
+    """Whether a protocol reads `p`, a parameter every run has, by its declaration (`Param.read_by`)."""
+    if p.read_by is ReadBy.DISTRIBUTED:
         return lambda spec: spec.distributed
-    if name in _GRADIENT:
+    if p.read_by is ReadBy.GRADIENT:
         return lambda spec: spec.gradient is not GradientUse.OFF
-    if name in _WALKS:  # the walks of home-based protocols, and central rules that declare it (drf)
-        return lambda spec: spec.gateway is Gateway.HOME or any(p.name == name for p in spec.params)
+    if p.read_by is ReadBy.WALKS:  # the walks of home-based protocols, and central rules that declare it (drf)
+        return lambda spec: spec.gateway is Gateway.HOME or any(q.name == p.name for q in spec.params)
     return lambda spec: True
 
 
 def reads(spec: ProtocolSpec, name: str) -> bool:
     """Does protocol `spec` read run parameter `name`?"""
     if name in _EVERY_RUN:
-        return _core_reader(name)(spec)
+        return _core_reader(_EVERY_RUN[name])(spec)
     return any(p.name == name for p in spec.params)
 
 
@@ -380,30 +385,41 @@ def canonical_run(given: Mapping[str, Any]) -> dict[str, Any]:
             for name, value in values.items()}
 
 
-PLACEMENT_READS: Mapping[str, tuple[str, ...]] = {
-    "fit_candidates": (BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM),
-    "fragmentation_mix": SCORED_BY_MIX,
-}
-"""The parameters that only some placements read (by the protocols that read them at all)."""
+def unread_choices(params: Iterable[Param], given: Mapping[str, Any],
+                   defaults: Mapping[str, Any] | None = None) -> list[str]:
+    """Why each option among `given` (not None, not its default) is not read under the value another
+    of `params` takes (`Param.when`), e.g. "--fit-candidates is not read under --placement
+    first-fit". `defaults`: defaults of the deciding parameters other than the declared ones (a
+    protocol's own, `protocol_defaults`)."""
+    declarations = {p.name: p for p in params}
+    reasons = []
+    for name, value in given.items():
+        p = declarations.get(name)
+        if value is None or p is None or value == p.default or p.when is None or p.when[0] not in declarations:
+            continue
+        decider = declarations[p.when[0]]
+        chosen = given.get(decider.name)
+        if chosen is None:
+            chosen = (defaults or {}).get(decider.name, decider.default)
+        if chosen not in p.when[1]:
+            reasons.append(f"{p.option} is not read under {decider.option} {chosen}")
+    return reasons
 
 
 def unread(given: Mapping[str, Any]) -> list[str]:
     """Why each option among `given` (run parameters, not None) that differs from its default is
-    not read — by the chosen protocol, or under the chosen placement — e.g. "--neighbors is not read
-    by protocol drf". Decision (one policy for every option a run would not read, `docs/cli.md`):
-    the command warns and runs."""
+    not read — by the chosen protocol (`Param.read_by`), or under the value another option takes
+    (`Param.when`, `unread_choices`) — e.g. "--neighbors is not read by protocol drf". Decision (one
+    policy for every option that would not be read, `docs/cli.md`): the command warns and runs."""
     spec = get_protocol(given.get("protocol") or ProtocolChoice.PARAMS[0].default)
-    declarations = {p.name: p for p in run_declarations()}
-    placement = given.get("placement") or protocol_defaults(spec).get("placement", declarations["placement"].default)
-    reasons = []
-    for name, value in given.items():
-        if value is None or name not in declarations or name == "protocol" or value == declarations[name].default:
-            continue
-        if not reads(spec, name):
-            reasons.append(f"{declarations[name].option} is not read by protocol {spec.name}")
-        elif placement not in PLACEMENT_READS.get(name, (placement,)):
-            reasons.append(f"{declarations[name].option} is not read under --placement {placement}")
-    return reasons
+    declarations = run_declarations()
+    by_name = {p.name: p for p in declarations}
+    protocol_unread = [name for name, value in given.items()
+                       if value is not None and name in by_name and name != "protocol"
+                       and value != by_name[name].default and not reads(spec, name)]
+    return ([f"{by_name[name].option} is not read by protocol {spec.name}" for name in protocol_unread]
+            + unread_choices(declarations, {k: v for k, v in given.items() if k not in protocol_unread},
+                             protocol_defaults(spec)))
 
 
 def run_params(**values: Any) -> RunParams:

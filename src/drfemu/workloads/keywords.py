@@ -21,7 +21,7 @@ from pathlib import Path
 from drfemu.kernel.params import Kind, Param
 from drfemu.protocols.registry import BUILT_IN as PROTOCOLS_BUILT_IN
 from drfemu.protocols.registry import PROTOCOLS
-from drfemu.schema.params import RunParams
+from drfemu.schema.params import ProtocolChoice, RunParams
 from drfemu.workloads.points import WorkloadChoice, point_declarations
 from drfemu.workloads.registry import BUILT_IN as WORKLOADS_BUILT_IN
 from drfemu.workloads.registry import WORKLOADS
@@ -31,8 +31,8 @@ __all__ = ["TARGET", "keywords_source"]
 TARGET = Path(__file__).with_name("run_keywords.py")
 """The generated module."""
 
-EXPLICIT = ("protocol", "workload")
-"""Parameters that `drfemu.run` names in its signature, so not among its keywords."""
+EXPLICIT = frozenset(p.name for p in (*ProtocolChoice.PARAMS, *WorkloadChoice.PARAMS))
+"""The choices `drfemu.run` takes as its first two arguments, so not among its keywords."""
 
 _TYPES = {Kind.INT: "int", Kind.FLOAT: "float", Kind.BOOL: "bool", Kind.TEXT: "str", Kind.DURATION: "str | float"}
 
