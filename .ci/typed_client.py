@@ -17,6 +17,9 @@ reveal_type(result.tick_s)  # expect: float | None
 reveal_type(result.probe_d)  # expect: int | None
 reveal_type(result.saturation_retry_ticks)  # expect: int
 reveal_type(result.to_dict())  # expect: dict[str, Any]
+reveal_type(result.placement)  # expect: dict[str, int] | None
+reveal_type(result.first_blocked)  # expect: drfemu.schema.result_blocks.FirstBlocked | None
+reveal_type(result.fault_windows[0].time_to_recover_s)  # expect: float | None
 
 config = drfemu.configure(protocol="pdgdrf", machines=20, users=4, neighbors=2)
 reveal_type(config.params.neighbors)  # expect: int

@@ -14,6 +14,7 @@ import ast
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +165,35 @@ def test_who_reads_a_parameter_is_declared_on_it_not_listed_beside_it() -> None:
               and len(node.value.elts) >= 2
               and all(isinstance(e, ast.Constant) and e.value in names for e in node.value.elts)]
     assert not listed, listed
+
+
+def test_no_field_of_a_result_is_left_untyped() -> None:
+    """Every field of every section of the result, and of the blocks inside them, has a type: no
+    `Any` (a free-form `dict[str, Any]`) anywhere, down to the last field."""
+    import typing
+
+    from pydantic import BaseModel
+
+    def untyped(annotation: Any) -> bool:
+        return annotation is Any or any(untyped(arg) for arg in typing.get_args(annotation))
+
+    seen: set[type[BaseModel]] = set()
+    found: list[str] = []
+
+    def walk(model: type[BaseModel]) -> None:
+        if model in seen:
+            return
+        seen.add(model)
+        for name, field in model.model_fields.items():
+            if untyped(field.annotation):
+                found.append(f"{model.__name__}.{name}: {field.annotation}")
+            for arg in (field.annotation, *typing.get_args(field.annotation)):
+                if isinstance(arg, type) and issubclass(arg, BaseModel):
+                    walk(arg)
+                for inner in typing.get_args(arg):
+                    if isinstance(inner, type) and issubclass(inner, BaseModel):
+                        walk(inner)
+
+    for section in SECTIONS:
+        walk(section)
+    assert not found, found

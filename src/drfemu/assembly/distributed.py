@@ -30,6 +30,7 @@ from drfemu.protocols.placement import FIRST_FIT, KEEP_ROOM, MIN_FRAGMENTATION, 
 from drfemu.protocols.resilience import Timeouts
 from drfemu.protocols.spec import GradientUse
 from drfemu.schema.result import Distributed, Section
+from drfemu.schema.result_blocks import OverlayFigures
 
 __all__ = ["DistributedSetup", "known_mix", "server_config"]
 
@@ -194,4 +195,4 @@ class DistributedSetup:
             overlay["partners_timed_out"] = sum(node.gradient.timeouts for node in self.servers)
         return Distributed(homes=len(self.homes), cyclon_view=self.config.cyclon_view,
                            shuffle_length=self.config.shuffle_length, walk_ttl=self.config.walk_ttl,
-                           placement=placement, overlay=overlay)
+                           placement=placement, overlay=OverlayFigures(**overlay))

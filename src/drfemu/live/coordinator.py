@@ -86,6 +86,7 @@ from drfemu.observers.ledger import TaskLedger
 from drfemu.observers.observer import Observer, RunEnd
 from drfemu.observers.traffic import Traffic
 from drfemu.schema.result import Distributed, Live, RunResult, Section
+from drfemu.schema.result_blocks import LiveFigures
 from drfemu.tools.pools import checked_pool_size
 from drfemu.workloads.points import build_run_config
 
@@ -414,7 +415,7 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
         rest.publish(event)
     sections = _sections(config, harness, ledger, reports, clock["now"], wall, clock["ticks"])
     figures = _live_figures(reports, options, loop_name)
-    sections.append(Live(live={**figures, "events_out_of_order": merge.out_of_order}))
+    sections.append(Live(live=LiveFigures(**figures, events_out_of_order=merge.out_of_order)))
     return RunResult.compose(sections, config.extension_echoes())
 
 

@@ -26,6 +26,7 @@ from drfemu.nodes.network import Network
 from drfemu.nodes.port import RuntimePort
 from drfemu.observers.observer import RunEnd
 from drfemu.schema.result import Faults, Section, Timeline
+from drfemu.schema.result_blocks import FaultRecord, FaultWindow
 
 __all__ = ["NO_FAULTS", "FaultTimeline"]
 
@@ -62,7 +63,8 @@ class FaultTimeline:
 
     def sections(self, end: RunEnd) -> list[Section]:
         """The faults part of the result: the injector's log, what each fault cost, the samples."""
-        return [Faults(faults=self.log, fault_windows=self.windows(self.log), fault_timeline=self.series())]
+        return [Faults(faults=[FaultRecord(**entry) for entry in self.log], fault_windows=self.windows(self.log),
+                       fault_timeline=self.series())]
 
     def sample(self, now: float, _: int) -> None:
         self.times.append(now)
@@ -91,7 +93,7 @@ class FaultTimeline:
             return None
         return (series[self._at(end)] - series[self._at(start)]) / (end - start)
 
-    def windows(self, log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def windows(self, log: list[dict[str, Any]]) -> list[FaultWindow]:
         """One record per fault of `log` that ended (see the module)."""
         spans: list[tuple[str, float, float]] = []
         begun: dict[Any, tuple[str, float]] = {}
@@ -109,7 +111,7 @@ class FaultTimeline:
             spans.append(("churn", min(churn), max(churn)))
         return [self._window(*span) for span in sorted(spans, key=lambda s: (s[1], s[0]))]
 
-    def _window(self, what: str, start: float, end: float) -> dict[str, Any]:
+    def _window(self, what: str, start: float, end: float) -> FaultWindow:
         w = max(end - start, 1e-9)
         shares = self.min_shares
         before = shares[self._at(start)]
@@ -123,18 +125,18 @@ class FaultTimeline:
         stop = back if back is not None else end + w
         messages_during = self.messages[self._at(stop)] - self.messages[self._at(start)]
         rate = self._rate(self.messages, start - w, start)
-        return {
-            "fault": what, "start_s": start, "end_s": end,
-            "allocation_rate_before": self._rate(self.allocations, start - w, start),
-            "allocation_rate_during": self._rate(self.allocations, start, end),
-            "allocation_rate_after": self._rate(self.allocations, end, end + w),
-            "min_share_before": _number(before),
-            "min_share_during": min(during) if during else None,
-            "min_share_after": _number(shares[self._at(end + w)]),
-            "time_to_recover_s": back - end if back is not None else None,
-            "messages_during": messages_during,
-            "recovery_messages": (messages_during - rate * (stop - start)) if rate is not None else None,
-        }
+        return FaultWindow(
+            fault=what, start_s=start, end_s=end,
+            allocation_rate_before=self._rate(self.allocations, start - w, start),
+            allocation_rate_during=self._rate(self.allocations, start, end),
+            allocation_rate_after=self._rate(self.allocations, end, end + w),
+            min_share_before=_number(before),
+            min_share_during=min(during) if during else None,
+            min_share_after=_number(shares[self._at(end + w)]),
+            time_to_recover_s=back - end if back is not None else None,
+            messages_during=messages_during,
+            recovery_messages=(messages_during - rate * (stop - start)) if rate is not None else None,
+        )
 
 
 def _number(x: float) -> float | None:

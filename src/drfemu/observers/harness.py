@@ -47,6 +47,7 @@ from drfemu.observers.observer import RunEnd
 from drfemu.protocols.devices import EMPTY, Devices, device_matrix, device_usable
 from drfemu.protocols.fragmentation import fragmented_matrix
 from drfemu.schema.result import EndlessFairness, Errors, Outcome, Section, finite_or_none
+from drfemu.schema.result_blocks import FirstBlocked
 from drfemu.schema.workload import Workload
 
 __all__ = ["BLOCKED", "FINISHED", "SATURATED", "STALLED", "TIME_CAP", "TOLERANCES", "FaultState", "Harness", "Limits",
@@ -420,10 +421,10 @@ class Harness(RunObserver):
                              for r, name in enumerate(resources)},
             fragmented_series={"time_s": [t for t, _ in samples],
                                **{name: [x[r] for _, x in samples] for r, name in enumerate(resources)}},
-            first_blocked=None if self.first_blocked is None else {
-                "time_s": self.first_blocked[0], "user": labels[self.first_blocked[1]],
-                "fragmented": dict(zip(resources, self.first_blocked[2])),
-                "free": dict(zip(resources, self.first_blocked[3]))},
+            first_blocked=None if self.first_blocked is None else FirstBlocked(
+                time_s=self.first_blocked[0], user=labels[self.first_blocked[1]],
+                fragmented=dict(zip(resources, self.first_blocked[2])),
+                free=dict(zip(resources, self.first_blocked[3]))),
             dominant_shares={labels[k]: s for k, s in enumerate(self.shares) if k not in unplaceable},
             tasks={labels[k]: n for k, n in enumerate(self.tasks) if k not in unplaceable},
             unplaceable_users=[labels[k] for k in sorted(unplaceable)])

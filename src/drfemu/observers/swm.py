@@ -17,6 +17,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from drfemu.schema.result_blocks import SwmComparison
+
 __all__ = ["relative_rmse", "swm_comparison"]
 
 ALPHA = 1.0
@@ -27,15 +29,15 @@ def relative_rmse(shares: Sequence[float], optimum: Sequence[float]) -> float:
     return math.sqrt(math.fsum(((x - o) / o) ** 2 for x, o in zip(shares, optimum)) / len(shares))
 
 
-def swm_comparison(samples: Sequence[dict[str, Any]], total: Sequence[float]) -> dict[str, Any]:
-    """`{"alpha", "times", "rmse", "mean_rmse", "median_rmse"}` over the samples with users
-    present, or `{"available": False, "reason": …}` without cvxpy."""
+def swm_comparison(samples: Sequence[dict[str, Any]], total: Sequence[float]) -> SwmComparison:
+    """`alpha`, `times`, `rmse`, `mean_rmse`, `median_rmse` over the samples with users present,
+    or `available=False` and the `reason` without cvxpy."""
     try:
         import cvxpy  # noqa: F401
 
         from drfemu.policies.adrf import swm
     except ImportError:
-        return {"available": False, "reason": "needs cvxpy: pip install 'drfemu[optimum]'"}
+        return SwmComparison(available=False, reason="needs cvxpy: pip install 'drfemu[optimum]'")
     times, errors = [], []
     for sample in samples:
         if not sample["users"]:
@@ -43,6 +45,6 @@ def swm_comparison(samples: Sequence[dict[str, Any]], total: Sequence[float]) ->
         _, optimum = swm(total, sample["demands"], ALPHA, sample["wanted"])
         times.append(sample["time"])
         errors.append(relative_rmse(sample["shares"], optimum))
-    return {"available": True, "alpha": ALPHA, "times": times, "rmse": errors,
-            "mean_rmse": statistics.fmean(errors) if errors else None,
-            "median_rmse": statistics.median(errors) if errors else None}
+    return SwmComparison(available=True, alpha=ALPHA, times=times, rmse=errors,
+                         mean_rmse=statistics.fmean(errors) if errors else None,
+                         median_rmse=statistics.median(errors) if errors else None)

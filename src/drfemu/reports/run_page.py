@@ -46,7 +46,7 @@ def run_charts(result: RunResult) -> list[ChartSpec]:
     if table is None:
         raise InputError("the result has no samples over time: run it with --html FILE or --samples N "
                          "(drfemu.run(samples=N)) to draw its page")
-    bands = [Band(float(w["start_s"]), float(w["end_s"]), str(w["fault"])) for w in result.fault_windows]
+    bands = [Band(float(w.start_s), float(w.end_s), w.fault) for w in result.fault_windows]
     time = table.time_s
     charts = [_shares(table, bands), ChartSpec(
         "utilization", "Utilisation per resource", TIME, "fraction of the cluster",

@@ -16,12 +16,14 @@ follow the echo in the document and are read as `result["key"]`.
 
 Versioning (`SCHEMA_VERSION`, the document's first key): a change that only adds keys (or a
 value of `status`: 1.4 added `blocked`; 1.5 the optional `samples`; 1.6 the delays per user and the
-optional `reference`) raises the minor number; one that renames, removes or
+optional `reference`; 1.7 typed the inner blocks, the documents unchanged) raises the minor number; one that renames, removes or
 retypes a key raises the major number.
 Decision: keys that only some runs have (distributed runs' `placement` and `overlay`, finite
 workloads' `series` and `swm`, live runs' `live`, sampled runs' `samples`) are optional and absent from the documents of
-other runs; the parts whose inner layout belongs to one protocol or one mode (`overlay`,
-`placement`, `live`) are objects without a fixed inner schema. Numbers keep their type (an
+other runs. Every inner block is typed (`schema.result_blocks`: a fault, a fault's cost, the first
+block, the SWM comparison, the overlay's and a live run's figures; the walks' counters as integers
+by name, a protocol's own overlay counters as integers by name, a workload's `source` as JSON)
+and keeps only the keys that apply to the run. Numbers keep their type (an
 int stays an int); non-finite figures are `null` in JSON (`docs/metrics.md`).
 
 Tidy tables: `allocation_table()` (one row per allocation, when the run kept its log) and
@@ -42,6 +44,16 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, WithJsonSchema, 
 
 from drfemu.kernel.params import Kind, Param
 from drfemu.schema.params import RunParams, run_declarations
+from drfemu.schema.result_blocks import (
+    FaultRecord,
+    FaultWindow,
+    FirstBlocked,
+    LiveFigures,
+    Number,
+    OverlayFigures,
+    Source,
+    SwmComparison,
+)
 
 if TYPE_CHECKING:
     import pandas
@@ -51,14 +63,9 @@ __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "Cost", "Distributed", "Echo", "Endles
            "ReferenceRun", "RunResult", "SampleTable", "Samples", "Section", "Setup", "TimeAveraged", "Timeline",
            "finite_or_none", "result_schema"]
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
-if TYPE_CHECKING:
-    Number: TypeAlias = float | None
-else:  # the same for the type checker (an int is a float there); validation keeps an int an int
-    Number = Annotated[int | float | None, WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "null"}]})]
-"""A figure: JSON has no infinity or NaN, so a non-finite one is null; an int stays an int."""
 
 
 def finite_or_none(x: float) -> float | None:
@@ -143,8 +150,8 @@ class Timeline(Section):
 class Faults(Section):
     """What the fault injector did, and what each fault cost."""
 
-    faults: list[dict[str, Any]]
-    fault_windows: list[dict[str, Any]]
+    faults: list[FaultRecord]
+    fault_windows: list[FaultWindow]
     fault_timeline: Timeline | None
 
 
@@ -169,7 +176,7 @@ class Engine(Section):
 class Setup(Section):
     """Where the workload came from, and whether the protocol is distributed."""
 
-    workload: dict[str, Any] = Field(description="Where the workload came from.")
+    workload: Source = Field(description="Where the workload came from.")
     distributed: bool
 
 
@@ -260,7 +267,7 @@ class EndlessFairness(Fairness):
                                                       "over the samples taken every --sample-every.")
     fragmented_series: Mapping[str, Sequence[Number]] | None = Field(None, description="time_s and, per resource, the "
                                                               "fragmented share at each sample.")
-    first_blocked: dict[str, Any] | None = Field(None, description="When an allocation first left some placeable "
+    first_blocked: FirstBlocked | None = Field(None, description="When an allocation first left some placeable "
                                                  "user's task fitting nowhere (that user saturated): time_s, user, and "
                                                  "per resource the fragmented and the free share then; null if none.")
     dominant_shares: dict[str, Number] | None = None
@@ -280,7 +287,7 @@ class FiniteFairness(Fairness):
 
     time_averaged: TimeAveraged | None = None
     series: Mapping[str, Sequence[Number]] | None = None
-    swm: dict[str, Any] | None = None
+    swm: SwmComparison | None = None
 
 
 class Distributed(Section):
@@ -290,14 +297,14 @@ class Distributed(Section):
     cyclon_view: int | None = None
     shuffle_length: int | None = None
     walk_ttl: int | None = None
-    placement: dict[str, Any] | None = None
-    overlay: dict[str, Any] | None = None
+    placement: dict[str, int] | None = Field(None, description="The walks' counters, summed over servers.")
+    overlay: OverlayFigures | None = None
 
 
 class Live(Section):
     """A live run's figures (`docs/live.md`)."""
 
-    live: dict[str, Any] | None = None
+    live: LiveFigures | None = None
 
 
 class SampleTable(BaseModel):
