@@ -214,3 +214,17 @@ def test_ctrl_c_stops_every_worker_and_says_so() -> None:
     assert err.strip().splitlines()[-1] == "drfemu: interrupted"
     assert "Traceback" not in err and "never retrieved" not in err
     _assert_gone(coordinator.pid, workers)
+
+
+def test_a_worker_report_is_checked_field_by_field_when_it_arrives() -> None:
+    from drfemu.live.channel import LiveError
+    from drfemu.live.report import WorkerReport, decode_report, encode_report
+
+    report = WorkerReport(traffic={"Proposal": (3, 0, 96)}, delivered=5, timer_events=2, rejected={}, send_errors=0,
+                          wire_bytes=96, latency_histogram=[1, 2], late_tick_histogram=[0], ticks_over_half=0,
+                          users={7: {"submitted": 1}})
+    assert decode_report(encode_report(report), 0) == report and report.distributed_section() is None
+    for body, needle in ((b'{"traffic": {}}', "not one"), (b"{", "not JSON"),
+                         (encode_report(report).replace(b'"delivered":5', b'"delivered":"5"'), "not one")):
+        with pytest.raises(LiveError, match=needle):
+            decode_report(body, 3)

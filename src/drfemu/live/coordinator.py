@@ -53,6 +53,7 @@ from drfemu.assembly.run import build_harness, result_sections
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import LatencyModel, parse_latency
 from drfemu.kernel.streams import RandomStreams
+from drfemu.live.report import WorkerReport, decode_report
 from drfemu.live.channel import (
     CHALLENGE,
     CLOCK,
@@ -147,7 +148,7 @@ class _Worker:
         self.index = int(hello["worker"])
         self.fingerprint = hello["fingerprint"]
         self.pid = hello.get("pid")
-        self.report: dict[str, Any] | None = None
+        self.report: WorkerReport | None = None
 
 
 def _check(config: RunConfig, options: LiveOptions) -> None:
@@ -380,7 +381,7 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
                 merge.clock(worker.index, CLOCK_BODY.unpack(body)[0])
                 advance()
             elif kind == REPORT:
-                worker.report = json.loads(body)
+                worker.report = decode_report(body, worker.index)
                 return
             elif kind == ERROR:
                 raise LiveError(f"worker {worker.index} failed:\n{body.decode()}")
@@ -404,7 +405,9 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
             raise LiveError(f"a worker did not report within {REPORT_TIMEOUT:g} s of the stop") from None
     finally:
         await settle(listeners | {pending_finish})
-    reports = [workers[i].report for i in sorted(workers)]
+    reports = [report for i in sorted(workers) if (report := workers[i].report) is not None]
+    if len(reports) < len(workers):  # every listener returned with its worker's report, or raised
+        raise LiveError("a worker stopped without its report")
     # The workers ran on until the stop: the ledger hears the rest (the users' counters include
     # it), the harness, which judged the run up to its end, does not.
     for index in workers:
@@ -419,34 +422,34 @@ async def _observe(config: RunConfig, workers: Mapping[int, _Worker], options: L
     return RunResult.compose(sections, config.extension_echoes())
 
 
-def _sections(config: RunConfig, harness: Harness, ledger: TaskLedger, reports: list[Any], end: float, wall: float,
-              ticks: int) -> list[Section]:
+def _sections(config: RunConfig, harness: Harness, ledger: TaskLedger, reports: list[WorkerReport], end: float,
+              wall: float, ticks: int) -> list[Section]:
     """The result's sections from the harness, the ledger and the workers' reports, composed as a
     virtual run's are (`assembly.run.result_sections`); the live figures come beside them."""
     traffic: dict[str, list[int]] = {}
     users: dict[int, Any] = {}
     for report in reports:
-        for name, counts in report["traffic"].items():
+        for name, counts in report.traffic.items():
             total = traffic.setdefault(name, [0, 0, 0])
             for k in range(3):
                 total[k] += counts[k]
-        users.update({int(k): v for k, v in report["users"].items()})
+        users.update(report.users)
     tally = {name: TrafficTally(*counts) for name, counts in sorted(traffic.items())}
-    events = sum(r["delivered"] + r["timer_events"] for r in reports)
+    events = sum(r.delivered + r.timer_events for r in reports)
     run_end = RunEnd(now=end, wall=wall, events=events, ticks=ticks, allocations=harness.allocations,
                      users=dict(sorted(users.items())), submitted=config.workload.submitted_by(end))
     observers: list[Observer] = [harness, ledger, Traffic(lambda: tally, {"loss": 0, "partition": 0, "down": 0}),
-                                 _Reported([r["distributed"] for r in reports if r["distributed"] is not None])]
+                                 _Reported([d.model_dump() for r in reports if (d := r.distributed_section()) is not None])]
     return result_sections(config, _assumed_latency(config), run_end, observers, faults=False)
 
 
-def _live_figures(reports: list[Any], options: LiveOptions, loop_name: str) -> dict[str, Any]:
+def _live_figures(reports: list[WorkerReport], options: LiveOptions, loop_name: str) -> dict[str, Any]:
     """The `live` block: the loop, the workers, the time scale, latencies, rejected datagrams, late ticks."""
-    latency = np.sum([r["latency_histogram"] for r in reports], axis=0)
-    late = np.sum([r["late_tick_histogram"] for r in reports], axis=0)
+    latency = np.sum([r.latency_histogram for r in reports], axis=0)
+    late = np.sum([r.late_tick_histogram for r in reports], axis=0)
     rejected: dict[str, int] = {}
     for report in reports:
-        for reason, n in report["rejected"].items():
+        for reason, n in report.rejected.items():
             rejected[reason] = rejected.get(reason, 0) + n
     return {
         "loop": loop_name,
@@ -456,10 +459,10 @@ def _live_figures(reports: list[Any], options: LiveOptions, loop_name: str) -> d
         "bind": options.bind,
         "one_way_latency_us": quantiles_of(latency, 1e6),
         "datagrams_rejected": rejected,
-        "send_errors": sum(r["send_errors"] for r in reports),
-        "wire_bytes": sum(r["wire_bytes"] for r in reports),
+        "send_errors": sum(r.send_errors for r in reports),
+        "wire_bytes": sum(r.wire_bytes for r in reports),
         "tick_lateness_ms": quantiles_of(late, 1e3),
-        "ticks_late_over_half_tick": sum(r["ticks_over_half"] for r in reports),
+        "ticks_late_over_half_tick": sum(r.ticks_over_half for r in reports),
     }
 
 

@@ -21,6 +21,8 @@ import time
 import traceback
 from typing import Any
 
+import msgspec
+
 from drfemu.assembly.build import build_nodes
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import US_PER_S, parse_latency
@@ -45,6 +47,7 @@ from drfemu.live.channel import (
     write_frame,
     write_json,
 )
+from drfemu.live.report import WorkerReport, encode_report
 from drfemu.nodes.live import LATENCY_BINS, DatagramLinks, latency_bin
 from drfemu.nodes.network import Network
 from drfemu.nodes.realtime import RealtimeRuntime
@@ -145,16 +148,16 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
         runtime.stop()
         await settle({stop})
         await running  # returns once stopped; a handler's exception is raised here, with its traceback
-        write_json(writer, REPORT, {
-            "traffic": {name: [t.sent, t.dropped, t.bytes] for name, t in network.tally().items()},
-            "delivered": runtime.delivered, "timer_events": runtime.timer_events,
-            "rejected": links.rejected, "send_errors": links.send_errors, "wire_bytes": links.wire_bytes,
-            "latency_histogram": links.latency_histogram,
-            "late_tick_histogram": _histogram([t * runtime.scale for t in late]),
-            "ticks_over_half": sum(t > params.tick / 2 for t in late),
-            "users": {u.id: u.counters() for u in nodes.users if u.id in mine},
-            "distributed": figures.model_dump() if (figures := nodes.setup.figures()) is not None else None,
-        })
+        figures = nodes.setup.figures()
+        write_frame(writer, REPORT, encode_report(WorkerReport(
+            traffic={name: (t.sent, t.dropped, t.bytes) for name, t in network.tally().items()},
+            delivered=runtime.delivered, timer_events=runtime.timer_events,
+            rejected=dict(links.rejected), send_errors=links.send_errors, wire_bytes=links.wire_bytes,
+            latency_histogram=list(links.latency_histogram),
+            late_tick_histogram=_histogram([t * runtime.scale for t in late]),
+            ticks_over_half=sum(t > params.tick / 2 for t in late),
+            users={u.id: u.counters() for u in nodes.users if u.id in mine},
+            distributed=None if figures is None else msgspec.Raw(figures.model_dump_json().encode()))))
     except (asyncio.IncompleteReadError, ConnectionError):
         pass  # the coordinator went away: stop
     except Exception:  # noqa: BLE001 - shown by the coordinator, which ends the run
