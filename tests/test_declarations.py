@@ -57,7 +57,8 @@ def test_every_parameter_is_declared_in_one_place() -> None:
 
 def _section_fields() -> Counter[str]:
     """The annotated fields of every result section class in the source."""
-    sections = {cls.__name__ for cls in (*SECTIONS, RunResult)} | {"Fairness", "Section"}
+    sections = {base.__name__ for cls in (*SECTIONS, RunResult) for base in cls.__mro__ if issubclass(base, Section)}
+    sections |= {"RunResult"}
     found: Counter[str] = Counter()
     for _, tree in _modules():
         for node in ast.walk(tree):
@@ -143,12 +144,14 @@ def test_plugins_are_listed_without_being_imported(kind: str) -> None:
     assert len(names) >= 2 and loaded == [], loaded
 
 
-def test_the_run_keywords_for_type_checkers_are_written_from_the_declarations() -> None:
-    """`drfemu.run`'s typed keywords (`workloads/run_keywords.py`) are generated, never edited:
-    a parameter declared, renamed or retyped without regenerating them fails here."""
-    from drfemu.workloads.keywords import TARGET, keywords_source
+def test_the_modules_written_from_the_declarations_are_current() -> None:
+    """`drfemu.run`'s typed keywords (`workloads/run_keywords.py`) and the result's echo
+    (`schema/result_echo.py`) are written from the declarations, never edited: a parameter
+    declared, renamed, retyped or echoed without rewriting them fails here."""
+    from drfemu.workloads.derived import ECHO_TARGET, KEYWORDS_TARGET, echo_source, keywords_source
 
-    assert TARGET.read_text(encoding="utf-8") == keywords_source(), "run: python -m drfemu.workloads.keywords"
+    assert KEYWORDS_TARGET.read_text(encoding="utf-8") == keywords_source(), "run: python -m drfemu.workloads.derived"
+    assert ECHO_TARGET.read_text(encoding="utf-8") == echo_source(), "run: python -m drfemu.workloads.derived"
     from drfemu.workloads.run_keywords import RunKeywords
 
     built_in = {p.name for p in drfemu.params()} - {"protocol", "workload"}

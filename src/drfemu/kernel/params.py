@@ -54,8 +54,9 @@ class Param:
 
     `ge`, `gt`, `le` bound numbers (a duration's bounds are in seconds); `choices` lists the
     values a text may take (empty: any); `unit` is shown in help and docs; `echo` is the key
-    under which the result document repeats the value of a plug-in's parameter (None: not
-    repeated; the built-in parameters' echoes are fields of `schema.result.Echo`). `flag`
+    under which the result document repeats its value (None: not repeated) — a built-in
+    parameter's becomes a field of `schema.result.Echo` (written from it), a plug-in's follows
+    the echo. `flag`
     overrides the option name (default `--name-with-dashes`). `read_by` says which protocols of a
     run read it, and `when` — (another parameter, its values) — that it is read only while that
     parameter takes one of those values (`("placement", ("best-fit", …))`, `("mode", ("event",))`):

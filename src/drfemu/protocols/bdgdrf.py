@@ -87,10 +87,11 @@ class BdgdrfRule(ServerRule):
     """A BDGDRF server's rule."""
 
     PARAMS = (Param("band", Kind.FLOAT, 0.5, "bdgdrf: a user allocates while its share is below the minimum plus "
-                    "this many of its own task shares.", gt=0, le=1e6),
-              Param("notify", Kind.BOOL, True, "bdgdrf: a home pushes its new utility to its gradient view's members."),
+                    "this many of its own task shares.", gt=0, le=1e6, echo="band"),
+              Param("notify", Kind.BOOL, True, "bdgdrf: a home pushes its new utility to its gradient view's members.",
+                    echo="notify"),
               Param("rumour_fanout", Kind.INT, 2, "bdgdrf: servers a home tells the centre's minimum share each tick "
-                    "(0: only the top homes know it).", ge=0, le=1000))
+                    "(0: only the top homes know it).", ge=0, le=1000, echo="rumour_fanout"))
     DEFAULTS = {"placement": KEEP_ROOM}
     TICKS_ALL = True  # servers without users pass the rumour on
 

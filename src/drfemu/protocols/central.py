@@ -21,7 +21,7 @@ __all__ = ["CentralRule", "PER_TICK", "PendingTask"]
 
 PER_TICK = Param("allocations_per_tick", Kind.INT, 1, "Central protocols: tasks the scheduler may start per tick "
                  "(1: the thesis; 0: as many as its rule allows, like a batch allocator).", ge=0, le=10**9,
-                 unit="tasks")
+                 unit="tasks", echo="allocations_per_tick")
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ CENTRE_TIES = Param(
     "centre_ties", Kind.TEXT, CentreTies.ID.value,
     "Gradient centre among equal utilities: id (the higher id alone), strict (every tied home that sees the top) or "
     "literal (Algorithm 6 verbatim: every home that sees no neighbour strictly above).",
-    choices=tuple(CentreTies))
+    choices=tuple(CentreTies), echo="centre_ties")
 
 
 def sees_top(me: int, utility: float, view: Sequence[tuple[float, int, float]], size: int) -> bool:

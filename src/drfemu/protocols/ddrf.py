@@ -158,9 +158,9 @@ class DdrfGradientRule(DdrfRule):
     PARAMS = (
         Param("freeze_after", Kind.INT, 20, "ddrf-gradient: a server freezes its gradient view once it has not "
               "changed for this many ticks, or this many ticks after the view first shows a server that allocates.",
-              ge=1, unit="ticks"),
+              ge=1, unit="ticks", echo="freeze_after_ticks"),
         Param("warmup_cap", Kind.INT, 500, "ddrf-gradient: a server freezes its view after this many ticks even "
-              "if it still changes.", ge=1, unit="ticks"),
+              "if it still changes.", ge=1, unit="ticks", echo="warmup_cap_ticks"),
     )
     TICKS_ALL = True
 

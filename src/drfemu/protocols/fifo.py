@@ -15,7 +15,7 @@ from drfemu.protocols.spec import Gateway, ProtocolSpec
 __all__ = ["FIFO", "HEAD_OF_LINE", "Fifo"]
 
 HEAD_OF_LINE = Param("head_of_line", Kind.BOOL, False, "fifo: wait for the oldest task to fit instead of skipping "
-                     "it (seed 002's FIFO).")
+                     "it (seed 002's FIFO).", echo="head_of_line")
 
 
 class Fifo:

@@ -31,13 +31,14 @@ from drfemu.protocols.spec import Gateway, ProtocolSpec
 
 __all__ = ["C_ADRF", "NAIVE_ADRF", "WMMF", "CAdrf", "NaiveAdrf", "Wmmf"]
 
-ADRF_ALPHA = Param("adrf_alpha", Kind.FLOAT, 1.0, "Online rules: α of the weight W_i(x) = β_i x^α.", gt=0, le=100)
+ADRF_ALPHA = Param("adrf_alpha", Kind.FLOAT, 1.0, "Online rules: α of the weight W_i(x) = β_i x^α.", gt=0, le=100,
+                   echo="adrf_alpha")
 ADRF_BETA = Param("adrf_beta", Kind.TEXT, "d-max", "Online rules: β_i of W_i — d-max (1, seed 002 as written) or "
-                  "D-max (the dominant share of the user's waiting task).", choices=ONLINE_BETAS)
+                  "D-max (the dominant share of the user's waiting task).", choices=ONLINE_BETAS, echo="adrf_beta")
 WMMF_RESOURCE = Param("wmmf_resource", Kind.INT, 0, "wmmf: the resource (index in the workload's list) whose share "
-                      "orders users.", ge=0, le=1000)
+                      "orders users.", ge=0, le=1000, echo="wmmf_resource")
 WMMF_WEIGHTED = Param("wmmf_weighted", Kind.BOOL, False, "wmmf: order by W_i of the share (seed 002's G-CPU / G-Mem) "
-                      "instead of the share.")
+                      "instead of the share.", echo="wmmf_weighted")
 
 
 class _OnlineRule:

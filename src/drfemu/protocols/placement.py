@@ -80,7 +80,8 @@ class PlacementParams(Declared):
         "over --fit-candidates servers), min-fragmentation (the server where the task adds the least fragmentation "
         "for the known demand mix, over --fit-candidates servers) or keep-room (the server where the task costs the "
         "known demand mix the least room, DRFH's heuristic between equals, over --fit-candidates servers; bdgdrf's "
-        "default).", choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM), read_by=ReadBy.WALKS)
+        "default).", choices=(FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM), read_by=ReadBy.WALKS,
+        echo="placement_mode")
     fragmentation_mix: str = param(
         default=SEEN, help="The demand mix a server's min-fragmentation or keep-room walk scores by: seen (the demands "
         "of the tasks it has handled) or workload (every user's, known to every server from the start, as a scheduler "

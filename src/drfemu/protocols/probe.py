@@ -157,19 +157,20 @@ LOADS: dict[str, Callable[[Any, Vector], float]] = {
 class ProbeRule(ServerRule):
     """A probe server's rule; the server's fixed random `neighbors` are its probe targets."""
 
-    PARAMS = (Param("probe_d", Kind.INT, 2, "probe: neighbours a task is forwarded to (at most --neighbors).", ge=1),
+    PARAMS = (Param("probe_d", Kind.INT, 2, "probe: neighbours a task is forwarded to (at most --neighbors).", ge=1,
+                    echo="probe_d"),
               Param("probe_load", Kind.TEXT, "cpu", "probe: a server's load, cpu (eq. 4.1), dominant (the largest used "
                     "fraction the task demands) or room (the share of free room the task takes).",
-                    choices=tuple(LOADS)),
+                    choices=tuple(LOADS), echo="probe_load"),
               Param("probe_retry", Kind.INT, 1, "probe: ticks a user waits for a proposal before its task is "
                     "probed again at another random server (0: never, the thesis's probe).", ge=0, le=10**9,
-                    unit="ticks"),
+                    unit="ticks", echo="probe_retry_ticks"),
               Param("probe_band", Kind.FLOAT, 0.5, "probe: a server proposes a copy only while its share is at most "
                     "the lowest share it heard lately plus this many of the user's task shares (0: no band, the "
-                    "thesis's probe).", ge=0, le=1e6),
+                    "thesis's probe).", ge=0, le=1e6, echo="probe_band"),
               Param("probe_poll_every", Kind.INT, 1, "probe: a server polls its neighbours' loads on every this "
                     "many-th tick (1: every tick, the thesis's; a cheaper emulation that changes the protocol).",
-                    ge=1, le=HEARD_TICKS, unit="ticks"))
+                    ge=1, le=HEARD_TICKS, unit="ticks", echo="probe_poll_every_ticks"))
     TICKS_ALL = True
     STRANDS = False  # re-probed by default; with --probe-retry 0 (the thesis's probe) copies wait for ever
 

@@ -82,15 +82,15 @@ class OverlayParams(Declared):
     latency: str = param(default="1ms", help="Latency: 1ms | uniform:LOW:HIGH | pair:LOW:HIGH[:JITTER].",
                          when=("mode", ("event",)))
     neighbors: int = param(default=5, help="P: gradient view size / out-degree of the fixed neighbour graph.", ge=1,
-                           le=10_000, read_by=ReadBy.DISTRIBUTED)
+                           le=10_000, read_by=ReadBy.DISTRIBUTED, echo="neighbors")
     shuffles_per_tick: float = param(default=1.0, help="Gradient exchanges per node per tick (may be below 1).", gt=0,
-                                     le=1e6, read_by=ReadBy.GRADIENT)
+                                     le=1e6, read_by=ReadBy.GRADIENT, echo="shuffles_per_tick")
     cyclon_view: int = param(default=10, help="Cyclon view size c.", ge=1, le=10_000, read_by=ReadBy.DISTRIBUTED)
     shuffle_length: int = param(default=5, help="Cyclon shuffle length ℓ (at most c).", ge=1, le=10_000,
                                 read_by=ReadBy.DISTRIBUTED)
     gradient: str = param(default="tman", help="Gradient overlay: tman (ours: whole views, id-ordered ties, uniform "
                           "partner) or kompics (the Kompics Toolbox component the thesis ran).", choices=GRADIENT_NAMES,
-                          read_by=ReadBy.GRADIENT, when=("mode", ("event",)))
+                          read_by=ReadBy.GRADIENT, when=("mode", ("event",)), echo="gradient_variant")
     softmax_temperature: float = param(default=500.0, help="Kompics gradient: softmax temperature of the partner "
                                        "choice (small: the most preferred neighbour; 500, Kompics' value: almost "
                                        "uniform).", gt=0, le=1e9, read_by=ReadBy.GRADIENT,
@@ -99,7 +99,8 @@ class OverlayParams(Declared):
                                   "rounded up).", ge=0, le=10_000, read_by=ReadBy.GRADIENT,
                                   when=("mode", ("event",)))
     max_age: int = param(default=0, help="Gradient descriptors expire after this many exchange periods (0: "
-                         "max(20, 5·P)).", ge=0, le=10**9, unit="periods", read_by=ReadBy.GRADIENT)
+                         "max(20, 5·P)).", ge=0, le=10**9, unit="periods", read_by=ReadBy.GRADIENT,
+                         echo="gradient_max_age_periods")
 
     @property
     def max_age_periods(self) -> int:
@@ -119,38 +120,38 @@ class RunParams(PlacementParams, OverlayParams, ProtocolChoice):
     idle_cyclon_every: int = param(default=1, help="A server with no users to allocate for starts a Cyclon shuffle "
                                    "only every this many rounds (1: every round, as the thesis; more: less traffic, a "
                                    "protocol change that slows allocation — docs/performance.md).", ge=1, le=10**6,
-                                   unit="rounds", read_by=ReadBy.DISTRIBUTED)
+                                   unit="rounds", read_by=ReadBy.DISTRIBUTED, echo="idle_cyclon_every")
     reconnect_every: int = param(default=10, help="With faults: every this many rounds a server shuffles with a peer "
                                  "that left one of its Cyclon shuffles unanswered, which rejoins the sides of a healed "
                                  "partition (0: never — docs/faults.md).", ge=0, le=10**6, unit="rounds",
-                                 read_by=ReadBy.DISTRIBUTED)
+                                 read_by=ReadBy.DISTRIBUTED, echo="reconnect_every")
     mark_saturated: bool = param(default=True, help="A failed walk marks its user saturated (reports +∞).",
-                                 read_by=ReadBy.DISTRIBUTED)
+                                 read_by=ReadBy.DISTRIBUTED, echo="mark_saturated")
     saturation_retry: int | None = param(default=None, help="Ticks before a saturated user's walk is retried, "
                                          "doubling (where tasks end, up to 100 ticks; 0: never; default: 50 on endless "
                                          "workloads, 1 on finite ones).", ge=0, le=10**9, unit="ticks",
-                                         read_by=ReadBy.DISTRIBUTED)
+                                         read_by=ReadBy.DISTRIBUTED, echo="saturation_retry_ticks")
     idle_gradient_every: int = param(default=1, help="A server with no users to allocate for starts a gradient "
                                      "exchange only every this many rounds (1: every round, as the thesis; more: less "
                                      "traffic, a protocol change — docs/performance.md measures its effect).", ge=1,
-                                     le=10**6, unit="rounds", read_by=ReadBy.GRADIENT)
+                                     le=10**6, unit="rounds", read_by=ReadBy.GRADIENT, echo="idle_gradient_every")
     devices: str | None = param(default=None, help="A resource modelled as devices of one unit each, e.g. gpu: a "
                                 "task's fraction sits on one device, a task of n units takes n unused devices "
                                 "(protocols.devices; endless workloads without faults). Default: every resource a "
-                                "scalar.")
+                                "scalar.", echo="devices")
     fit_candidates: int = param(default=8, help="Best-fit, min-fragmentation and keep-room walks: fitting servers a "
                                 "walk compares.", ge=1, le=10**6, unit="servers",
                                 read_by=ReadBy.WALKS, when=("placement", (BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM)))
     sample_every: Duration = param(default=10.0, help="The period of samples over time: fragmentation in every run; "
                                    "fairness, utilisation and queues where tasks end (0: none).", ge=0, le=1e9,
-                                   unit="s")
+                                   unit="s", echo="sample_every_s")
     reference: str | None = param(default=None, help="Also run this central protocol (e.g. drf) with its default "
                                   "placement on the same case and seed, and report each user's tasks beside that "
                                   "run's (the result's reference; docs/metrics.md).")
     faults: str | None = param(default=None, help="A fault scenario file (TOML; docs/faults.md): message loss, "
-                               "latency changes, partitions.")
+                               "latency changes, partitions.", echo="fault_scenario")
     swm_every: Duration = param(default=700.0, help="Tasks that end: the period of the samples compared with the SWM "
-                                "optimum (seed 002: 700 s; 0: none).", ge=0, le=1e9, unit="s")
+                                "optimum (seed 002: 700 s; 0: none).", ge=0, le=1e9, unit="s", echo="swm_every_s")
     protocol_values: Mapping[str, Any] = field(default_factory=dict)
 
     def value(self, name: str) -> Any:

@@ -51,9 +51,12 @@ from drfemu.schema.result_blocks import (
     LiveFigures,
     Number,
     OverlayFigures,
+    Section,
     Source,
     SwmComparison,
+    echoes,
 )
+from drfemu.schema.result_echo import EchoFields
 
 if TYPE_CHECKING:
     import pandas
@@ -71,18 +74,6 @@ SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 def finite_or_none(x: float) -> float | None:
     """`x`, or None when it is not finite (JSON has no infinity: such a figure is written as null)."""
     return x if math.isfinite(x) else None
-
-
-def echoes(name: str, *, required: bool = False) -> Any:
-    """Declare a field that repeats run parameter `name` (its description is the parameter's);
-    `required`: every document has it (otherwise it may be null or absent)."""
-    return Field(... if required else None, json_schema_extra={"echoes": name})
-
-
-class Section(BaseModel):
-    """A part of the result document, made by one observer."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class Identity(Section):
@@ -180,43 +171,9 @@ class Setup(Section):
     distributed: bool
 
 
-class Echo(Section):
-    """The run parameters the result repeats (under these names), defaults resolved."""
-
-    neighbors: int | None = echoes("neighbors")
-    shuffles_per_tick: Number = echoes("shuffles_per_tick")
-    idle_cyclon_every: int | None = echoes("idle_cyclon_every")
-    reconnect_every: int | None = echoes("reconnect_every")
-    mark_saturated: bool | None = echoes("mark_saturated")
-    saturation_retry_ticks: int = echoes("saturation_retry", required=True)
-    gradient_variant: str | None = echoes("gradient")
-    idle_gradient_every: int | None = echoes("idle_gradient_every")
-    placement_mode: str | None = echoes("placement")
-    devices: str | None = echoes("devices")
-    sample_every_s: Number = echoes("sample_every")
-    fault_scenario: str | None = echoes("faults")
-    swm_every_s: Number = echoes("swm_every")
-    allocations_per_tick: int | None = echoes("allocations_per_tick")
-    head_of_line: bool | None = echoes("head_of_line")
-    probe_d: int | None = echoes("probe_d")
-    probe_load: str | None = echoes("probe_load")
-    probe_retry_ticks: int | None = echoes("probe_retry")
-    probe_band: Number = echoes("probe_band")
-    probe_poll_every_ticks: int | None = echoes("probe_poll_every")
-    freeze_after_ticks: int | None = echoes("freeze_after")
-    warmup_cap_ticks: int | None = echoes("warmup_cap")
-    centre_ties: str | None = echoes("centre_ties")
-    band: Number = echoes("band")
-    notify: bool | None = echoes("notify")
-    rumour_fanout: int | None = echoes("rumour_fanout")
-    adrf_alpha: Number = echoes("adrf_alpha")
-    adrf_beta: str | None = echoes("adrf_beta")
-    wmmf_resource: int | None = echoes("wmmf_resource")
-    wmmf_weighted: bool | None = echoes("wmmf_weighted")
-    gradient_max_age_periods: int = echoes("max_age", required=True)
-
-    RESOLVED: ClassVar[tuple[str, ...]] = ("saturation_retry_ticks", "gradient_max_age_periods")
-    """Echoes whose value is the parameter as the run resolved it, not as given."""
+class Echo(EchoFields):
+    """The run parameters the result repeats, under their echo keys (`Param.echo`), defaults
+    resolved: the fields are written from the declarations (`schema.result_echo`)."""
 
     @classmethod
     def of(cls, params: RunParams, finite: bool) -> Echo:
@@ -237,9 +194,10 @@ def _echoed(section: type[Section]) -> dict[str, str]:
 
 
 def extension_echoes(params: RunParams) -> dict[str, Any]:
-    """The echoes plug-ins declare on their parameters (`Param.echo`), by key."""
+    """The echoes plug-ins declare on their parameters (`Param.echo`), by key (the built-in ones are
+    `Echo`'s fields)."""
     return {p.echo: params.value(p.name) for p in run_declarations()
-            if p.echo is not None and p.name in params.protocol_values}
+            if p.echo is not None and p.name in params.protocol_values and p.echo not in Echo.model_fields}
 
 
 class Fairness(Section):

@@ -1,4 +1,5 @@
-"""The typed blocks inside a result's sections (issue 59): what a fault, a fault's cost, the
+"""What a result is built of: a section (`Section`), an echoed parameter (`echoes`), a figure
+(`Number`), and the typed blocks inside the sections (issue 59): what a fault, a fault's cost, the
 first block of an allocation, the SWM comparison, the distributed figures and a live run's
 figures hold, field by field, in place of free-form mappings.
 
@@ -23,7 +24,7 @@ from pydantic import (
 )
 
 __all__ = ["Block", "FaultRecord", "FaultWindow", "FirstBlocked", "LiveFigures", "Number", "OverlayFigures",
-           "Quantiles", "Source", "SwmComparison"]
+           "Quantiles", "Section", "Source", "SwmComparison", "echoes"]
 
 if TYPE_CHECKING:
     Number: TypeAlias = float | None
@@ -44,6 +45,18 @@ def _as_json(value: Any) -> Any:
 Source = Annotated[dict[str, JsonValue], BeforeValidator(_as_json)]
 """Where a workload came from: a JSON object whose keys each workload chooses (a file's own
 `source`, a generated workload's parameters)."""
+
+
+def echoes(name: str, *, required: bool = False) -> Any:
+    """Declare a field that repeats run parameter `name` (its description is the parameter's);
+    `required`: every document has it (otherwise it may be null or absent)."""
+    return Field(... if required else None, json_schema_extra={"echoes": name})
+
+
+class Section(BaseModel):
+    """A part of the result document, made by one observer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class Block(BaseModel):

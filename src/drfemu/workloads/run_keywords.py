@@ -1,5 +1,6 @@
-"""The keywords of `drfemu.run` and `drfemu.configure`: written by `python -m drfemu.workloads.keywords`
-from the parameters' declarations (`drfemu.workloads.keywords`); do not edit."""
+"""The keywords of `drfemu.run` and `drfemu.configure`.
+
+Do not edit: written by `python -m drfemu.workloads.derived` from the parameters' declarations."""
 
 from __future__ import annotations
 
