@@ -24,9 +24,9 @@ from drfemu.kernel.errors import InputError, UnreadOptionWarning
 from drfemu.kernel.params import Param
 from drfemu.observers.run_log import labelled_log
 from drfemu.observers.samples import DEFAULT_POINTS, MAX_POINTS
+from drfemu.protocols.registry import PROTOCOLS, ProtocolSpec, register
 from drfemu.reports.pages import PAGES
 from drfemu.reports.run_page import run_page
-from drfemu.protocols.registry import PROTOCOLS, ProtocolSpec, register
 from drfemu.schema.params import unread
 from drfemu.schema.result import RunResult
 from drfemu.schema.workload import Workload

@@ -53,7 +53,6 @@ from drfemu.assembly.run import build_harness, result_sections
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import LatencyModel, parse_latency
 from drfemu.kernel.streams import RandomStreams
-from drfemu.live.report import WorkerReport, decode_report
 from drfemu.live.channel import (
     CHALLENGE,
     CLOCK,
@@ -77,6 +76,7 @@ from drfemu.live.channel import (
     write_json,
 )
 from drfemu.live.merge import EventMerge
+from drfemu.live.report import WorkerReport, decode_report
 from drfemu.nodes.live import LATENCY_BINS, LATENCY_BINS_PER_DECADE, LATENCY_FLOOR_S
 from drfemu.nodes.network import TrafficTally
 from drfemu.nodes.port import EventBus

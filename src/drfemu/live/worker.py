@@ -19,7 +19,6 @@ import os
 import sys
 import time
 import traceback
-from typing import Any
 
 import msgspec
 

@@ -43,7 +43,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import US_PER_S, parse_duration, parse_latency
 from drfemu.kernel.params import Declared, Duration, Kind, Param, ReadBy, param
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
-from drfemu.protocols.placement import BEST_FIT, KEEP_ROOM, MIN_FRAGMENTATION, SCORED_BY_MIX, PlacementParams
+from drfemu.protocols.placement import BEST_FIT, KEEP_ROOM, MIN_FRAGMENTATION, PlacementParams
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 from drfemu.schema.workload import MAX_NODES, MAX_SEED
 

@@ -16,8 +16,8 @@ follow the echo in the document and are read as `result["key"]`.
 
 Versioning (`SCHEMA_VERSION`, the document's first key): a change that only adds keys (or a
 value of `status`: 1.4 added `blocked`; 1.5 the optional `samples`; 1.6 the delays per user and the
-optional `reference`; 1.7 typed the inner blocks, the documents unchanged) raises the minor number; one that renames, removes or
-retypes a key raises the major number.
+optional `reference`; 1.7 typed the inner blocks, the documents unchanged) raises the minor
+number; one that renames, removes or retypes a key raises the major number.
 Decision: keys that only some runs have (distributed runs' `placement` and `overlay`, finite
 workloads' `series` and `swm`, live runs' `live`, sampled runs' `samples`) are optional and absent from the documents of
 other runs. Every inner block is typed (`schema.result_blocks`: a fault, a fault's cost, the first
@@ -38,9 +38,9 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, WithJsonSchema, create_model
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
 
 from drfemu.kernel.params import Kind, Param
 from drfemu.schema.params import RunParams, run_declarations
@@ -68,7 +68,6 @@ __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "Cost", "Distributed", "Echo", "Endles
 
 SCHEMA_VERSION = "1.7"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
-
 
 
 def finite_or_none(x: float) -> float | None:

@@ -60,9 +60,21 @@ class Section(BaseModel):
 
 
 class Block(BaseModel):
-    """A typed block that dumps only the keys it was given (`model_fields_set`, extras included)."""
+    """A typed block that dumps only the keys it was given (`model_fields_set`, extras included).
+    It is also read as the mapping it was before it was typed (`result.overlay["thaws"]`,
+    `"frozen_at_s" in result.overlay`, `.get(key)`), so scripts that read it so keep working."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __getitem__(self, key: str) -> Any:
+        return self.model_dump()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.model_dump()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of `key`, or `default` when the block has no such key."""
+        return self.model_dump().get(key, default)
 
     @model_serializer(mode="wrap")
     def _given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
