@@ -157,7 +157,7 @@ def test_the_bare_loop_moves_the_same_messages_as_the_runtime() -> None:
 def test_the_scale_curve_reports_each_point_as_table_json_and_figure(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     out, png = tmp_path / "scale.json", tmp_path / "scale.png"
-    args = ["bench", "--scale", "--servers", "40,20", "--protocols", "pdgdrf", "--span", "2s", "--json", str(out),
+    args = ["bench", "scale", "--servers", "40,20", "--protocols", "pdgdrf", "--span", "2s", "--json", str(out),
             "--figure", str(png)]
     assert main(args) == 0
     assert "cost curve" in capsys.readouterr().out
@@ -169,10 +169,10 @@ def test_the_scale_curve_reports_each_point_as_table_json_and_figure(tmp_path: P
         assert p["peak_rss_mib"] > 0 and p["wall_per_virtual_s"] > 0
     assert png.stat().st_size > 0
     again = tmp_path / "again.png"
-    assert main(["bench", "--scale", "--servers", "20", "--protocols", "pdgdrf", "--span", "1s", "--figure", str(again),
+    assert main(["bench", "scale", "--servers", "20", "--protocols", "pdgdrf", "--span", "1s", "--figure", str(again),
                  "--baseline", str(out)]) == 0
     assert again.stat().st_size > 0
-    assert main(["bench", "--scale", "--servers", "20", "--baseline", str(png)]) == 2  # not a curve's JSON
+    assert main(["bench", "scale", "--servers", "20", "--baseline", str(png)]) == 2  # not a curve's JSON
 
 
 def test_users_of_a_scale_point_are_a_fifth_of_the_servers_at_most_the_trace_s() -> None:

@@ -1,4 +1,5 @@
-"""`drfemu bench`: the engine's message rate, the live runtime's, and the cost curve."""
+"""`drfemu bench`, `bench live`, `bench scale`: the engine's message rate, the live runtime's, and the cost
+curve — one command each, so each has its own options."""
 
 from __future__ import annotations
 
@@ -23,58 +24,29 @@ from drfemu.cli.common import (
 )
 
 
-@app.command()
+JsonPath = Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")]
+
+bench_app = typer.Typer(invoke_without_command=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.callback()
 def bench(
     ctx: typer.Context,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")] = None,
-    actors: Annotated[int | None, typer.Option(help="Actors exchanging messages [default: 1000; 200 with --live].")
-                      ] = None,
-    in_flight: Annotated[int | None, typer.Option(help="Messages in flight per actor [default: 10; 4 with --live].")
-                         ] = None,
-    repeats: Annotated[int, typer.Option(help="Timed samples per design (best is kept).")] = 3,
-    live: Annotated[bool, typer.Option("--live", help="Measure the live runtime instead: pings over loopback UDP "
-                                                      "between --processes worker processes.")] = False,
-    processes: Annotated[int, typer.Option(help="With --live: worker processes.")] = 2,
-    seconds: Annotated[float, typer.Option(help="With --live: wall seconds measured (after 1 s of warm-up).")] = 5.0,
-    scale: Annotated[bool, typer.Option("--scale", help="Measure the cost curve instead: distributed protocols at "
-                                                        "growing cluster sizes (docs/performance.md).")] = False,
-    servers: Annotated[str, typer.Option(help="With --scale: cluster sizes, comma-separated.")
-                       ] = "100,300,1000,3000,10000",
-    protocols: Annotated[str, typer.Option(help="With --scale: protocols, comma-separated.")] = "pdgdrf,dgdrf",
-    span: Annotated[str, typer.Option(help="With --scale: virtual time each point runs.")] = "10s",
-    neighbors: Annotated[int, typer.Option(help="With --scale: gradient neighbours P.")] = 2,
-    figure: Annotated[Path | None, typer.Option(help="With --scale: write the log-log figure here (.png, .pdf, "
-                                                     ".svg, …).")] = None,
-    baseline: Annotated[Path | None, typer.Option(help="With --scale: an earlier curve (its --json), drawn dashed "
-                                                       "in the figure beside this one.")] = None,
+    json_path: JsonPath = None,
+    actors: Annotated[int, typer.Option(help="Actors exchanging messages.", min=1, max=1_000_000)] = 1000,
+    in_flight: Annotated[int, typer.Option(help="Messages in flight per actor.", min=1, max=10_000)] = 10,
+    repeats: Annotated[int, typer.Option(help="Timed samples per design (best is kept).", min=1, max=100)] = 3,
 ) -> None:
     """Measure the runtime's message rate against a naive one-task-per-actor design and against
-    the bare loop, the limit (or, with --live, the live runtime's rate across processes; with
-    --scale, the cost of the distributed protocols as the cluster grows)."""
-    if live and scale:
-        raise CliError("--live and --scale measure different things; give one of them")
-    mode = "--scale" if scale else "--live" if live else "the engine benchmark"
-    scale_only = ("servers", "protocols", "span", "neighbors", "figure", "baseline")
-    live_only = ("processes", "seconds")
-    foreign = ((*live_only, "actors", "in_flight", "repeats") if scale else (*scale_only, "repeats") if live
-               else (*scale_only, *live_only))
-    refuse_options_of_another_mode(ctx, foreign, mode)
-    if not 1 <= repeats <= 100:
-        raise CliError("--repeats must be in [1, 100]")
-    for name, value, high in (("--actors", actors, 1_000_000), ("--in-flight", in_flight, 10_000)):
-        if value is not None and not 1 <= value <= high:
-            raise CliError(f"{name} must be in [1, {high:,}]")
+    the bare loop, the limit; `drfemu bench live` measures the live runtime across processes,
+    `drfemu bench scale` the cost of the distributed protocols as the cluster grows."""
+    if ctx.invoked_subcommand is not None:  # the engine benchmark's options are its own
+        refuse_options_of_another_mode(ctx, [p.name for p in ctx.command.params if p.name],
+                                       f"bench {ctx.invoked_subcommand} (its own options follow it)")
+        return
     if json_path is not None:
         check_writable(json_path, "--json")
-    if scale:
-        _bench_scale(json_path, figure, baseline, servers, protocols, span, neighbors)
-        return
-    if live:
-        _bench_live(json_path, processes, 200 if actors is None else actors, 4 if in_flight is None else in_flight,
-                    seconds)
-        return
-    actors = 1000 if actors is None else actors
-    in_flight = 10 if in_flight is None else in_flight
     from drfemu.tools.bench import run_bench
 
     result = run_bench(actors=actors, in_flight=in_flight, repeats=repeats)
@@ -94,8 +66,18 @@ def bench(
         write_json(json_path, result.to_dict())
 
 
-def _bench_scale(json_path: Path | None, figure: Path | None, baseline: Path | None, servers: str, protocols: str,
-                 span: str, neighbors: int) -> None:
+@bench_app.command("scale")
+def bench_scale(
+    json_path: JsonPath = None,
+    servers: Annotated[str, typer.Option(help="Cluster sizes, comma-separated.")] = "100,300,1000,3000,10000",
+    protocols: Annotated[str, typer.Option(help="Protocols, comma-separated.")] = "pdgdrf,dgdrf",
+    span: Annotated[str, typer.Option(help="Virtual time each point runs.")] = "10s",
+    neighbors: Annotated[int, typer.Option(help="Gradient neighbours P.")] = 2,
+    figure: Annotated[Path | None, typer.Option(help="Write the log-log figure here (.png, .pdf, .svg, …).")] = None,
+    baseline: Annotated[Path | None, typer.Option(help="An earlier curve (its --json), drawn dashed in the figure "
+                                                       "beside this one.")] = None,
+) -> None:
+    """Measure the cost curve: the distributed protocols at growing cluster sizes (docs/performance.md)."""
     from drfemu.reports.scale_plot import plot_scale_curve
     from drfemu.studies.scale import ScalePoint, run_scale_curve
 
@@ -105,6 +87,8 @@ def _bench_scale(json_path: Path | None, figure: Path | None, baseline: Path | N
             raise CliError(f"--servers: expected whole numbers separated by commas, got {item.strip()!r}")
         sizes.append(int(item))
     names = [name.strip() for name in protocols.split(",") if name.strip()]
+    if json_path is not None:
+        check_writable(json_path, "--json")
     span_s = duration_option(span, "span")
     if figure is not None:
         check_plot_path(figure, "--figure")
@@ -132,17 +116,28 @@ def _bench_scale(json_path: Path | None, figure: Path | None, baseline: Path | N
 
 
 def _scale_baseline(path: Path) -> list[dict[str, Any]]:
-    """The points of an earlier `drfemu bench --scale --json` file."""
+    """The points of an earlier `drfemu bench scale --json` file."""
     document = read_json(path, "--baseline: ")
     points = document.get("points") if isinstance(document, dict) else None
     keys = {"protocol", "servers", "wall_per_virtual_s", "messages_per_server_tick"}
     if not isinstance(points, list) or not all(isinstance(p, dict) and keys <= set(p) for p in points):
-        raise CliError(f"--baseline: {path} is not the JSON of drfemu bench --scale")
+        raise CliError(f"--baseline: {path} is not the JSON of drfemu bench scale")
     return points
 
 
-def _bench_live(json_path: Path | None, processes: int, actors: int, in_flight: int, seconds: float) -> None:
+@bench_app.command("live")
+def bench_live(
+    json_path: JsonPath = None,
+    processes: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    actors: Annotated[int, typer.Option(help="Actors exchanging pings.", min=1, max=1_000_000)] = 200,
+    in_flight: Annotated[int, typer.Option(help="Pings in flight per actor.", min=1, max=10_000)] = 4,
+    seconds: Annotated[float, typer.Option(help="Wall seconds measured (after 1 s of warm-up).")] = 5.0,
+) -> None:
+    """Measure the live runtime: pings over loopback UDP between worker processes."""
     from drfemu.live.bench import run_live_bench
+
+    if json_path is not None:
+        check_writable(json_path, "--json")
 
     result = run_live_bench(processes=processes, actors=actors, in_flight=in_flight, seconds=seconds)
     table = Table(title=f"live benchmark: {actors} actors over {processes} process(es), {in_flight} pings in flight "

@@ -1,4 +1,4 @@
-"""`drfemu bench --live`: message throughput of the live runtime over loopback, across processes.
+"""`drfemu bench live`: message throughput of the live runtime over loopback, across processes.
 
 `processes` worker processes (spawned fresh) each run their share of `actors` ping actors
 (`tools.bench.PingActor`, dealt round robin) on a `nodes.realtime.RealtimeRuntime`, every
@@ -119,7 +119,7 @@ def run_live_bench(processes: int = 2, actors: int = 200, in_flight: int = 4, se
                    warmup: float = 1.0, seed: int = 1) -> LiveBenchResult:
     """Run the live ping benchmark once (see the module's docstring)."""
     if not (1 <= processes <= actors and 1 <= in_flight and 0 < seconds <= MAX_SECONDS and 0 <= warmup <= MAX_SECONDS):
-        raise InputError(f"bench --live needs processes >= 1, actors >= processes, in-flight >= 1 and seconds in "
+        raise InputError(f"bench live needs processes >= 1, actors >= processes, in-flight >= 1 and seconds in "
                          f"(0, {MAX_SECONDS:g}]")
     checked_pool_size(processes, "--processes")
     context = multiprocessing.get_context("spawn")

@@ -1,4 +1,4 @@
-"""A log-log PNG of the cost curve (`drfemu bench --scale`): wall time per virtual second and
+"""A log-log PNG of the cost curve (`drfemu bench scale`): wall time per virtual second and
 messages per server-tick against the number of servers, a line per protocol."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`drfemu bench --scale`: the cost curve of the distributed protocols as the cluster grows.
+"""`drfemu bench scale`: the cost curve of the distributed protocols as the cluster grows.
 
 Each point runs one protocol on a Google case of `servers` machines and `servers / 5` users
 (at most the 505 users of the trace whose tasks request both CPU and memory) for a fixed span
