@@ -731,7 +731,7 @@ from drfemu.studies.overlay import run_overlay_config
 implementations = (ENGINE_IMPLEMENTATION, EXCHANGE_IMPLEMENTATION, RANK_IMPLEMENTATION, gini_test_implementation(),
                    CYCLE_IMPLEMENTATION)
 run = traced_run(json.loads(sys.argv[1]), build_run_config)
-cycles = run_overlay_config(OverlayConfig.build(**json.loads(sys.argv[2])))["rounds"]
+cycles = run_overlay_config(OverlayConfig.build(**json.loads(sys.argv[2])))["round_rows"]
 print(json.dumps({"implementations": implementations, "digest": run["digest"], "events": run["events"],
                   "cycles": cycles}))
 """
@@ -752,7 +752,7 @@ def test_without_the_extensions_every_reference_runs_and_the_run_is_the_same() -
     params = canonical_params({"protocol": "pdgdrf", "machines": 12, "users": 4, "neighbors": 2})
     overlay = {"nodes": 150, "neighbors": 4, "rounds": 8, "perturbations": 2, "mode": "cycle"}
     here = traced_run(params, build_run_config)
-    cycles = run_overlay_config(OverlayConfig.build(**overlay))["rounds"]
+    cycles = run_overlay_config(OverlayConfig.build(**overlay))["round_rows"]
     done = subprocess.run([sys.executable, "-c", NO_COMPILER, json.dumps(params), json.dumps(overlay)],
                           capture_output=True, text=True, check=True, env={**os.environ, "DRFEMU_PURE_PYTHON": ""})
     alone = json.loads(done.stdout)

@@ -91,7 +91,7 @@ def test_only_a_home_that_believes_it_is_the_centre_starts_a_rumour() -> None:
 @pytest.mark.slow
 def test_a_gpu_case_runs_end_to_end_keeping_room_and_reports_stranded_capacity(tmp_path: Path) -> None:
     case, out = tmp_path / "gpu.json", tmp_path / "run.json"
-    assert main(["workload", "synthetic", "-o", str(case), "--servers", "12", "--users", "4", "--resources",
+    assert main(["workload", "synthetic", "-o", str(case), "--machines", "12", "--users", "4", "--resources",
                  "cpu,mem,gpu", "--scarce", "gpu", "--holders", "0.25", "--demanders", "0.5"]) == 0
     workload = json.loads(case.read_text())
     assert sum(s["capacity"][2] > 0 for s in workload["servers"]) == 3

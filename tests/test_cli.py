@@ -11,6 +11,7 @@ import pytest
 
 from drfemu.cli import main
 from drfemu.reports.online import MARKER
+from drfemu.schema.overlay_config import OverlayConfig
 from drfemu.studies.scale import users_for
 from drfemu.tools.bench import _bench_bare, _bench_runtime, run_bench
 
@@ -65,7 +66,7 @@ def test_run_with_a_workload_file(tmp_path: Path) -> None:
 
 def test_workload_google_then_run(tmp_path: Path) -> None:
     case = tmp_path / "case.json"
-    assert main(["workload", "google", "--machines", "50", "--users", "8", "--seed", "3", "-o", str(case)]) == 0
+    assert main(["workload", "google", "--machines", "50", "--users", "8", "--case-seed", "3", "-o", str(case)]) == 0
     data = json.loads(case.read_text())
     assert len(data["servers"]) == 50 and len(data["users"]) == 8
     assert main(["run", "--workload", str(case), "--tick", "50ms", "--latency", "uniform:1ms:2ms"]) == 0
@@ -191,9 +192,11 @@ def test_overlay_prints_rounds_and_writes_json_and_plot(tmp_path: Path, capsys: 
     printed = capsys.readouterr().out
     assert "rounds to converge" in printed and "recovery after 3 perturbations" in printed
     result = json.loads(out.read_text())
-    assert [row["round"] for row in result["rounds"]] == list(range(16))
-    assert all(OVERLAY_ROUND_KEYS <= set(row) for row in result["rounds"])
-    assert "rounds_to_converge" in result and len(result["perturbations"]) == 3
+    assert [row["round"] for row in result["round_rows"]] == list(range(16))
+    assert all(OVERLAY_ROUND_KEYS <= set(row) for row in result["round_rows"])
+    assert "rounds_to_converge" in result and len(result["perturbation_rows"]) == 3
+    assert list(result["config"]) == [p.name for p in OverlayConfig.PARAMS]  # the parameters, by declared name
+    assert (result["config"]["rounds"], result["config"]["perturbations"], result["config"]["nodes"]) == (15, 3, 150)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -297,7 +300,7 @@ def test_policy_swm_without_cvxpy_names_the_extra(tmp_path: Path, capsys: pytest
         (["policy", "drf", "--capacity", "9,18", "--demand", "1,4", "--alpha", "2"], "--alpha is required"),
         (["policy", "adrf", "--capacity", "9,18", "--demand", "1,4", "--alpha", "0"], "alpha must be positive"),
         (["policy", "swm", "--capacity", "9,18", "--demand", "1,4", "--alpha", "1", "--beta", "d-max"], "adrf only"),
-        (["experiment", "nope"], "unknown experiment 'nope'"),
+        (["experiment", "nope"], "No such command 'nope'"),
     ],
 )
 def test_bad_alpha_beta_and_experiment_are_one_line(args: list[str], needle: str,
@@ -311,7 +314,7 @@ def test_bad_alpha_beta_and_experiment_are_one_line(args: list[str], needle: str
 def test_experiment_online_replays_the_trace_on_the_emulator(tmp_path: Path) -> None:
     pytest.importorskip("cvxpy", reason="the online experiment compares with the SWM optimum (the optimum extra)")
     out = tmp_path / "online.json"
-    assert main(["experiment", "online", "--minutes", "5", "--tick", "0.1", "--plots", str(tmp_path / "plots"),
+    assert main(["experiment", "online", "--minutes", "5", "--tick", "100ms", "--plots", str(tmp_path / "plots"),
                  "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     rows = {row["rule"]: row for row in result["rows"]}
@@ -324,7 +327,7 @@ def test_experiment_online_replays_the_trace_on_the_emulator(tmp_path: Path) -> 
 
 def test_experiment_online_rejects_an_empty_pool(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["experiment", "online", "--load-fraction", "0"]) == 2
-    assert "--load-fraction must be in (0, 100]" in capsys.readouterr().err
+    assert "--load-fraction must be positive, got 0.0" in capsys.readouterr().err
 
 
 def test_grid_renders_the_committed_page_from_the_committed_json(tmp_path: Path) -> None:
@@ -369,7 +372,7 @@ def test_workload_online_then_run_then_trace_replay(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["workload", "online", "--minutes", "61", "-o", "x.json"], "--minutes must be in (0, 60]"),
+    (["workload", "online", "--minutes", "61", "-o", "x.json"], "--minutes must be at most 60 (the extract holds"),
     (["workload", "online", "--machines", "3", "--pool", "-o", "x.json"], "not both"),
     (["trace-replay", "--out", "x", "--protocols", "drf,nope"], "unknown protocol 'nope'"),
     (["trace-replay", "--out", "x", "--report", "README.md"], "exists without the line"),

@@ -200,3 +200,65 @@ def test_no_field_of_a_result_is_left_untyped() -> None:
     for section in SECTIONS:
         walk(section)
     assert not found, found
+
+
+def test_every_workload_command_takes_its_declared_options() -> None:
+    """`drfemu workload NAME`'s options are its workload's declarations and `-o`, nothing restated:
+    a generated workload's are those `drfemu run --workload NAME` takes."""
+    from typer.main import get_command
+
+    from drfemu.cli.common import workload_app
+    from drfemu.cli.workload import install_workload_commands
+    from drfemu.workloads.registry import WORKLOADS, file_only_workloads
+
+    install_workload_commands()
+    commands = get_command(workload_app).commands  # type: ignore[attr-defined]
+    specs = {spec.name: spec for spec in (*WORKLOADS.values(), *file_only_workloads())}
+    assert set(commands) == {*specs, "extract"}
+    for name, spec in specs.items():
+        flags = [option for p in commands[name].params for option in p.opts if option.startswith("--")]
+        assert flags == ["--output", *(p.option for p in spec.params)], name
+
+
+def _declared_flags() -> set[str]:
+    from drfemu.workloads.online import OnlineParams
+    from drfemu.workloads.registry import file_only_workloads
+
+    return {p.option for p in (*point_declarations(), *OverlayConfig.PARAMS, *OnlineParams.PARAMS,
+                               *(p for spec in file_only_workloads() for p in spec.params))}
+
+
+def test_no_command_restates_a_declared_option() -> None:
+    """A hand-written command's option that a declaration already names (`--seed`, `--minutes`,
+    `--neighbors`, …) takes its flag and help from it (`cli.common.declared_option`)."""
+    declared = _declared_flags()
+    restated = []
+    for path, tree in _modules():
+        if path.relative_to(PACKAGE).parts[0] != "cli":
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for arg in (*node.args.args, *node.args.kwonlyargs):
+                text = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                if "typer.Option(" not in text:
+                    continue
+                spelled = [c.value for c in ast.walk(arg.annotation) if isinstance(c, ast.Constant)  # type: ignore[arg-type]
+                           and isinstance(c.value, str) and c.value.startswith("--")]
+                flag = spelled[0] if spelled else "--" + arg.arg.replace("_", "-")
+                if flag in declared:
+                    restated.append(f"{path.relative_to(PACKAGE)}:{node.name} {flag}")
+    assert restated == [], restated
+
+
+def test_the_overlay_result_restates_no_parameter() -> None:
+    """An overlay run's document holds its parameters in `config`, read from the declarations: no
+    other field of it, nor of its recovery summary, is named like a parameter (the rows were
+    `rounds` and `perturbations`), and the engine's section is composed in, not restated."""
+    from drfemu.schema.overlay_result import OverlayTraffic, Recovery
+
+    parameters = {p.name for p in OverlayConfig.PARAMS}
+    assert (set(OverlayResult.model_fields) | set(Recovery.model_fields)) & parameters == set()
+    own = Counter(name for cls in (OverlayTraffic, OverlayResult) for name in cls.__annotations__)
+    assert {name: n for name, n in own.items() if n > 1} == {}
+    assert set(OverlayTraffic.model_fields) <= set(OverlayResult.model_fields)

@@ -68,7 +68,7 @@ def test_an_endless_case_draws_servers_and_users_that_fit(trace: OpenbTrace) -> 
 def test_a_replay_keeps_the_window_and_every_overlap(trace: OpenbTrace) -> None:
     """Idle stretches shrink to `idle_gap`, and two pods overlap in the replay exactly when they
     overlapped in the trace (durations capped alike)."""
-    replay = openb_replay(trace, tasks=150, start=116 * 86400, machines=60, max_duration=900, idle_gap=120)
+    replay = openb_replay(trace, pods=150, start=116 * 86400, machines=60, max_duration=900, idle_gap=120)
     window = [p for p in trace.pods if p.created - trace.pods[0].created >= 116 * 86400][:150]
     assert replay.source["tasks"] == 150 and replay.source["idle_removed_s"] > 0
     tasks = sorted(((t.submit, t.duration) for u in replay.users for t in u.tasks or ()))
@@ -88,7 +88,7 @@ def test_a_replay_keeps_the_window_and_every_overlap(trace: OpenbTrace) -> None:
 @pytest.mark.parametrize("protocol", sorted(BUILT_IN))
 def test_a_finite_replay_finishes_under_every_protocol_with_a_complete_ledger(protocol: str,
                                                                              trace: OpenbTrace) -> None:
-    replay = openb_replay(trace, tasks=20, start=120 * 86400, machines=8, max_duration=600, idle_gap=60)
+    replay = openb_replay(trace, pods=20, start=120 * 86400, machines=8, max_duration=600, idle_gap=60)
     result = drfemu.run(protocol=protocol, workload=replay, neighbors=3, max_time="3000s")
     assert result.status == "finished", result.end_reason
     ledger = result.ledger
@@ -97,17 +97,19 @@ def test_a_finite_replay_finishes_under_every_protocol_with_a_complete_ledger(pr
 
 def test_the_command_writes_endless_and_finite_cases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     endless, finite = tmp_path / "e.json", tmp_path / "f.json"
-    assert main(["workload", "openb", "-o", str(endless), "--trace", str(TRACE), "--machines", "30", "--users",
-                 "6", "--seed", "2"]) == 0
+    assert main(["workload", "openb", "-o", str(endless), "--openb-trace", str(TRACE), "--machines", "30", "--users",
+                 "6", "--case-seed", "2"]) == 0
     case = json.loads(endless.read_text())
     assert len(case["servers"]) == 30 and len(case["users"]) == 6 and case["source"]["kind"] == "openb"
-    assert main(["workload", "openb", "-o", str(finite), "--trace", str(TRACE), "--finite", "--start", "116d",
+    assert case == drfemu.configure(workload="openb", openb_trace=str(TRACE), machines=30, users=6,
+                                    seed=2).workload.to_dict()  # the case `drfemu run` draws from the same options
+    assert main(["workload", "openb-replay", "-o", str(finite), "--openb-trace", str(TRACE), "--start", "116d",
                  "--minutes", "120", "--machines", "20"]) == 0
     replay = json.loads(finite.read_text())
     assert replay["source"]["kind"] == "openb-replay" and all("tasks" in u for u in replay["users"])
     capsys.readouterr()
-    assert main(["workload", "openb", "-o", str(endless), "--trace", str(TRACE), "--tasks", "5"]) == 2
-    assert "--tasks describes a replay: add --finite" in capsys.readouterr().err
+    assert main(["workload", "openb", "-o", str(endless), "--openb-trace", str(TRACE), "--pods", "5"]) == 2
+    assert "No such option: --pods" in capsys.readouterr().err
 
 
 def test_runs_and_sweeps_draw_openb_cases_by_name(tmp_path: Path) -> None:

@@ -185,10 +185,10 @@ def test_a_cycle_run_is_deterministic_and_costs_what_its_exchanges_would_send() 
     first, again = run_overlay_config(config), run_overlay_config(config)
     wall = ("wall_time_s", "observer_wall_s", "emulation_wall_s", "events_per_s", "exchanges_per_s")
     assert {k: v for k, v in first.items() if k not in wall} == {k: v for k, v in again.items() if k not in wall}
-    assert first["mode"] == "cycle" and first["cyclon_exchanges"] == 3000 * first["cyclon_rounds"]
+    assert first["config"]["mode"] == "cycle" and first["cyclon_exchanges"] == 3000 * first["cyclon_rounds"]
     assert first["messages"]["CyclonShuffle"] == first["messages"]["CyclonReply"] == first["cyclon_exchanges"]
     event = run_overlay_config(OverlayConfig.build(nodes=3000, neighbors=4, rounds=30, seed=2))
-    assert event["rounds"][-1]["ideal_view_fraction"] == pytest.approx(first["rounds"][30]["ideal_view_fraction"],
+    assert event["round_rows"][-1]["ideal_view_fraction"] == pytest.approx(first["round_rows"][30]["ideal_view_fraction"],
                                                                        abs=0.1)
     assert first["recovery"]["recovered"] == 5
 

@@ -19,7 +19,7 @@ PERF_KEYS = ("wall_time_s", "observer_wall_s", "emulation_wall_s", "events_per_s
 
 def without_timing(result: dict) -> dict:
     rest = {k: v for k, v in result.items() if k not in PERF_KEYS}
-    rest["rounds"] = [{k: v for k, v in row.items()} for row in result["rounds"]]
+    rest["round_rows"] = [{k: v for k, v in row.items()} for row in result["round_rows"]]
     return rest
 
 
@@ -30,7 +30,7 @@ def cyclon_1000() -> dict:
 
 @pytest.mark.slow
 def test_cyclon_1000_nodes_50_rounds_connected_and_clean(cyclon_1000: dict) -> None:
-    last = cyclon_1000["rounds"][-1]
+    last = cyclon_1000["round_rows"][-1]
     assert last["round"] == 50
     assert last["cyclon_connected"] and last["cyclon_strongly_connected"]
     assert last["cyclon_self_links"] == 0 and last["cyclon_duplicates"] == 0
@@ -44,7 +44,7 @@ def test_same_seed_same_run_other_seed_other_run(cyclon_1000: dict) -> None:
     again = run_overlay(OverlayConfig.build(nodes=1000, neighbors=10, rounds=50, seed=3, observe_every=10))
     assert without_timing(again) == without_timing(cyclon_1000)
     other = run_overlay(OverlayConfig.build(nodes=1000, neighbors=10, rounds=50, seed=4, observe_every=10))
-    assert other["rounds"][-1]["indegree_std"] != cyclon_1000["rounds"][-1]["indegree_std"]
+    assert other["round_rows"][-1]["indegree_std"] != cyclon_1000["round_rows"][-1]["indegree_std"]
 
 
 @pytest.mark.slow
@@ -65,29 +65,29 @@ def test_gradient_converges_within_30_rounds(view: int) -> None:
     result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=view, rounds=30, seed=1))
     converged = result["rounds_to_converge"]
     assert converged is not None and converged <= 30, f"P={view}: not converged in 30 rounds"
-    row = result["rounds"][converged]
+    row = result["round_rows"][converged]
     assert row["centre_believes"] and row["false_centres"] == 0 and row["centre_view_exact"]
 
 
 @pytest.mark.slow
 def test_view_10_reaches_95_percent_ideal_views_within_50_rounds() -> None:
     result = run_overlay(OverlayConfig.build(nodes=1000, neighbors=10, rounds=50, seed=2, observe_every=5))
-    assert max(row["ideal_view_fraction"] for row in result["rounds"]) >= 0.95
+    assert max(row["ideal_view_fraction"] for row in result["round_rows"]) >= 0.95
 
 
 @pytest.mark.slow
 def test_perturbed_centre_is_replaced_and_validated_within_bounded_rounds() -> None:
     result = run_overlay(OverlayConfig.build(nodes=300, neighbors=5, rounds=30, seed=5, perturbations=25, recovery_cap=50))
-    assert len(result["perturbations"]) == 25
+    assert len(result["perturbation_rows"]) == 25
     assert result["recovery"]["recovered"] == 25
     assert result["recovery"]["max"] <= 50
-    assert all(p["new_centre"] != p["old_centre"] for p in result["perturbations"])
+    assert all(p["new_centre"] != p["old_centre"] for p in result["perturbation_rows"])
 
 
 def test_perturbations_as_allocations_on_a_google_case() -> None:
     result = run_overlay_config(OverlayConfig.build(nodes=60, neighbors=4, rounds=20, utilities="google", users=12,
                                                     seed=1, perturbations=12, recovery_cap=60))
-    assert result["users"] == 12
+    assert result["config"]["users"] == 12
     assert result["rounds_to_converge"] is not None
     assert result["recovery"]["recovered"] == 12
 
@@ -100,7 +100,7 @@ def test_workload_file_and_slow_gradient(tmp_path: Path) -> None:
         "users": [{"id": f"u{i}", "demand": [0.1, 0.05 * (i + 1)]} for i in range(8)],
     }))
     result = run_overlay_config(OverlayConfig.build(utilities=str(case), neighbors=3, rounds=20, shuffles_per_tick=0.5))
-    assert result["nodes"] == 30
+    assert result["config"]["nodes"] == 30
     assert result["gradient_rounds"] == 10 and result["cyclon_rounds"] == 20
 
 

@@ -149,6 +149,11 @@ def test_an_installed_package_adds_a_generated_workload_with_its_own_parameter(s
     alone = _drfemu(site, "run", "--workload", "google", "--ring-size", "3", cwd=tmp_path)
     assert alone.returncode == 2 and "--ring-size" in alone.stderr  # read by the ring only: not ignored
 
+    written = tmp_path / "ring-case.json"
+    command = _drfemu(site, "workload", "ring", "--ring-size", "5", "--users", "3", "-o", str(written), cwd=tmp_path)
+    assert command.returncode == 0, command.stderr  # its own `drfemu workload ring`, with its declared options
+    assert "5 servers, 3 users" in " ".join(command.stdout.split()) and len(json.loads(written.read_text())["servers"]) == 5
+
     config = tmp_path / "ring.toml"
     config.write_text('[base]\nworkload = "ring"\nusers = 4\n[[grids]]\nprotocol = "drf"\nring_size = [2, 5]\n')
     swept = _drfemu(site, "sweep", str(config), "--out", str(tmp_path / "sweep"), "--workers", "2", cwd=tmp_path)

@@ -284,13 +284,13 @@ def test_the_reader_names_the_file_the_line_and_the_problem(tmp_path: Path) -> N
     (lambda t: (t / NODES_FILE).write_bytes(b"\x97\x10binary"), [], "line 1: not UTF-8 text (byte 0x97)"),
     (lambda t: (t / NODES_FILE).write_bytes(NODES.replace(b"0000,32000", b"0000,1e300")), [],
      "line 2, cpu_milli / 1000 entry 1e+297 is outside"),
-    (None, ["--finite", "--minutes", "inf"], "--minutes must be positive and at most"),
-    (None, ["--finite", "--minutes", "nan"], "--minutes must be positive and at most"),
-    (None, ["--finite", "--users", "5"], "--users describes endless users"),
-    (None, ["--finite", "--gpu-users", "0.5"], "--gpu-users describes endless users"),
-    (None, ["--finite", "--max-duration", "500ms"], "--max-duration must be between 1 s"),
-    (None, ["--gpu-users", "5"], "--gpu-users must be a fraction in [0, 1]"),
-    (None, ["--tasks", "3"], "--tasks describes a replay: add --finite"),
+    (None, ["openb-replay", "--minutes", "inf"], "--minutes must be at most 1.66667e+10, got inf"),
+    (None, ["openb-replay", "--minutes", "nan"], "--minutes must be positive, got nan"),
+    (None, ["openb-replay", "--users", "5"], "No such option: --users"),
+    (None, ["openb-replay", "--gpu-users", "0.5"], "No such option: --gpu-users"),
+    (None, ["openb-replay", "--max-duration", "500ms"], "--max-duration must be at least 1 s, got '500ms'"),
+    (None, ["--gpu-users", "5"], "--gpu-users must be at most 1, got 5.0"),
+    (None, ["--pods", "3"], "No such option: --pods"),
 ])
 def test_a_bad_openb_input_is_one_line_naming_it(edit: Callable[[Path], Any] | None, args: list[str], needle: str,
                                                  tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -298,14 +298,15 @@ def test_a_bad_openb_input_is_one_line_naming_it(edit: Callable[[Path], Any] | N
     (tmp_path / PODS_FILE).write_bytes(PODS)
     if edit is not None:
         edit(tmp_path)
-    status = main(["workload", "openb", "--trace", str(tmp_path), "--output", str(tmp_path / "w.json"), *args])
+    command, rest = (args[0], args[1:]) if args[:1] == ["openb-replay"] else ("openb", args)
+    status = main(["workload", command, "--openb-trace", str(tmp_path), "--output", str(tmp_path / "w.json"), *rest])
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and needle in err, err
 
 
 @pytest.mark.parametrize(("args", "needle"), [
     (["run", "--workload", "openb"], "give --openb-trace DIR"),
-    (["workload", "openb", "--output", "w.json"], "give --trace DIR"),
+    (["workload", "openb-replay", "--output", "w.json"], "give --openb-trace DIR"),
     (["faults-campaign", "--sizes", "1000000000000x2", "--out", "c"], "--sizes: '1000000000000x2' is not SERVERSxUSERS"),
 ])
 def test_an_option_is_named_as_the_command_spells_it(args: list[str], needle: str, tmp_path: Path,

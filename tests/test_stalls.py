@@ -63,7 +63,7 @@ def test_a_server_back_up_may_be_named_again() -> None:
 
 
 def test_c_adrf_on_endless_users_ends_blocked_with_its_reason() -> None:
-    """`drfemu workload google --machines 50 --users 10 --seed 4`, then C-ADRF: it stalled after
+    """`drfemu workload google --machines 50 --users 10 --case-seed 4`, then C-ADRF: it stalled after
     1,356 allocations for 1,000 ticks; it now ends there, blocked, naming why."""
     result = drfemu.run(protocol="c-adrf", machines=50, users=10, case_seed=4)
     assert result.status == "blocked" and result.allocations == 1356

@@ -28,6 +28,7 @@ from drfemu.overlay.cycle import CYCLE_IMPLEMENTATION, CycleOverlay, bootstrap, 
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from drfemu.overlay.observe import OverlayMetrics, OverlaySnapshot
 from drfemu.schema.overlay_config import OverlayConfig
+from drfemu.schema.overlay_result import OverlayTraffic
 
 __all__ = ["ATOMIC", "cycle_overlay", "gradient_turns", "run_cycles_observed"]
 
@@ -91,8 +92,8 @@ def run_cycles_observed(config: OverlayConfig, n: int, streams: RandomStreams, u
     wall = time.perf_counter() - started
     messages, sizes = _traffic(overlay)
     exchanges = overlay.counter("cyclon_exchanges") + overlay.counter("gradient_exchanges")
-    return OverlayRun(
-        observer=observer, nodes=n, latency=ATOMIC, virtual_time_s=(cycle + 1) * tick_us / US_PER_S, cyclon_rounds=cycle,
+    return OverlayRun(observer, n, OverlayTraffic(
+        network=ATOMIC, virtual_time_s=(cycle + 1) * tick_us / US_PER_S, cyclon_rounds=cycle,
         gradient_rounds=to_us(cycle * config.tick) // to_us(config.tick / config.shuffles_per_tick),
         cyclon_exchanges=overlay.counter("cyclon_exchanges"), gradient_exchanges=overlay.counter("gradient_exchanges"),
-        messages=messages, bytes=sizes, events=exchanges, wall=wall, implementation=CYCLE_IMPLEMENTATION)
+        messages=messages, bytes=sizes, events=exchanges, gradient_merge=CYCLE_IMPLEMENTATION), wall)

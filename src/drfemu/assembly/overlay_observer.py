@@ -20,7 +20,8 @@ from drfemu.nodes.gateway import draw_homes
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.overlay.observe import OverlayMetrics, OverlaySnapshot, centre_status, measure, total_order
 from drfemu.schema.overlay_config import OverlayConfig
-from drfemu.schema.overlay_result import OverlayResult, Recovery
+from drfemu.schema.overlay_result import OverlayResult, OverlayTraffic, Recovery
+from drfemu.schema.result import Number
 from drfemu.schema.workload import Workload
 
 __all__ = ["OverlayRun", "RoundObserver", "Utilities", "overlay_result"]
@@ -159,45 +160,35 @@ class RoundObserver:
 
 @dataclass(frozen=True)
 class OverlayRun:
-    """What an overlay run left to report, whichever engine ran it: its observer, the rounds of
-    each overlay, the exchanges, the traffic by message type, the events and the wall time."""
+    """What an overlay run left to report, whichever engine ran it: its observer, what the engine
+    did (`OverlayTraffic`) and the wall time."""
 
     observer: RoundObserver
     nodes: int
-    latency: str
-    virtual_time_s: float
-    cyclon_rounds: int
-    gradient_rounds: int
-    cyclon_exchanges: int
-    gradient_exchanges: int
-    messages: dict[str, int]
-    bytes: dict[str, int]
-    events: int
+    traffic: OverlayTraffic
     wall: float
-    implementation: str
+
+
+def _echo(config: OverlayConfig, run: OverlayRun, workload: Workload | None) -> dict[str, Number | str | None]:
+    """`config`'s parameters by declared name, null where one is not read (`Param.when`); `nodes`,
+    `users` and `drop_rank` as the run resolved them (`schema.overlay_result`)."""
+    echo = {p.name: None if p.when is not None and getattr(config, p.when[0]) not in p.when[1]
+            else getattr(config, p.name) for p in config.PARAMS}
+    if workload is None:  # random utilities
+        return echo | {"nodes": run.nodes, "users": None, "drop_rank": run.observer.drop_rank}
+    return echo | {"nodes": run.nodes, "users": len(workload.users), "drop_rank": None}
 
 
 def overlay_result(config: OverlayConfig, workload: Workload | None, run: OverlayRun) -> OverlayResult:
-    observer = run.observer
+    observer, traffic = run.observer, run.traffic
     emulation_wall = max(run.wall - observer.seconds, 1e-9)
     perturbations = observer.perturbations
     recoveries = [p["recovery_rounds"] for p in perturbations if p["recovery_rounds"] is not None]
     return OverlayResult(
-        nodes=run.nodes, mode=config.mode, neighbors=config.neighbors, cyclon_view=config.cyclon_view,
-        shuffle_length=config.shuffle_length, shuffles_per_tick=config.shuffles_per_tick,
-        max_age_periods=config.max_age_periods, gradient=config.gradient,
-        softmax_temperature=config.softmax_temperature if config.gradient == "kompics" else None, tick_s=config.tick,
-        latency=run.latency, seed=config.seed, utilities=config.utilities,
-        users=len(workload.users) if workload is not None else None, static_rounds=config.rounds,
-        observe_every=config.observe_every, rounds=observer.rounds, rounds_to_converge=observer.rounds_to_converge,
-        perturbations=perturbations,
-        recovery=Recovery(perturbations=len(perturbations), recovered=len(recoveries), cap_rounds=config.recovery_cap,
-                          drop_rank=observer.drop_rank if workload is None else None, **_summary(recoveries)),
-        cyclon_rounds=run.cyclon_rounds, gradient_rounds=run.gradient_rounds,
-        cyclon_exchanges=run.cyclon_exchanges, gradient_exchanges=run.gradient_exchanges,
-        messages=run.messages, bytes=run.bytes, messages_total=sum(run.messages.values()),
-        bytes_total=sum(run.bytes.values()), virtual_time_s=run.virtual_time_s, wall_time_s=run.wall,
-        observer_wall_s=observer.seconds, emulation_wall_s=emulation_wall, events=run.events,
-        events_per_s=run.events / emulation_wall,
-        exchanges_per_s=(run.cyclon_exchanges + run.gradient_exchanges) / emulation_wall,
-        gradient_merge=run.implementation)
+        **dict(traffic), config=_echo(config, run, workload),
+        round_rows=observer.rounds, rounds_to_converge=observer.rounds_to_converge, perturbation_rows=perturbations,
+        recovery=Recovery(recovered=len(recoveries), **_summary(recoveries)),
+        messages_total=sum(traffic.messages.values()), bytes_total=sum(traffic.bytes.values()), wall_time_s=run.wall,
+        observer_wall_s=observer.seconds, emulation_wall_s=emulation_wall,
+        events_per_s=traffic.events / emulation_wall,
+        exchanges_per_s=(traffic.cyclon_exchanges + traffic.gradient_exchanges) / emulation_wall)

@@ -59,6 +59,7 @@ from drfemu.overlay.gradient import RANK_IMPLEMENTATION
 from drfemu.overlay.observe import OverlayMetrics, snapshot
 from drfemu.overlay.variants import gradient_factory
 from drfemu.schema.overlay_config import OverlayConfig, check_memory
+from drfemu.schema.overlay_result import OverlayTraffic
 from drfemu.schema.workload import Workload
 
 __all__ = ["OverlayConfig", "run_overlay"]
@@ -102,13 +103,13 @@ def _run_events(config: OverlayConfig, n: int, streams: RandomStreams, utilities
     gradient = runtime.every(config.tick / config.shuffles_per_tick, peers, OverlayPeer.gradient_round)
     _, wall = run_loop(timed(runtime.run()))
     traffic = network.tally()
-    return OverlayRun(
-        observer=observer, nodes=len(peers), latency=network.latency.describe(), virtual_time_s=runtime.now,
+    return OverlayRun(observer, len(peers), OverlayTraffic(
+        network=network.latency.describe(), virtual_time_s=runtime.now,
         cyclon_rounds=cyclon.fired, gradient_rounds=gradient.fired,
         cyclon_exchanges=sum(p.cyclon_exchanges for p in peers),
         gradient_exchanges=sum(p.gradient_exchanges for p in peers),
         messages={name: t.sent for name, t in traffic.items()}, bytes={name: t.bytes for name, t in traffic.items()},
-        events=runtime.delivered + runtime.timer_events, wall=wall, implementation=RANK_IMPLEMENTATION)
+        events=runtime.delivered + runtime.timer_events, gradient_merge=RANK_IMPLEMENTATION), wall)
 
 
 def _set_utility(peers: list[OverlayPeer], node: int, utility: float) -> None:

@@ -26,14 +26,17 @@ from drfemu.cli.common import INTERNAL_ERROR, INTERRUPTED, app
 from drfemu.cli.live import live, live_signature
 from drfemu.cli.run import run, run_command_signature
 from drfemu.cli.stopping import signals_stop_the_command, stop_reason, stop_status, stopped
+from drfemu.cli.workload import install_workload_commands
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.resources import CapacityViolation
 from drfemu.live.channel import LiveError
 
 
-def _install_run_command() -> None:
-    """(Re)declare `drfemu run` and `drfemu live` from the current registry, so a protocol
-    registered after import (a plug-in, a test) brings its options along."""
+def _install_declared_commands() -> None:
+    """(Re)declare `drfemu run`, `drfemu live` and the workload commands from the current
+    registries, so a protocol or workload registered after import (a plug-in, a test) brings its
+    options along."""
+    install_workload_commands()
     run.__signature__ = run_command_signature()  # type: ignore[attr-defined]
     live.__signature__ = live_signature()  # type: ignore[attr-defined]
     app.registered_commands[:] = [c for c in app.registered_commands if c.name not in ("run", "live")]
@@ -51,7 +54,7 @@ def _fail(message: str, status: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `drfemu` script; returns the exit status."""
-    _install_run_command()
+    _install_declared_commands()
     with signals_stop_the_command():
         status = _run(argv)
     if status == INTERRUPTED and stopped():  # an interrupt path that answered 130 for any signal

@@ -15,6 +15,7 @@ from drfemu.cli.common import (
     app,
     check_plot_path,
     check_writable,
+    declared_option,
     duration_option,
     err,
     out,
@@ -22,6 +23,7 @@ from drfemu.cli.common import (
     refuse_options_of_another_mode,
     write_json,
 )
+from drfemu.schema.params import run_declarations
 
 
 JsonPath = Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")]
@@ -72,7 +74,7 @@ def bench_scale(
     servers: Annotated[str, typer.Option(help="Cluster sizes, comma-separated.")] = "100,300,1000,3000,10000",
     protocols: Annotated[str, typer.Option(help="Protocols, comma-separated.")] = "pdgdrf,dgdrf",
     span: Annotated[str, typer.Option(help="Virtual time each point runs.")] = "10s",
-    neighbors: Annotated[int, typer.Option(help="Gradient neighbours P.")] = 2,
+    neighbors: Annotated[int, declared_option(run_declarations(), "neighbors")] = 2,
     figure: Annotated[Path | None, typer.Option(help="Write the log-log figure here (.png, .pdf, .svg, …).")] = None,
     baseline: Annotated[Path | None, typer.Option(help="An earlier curve (its --json), drawn dashed in the figure "
                                                        "beside this one.")] = None,

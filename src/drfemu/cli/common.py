@@ -323,6 +323,16 @@ def declared_options(params: Iterable[Param]) -> list[inspect.Parameter]:
     return options
 
 
+def declared_option(params: Iterable[Param], name: str) -> Any:
+    """The typer option of the declaration `name` among `params` (its flag and help), for a
+    hand-written command that takes that parameter: `Annotated[float, declared_option(...)] =
+    Declaration.name` (or the command's own default). Its bounds `ge`, `le` are the option's range;
+    an open bound (`gt`) or a duration is checked where the declarations are (`check_values`)."""
+    p = next(p for p in params if p.name == name)
+    numeric = p.kind in (Kind.INT, Kind.FLOAT)
+    return typer.Option(p.option, help=p.help, min=p.ge if numeric else None, max=p.le if numeric else None)
+
+
 def output_option(name: str, flag: str, help: str) -> inspect.Parameter:
     """An optional output path option (`--json`, `--log`, `--plot`)."""
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,

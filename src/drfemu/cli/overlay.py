@@ -15,6 +15,7 @@ from drfemu.cli.common import (
     app,
     check_plot_path,
     check_writable,
+    declared_option,
     declared_options,
     out,
     output_option,
@@ -27,13 +28,14 @@ from drfemu.schema.params import unread_choices
 
 
 def _overlay_rounds_table(result: dict[str, Any]) -> Table:
-    table = Table(title=f"drfemu overlay — {result['nodes']} nodes, P = {result['neighbors']}, Cyclon c = "
-                        f"{result['cyclon_view']}, ℓ = {result['shuffle_length']} (seed {result['seed']})")
+    config = result["config"]
+    table = Table(title=f"drfemu overlay — {config['nodes']} nodes, P = {config['neighbors']}, Cyclon c = "
+                        f"{config['cyclon_view']}, ℓ = {config['shuffle_length']} (seed {config['seed']})")
     for name in ("round", "centre ok", "false centres", "centre view exact", "validated", "ideal views",
                  "Cyclon connected", "in-degree std", "hops to centre"):
         table.add_column(name, justify="right")
     yes = {True: "yes", False: "no"}
-    for r in result["rounds"]:
+    for r in result["round_rows"]:
         hops = r["mean_hops_to_centre"]
         table.add_row(str(r["round"]), yes[r["centre_believes"]], str(r["false_centres"]), yes[r["centre_view_exact"]],
                       yes[r["centre_validated"]], f"{r['ideal_view_fraction']:.3f}", yes[r["cyclon_connected"]],
@@ -67,9 +69,9 @@ def overlay(**options: Any) -> None:
     out.print(f"rounds to converge (centre recognised, no false centre, centre view exact): "
               f"{'not within the observed rounds' if converged is None else converged}")
     recovery = result["recovery"]
-    if result["perturbations"]:
-        out.print(f"recovery after {recovery['perturbations']} perturbations: {recovery['recovered']} recovered within "
-                  f"{recovery['cap_rounds']} rounds; rounds min {recovery['min']}, median {recovery['median']}, "
+    if result["perturbation_rows"]:
+        out.print(f"recovery after {len(result['perturbation_rows'])} perturbations: {recovery['recovered']} recovered "
+                  f"within {config.recovery_cap} rounds; rounds min {recovery['min']}, median {recovery['median']}, "
                   f"mean {recovery['mean'] if recovery['mean'] is None else round(recovery['mean'], 2)}, "
                   f"p90 {recovery['p90']}, max {recovery['max']}")
     out.print(f"emulation: {result['virtual_time_s']:.1f} s virtual in {result['emulation_wall_s']:.2f} s wall "
@@ -103,9 +105,8 @@ app.command()(overlay)
 @app.command("overlay-study")
 def overlay_study_command(
     seeds: Annotated[int, typer.Option(help="Seeds of the convergence study.", min=1, max=1000)] = 5,
-    rounds: Annotated[int, typer.Option(help="Rounds observed per run.", min=1, max=100_000)] = 50,
-    perturbations: Annotated[int, typer.Option(help="Centre perturbations of the recovery study (0: skip it).",
-                                               min=0, max=1_000_000)] = 100,
+    rounds: Annotated[int, declared_option(OverlayConfig.PARAMS, "rounds")] = OverlayConfig.rounds,
+    perturbations: Annotated[int, declared_option(OverlayConfig.PARAMS, "perturbations")] = 100,
     csv: Annotated[Path | None, typer.Option(help="Also write every round of seed 1 as CSV.")] = None,
 ) -> None:
     """The overlay study behind docs/overlay.md (Markdown on stdout): convergence per P, recovery."""

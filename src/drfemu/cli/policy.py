@@ -1,4 +1,4 @@
-"""`drfemu policy` and `drfemu experiment`: the policy library on one pool."""
+"""`drfemu policy` and `drfemu experiment adrf-swm|online`: the policy library on one pool."""
 
 from __future__ import annotations
 
@@ -16,15 +16,16 @@ from drfemu.cli.common import (
     CliError,
     app,
     check_writable,
+    declared_option,
     eta,
     out,
     output_directory,
     pool_size,
     progress_reporter,
-    refuse_options_of_another_mode,
     write_json,
 )
-from drfemu.schema.workload import MAX_SEED
+from drfemu.schema.params import check_values, declared, run_declarations
+from drfemu.workloads.online import OnlineParams
 
 
 def _vector(text: str, option: str) -> list[float]:
@@ -77,36 +78,48 @@ def policy(
         write_json(json_path, document)
 
 
-@app.command()
-def experiment(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Experiment: adrf-swm or online.")],
-    draws: Annotated[int, typer.Option(help="adrf-swm: random sets of trace users.")] = 100,
-    seed: Annotated[int, typer.Option(help="adrf-swm: root seed of the draws.", min=0, max=MAX_SEED)] = 1,
-    load_fraction: Annotated[float, typer.Option(help="online: pool size as a fraction of the first hour's "
-                                                      "mean load.")] = 0.8,
-    tick: Annotated[float, typer.Option(help="online: the emulator's allocation tick, s.")] = 0.01,
-    workers: Annotated[int, typer.Option(help="online: runs in parallel.")] = 2,
-    minutes: Annotated[float, typer.Option(help="online: the first minutes of the trace (at most 60).")] = 60.0,
-    plots: Annotated[Path | None, typer.Option(help="online: directory for the CDF figures.")] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+experiment_app = typer.Typer(help="Run an experiment of the policy library and print it next to the seed's numbers.",
+                             no_args_is_help=True)
+app.add_typer(experiment_app, name="experiment")
+
+JsonPath = Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")]
+Minutes = Annotated[float, declared_option(OnlineParams.PARAMS, "minutes")]
+LoadFraction = Annotated[float, declared_option(OnlineParams.PARAMS, "load_fraction")]
+
+
+@experiment_app.command("adrf-swm")
+def experiment_adrf_swm(
+    draws: Annotated[int, typer.Option(help="Random sets of trace users.")] = 100,
+    seed: Annotated[int, declared_option(run_declarations(), "seed")] = 1,
+    json_path: JsonPath = None,
 ) -> None:
-    """Run an experiment of the policy library and print it next to the seed's numbers."""
-    if name not in EXPERIMENTS:
-        raise CliError(f"unknown experiment {name!r} (known: {', '.join(EXPERIMENTS)})")
-    own = {"adrf-swm": ("draws", "seed"), "online": ("load_fraction", "tick", "workers", "minutes", "plots")}
-    refuse_options_of_another_mode(ctx, own["online" if name == "adrf-swm" else "adrf-swm"], f"experiment {name}")
+    """ADRF against the SWM optimum on random sets of Google 2011 users (seed 003's table)."""
     if json_path is not None:
         check_writable(json_path, "--json")
-    with output_directory(plots, "--plots") if plots is not None else nullcontext():
-        table, result = (_adrf_swm(draws, seed) if name == "adrf-swm"
-                         else _online(load_fraction, tick, workers, minutes, plots))
+    table, result = _adrf_swm(draws, seed)
     out.print(table)
     if json_path is not None:
         write_json(json_path, result)
 
 
-EXPERIMENTS = ("adrf-swm", "online")
+@experiment_app.command("online")
+def experiment_online(
+    load_fraction: LoadFraction = OnlineParams.load_fraction,
+    tick: Annotated[str, declared_option(run_declarations(), "tick")] = "10ms",
+    workers: Annotated[int, typer.Option(help="Runs in parallel.")] = 2,
+    minutes: Minutes = OnlineParams.DEFAULTS["minutes"],
+    plots: Annotated[Path | None, typer.Option(help="Directory for the CDF figures.")] = None,
+    json_path: JsonPath = None,
+) -> None:
+    """The online rules on the trace's first hour, one pool, each against the SWM optimum (seed 002)."""
+    if json_path is not None:
+        check_writable(json_path, "--json")
+    with output_directory(plots, "--plots") if plots is not None else nullcontext():
+        table, result = _online(load_fraction, check_values([declared("tick")], {"tick": tick})["tick"], workers,
+                                minutes, plots)
+    out.print(table)
+    if json_path is not None:
+        write_json(json_path, result)
 
 
 def _adrf_swm(draws: int, seed: int) -> tuple[Table, dict[str, Any]]:

@@ -40,36 +40,42 @@ if TYPE_CHECKING:
     from drfemu.schema.result import RunResult
 
 
+def _number(x: float | None, form: str = ".4f") -> str:
+    return "–" if x is None else format(x, form)
+
+
 def summary_table(result: RunResult) -> Table:
-    r = result.to_dict()
-    table = Table(title=f"drfemu run — {r['protocol']} on {r['machines']} machines × {r['users']} users (seed {r['seed']})")
+    """The run's figures as a table (each read from its typed field)."""
+    r = result
+    table = Table(title=f"drfemu run — {r.protocol} on {r.machines} machines × {r.users} users (seed {r.seed})")
     table.add_column("metric")
     table.add_column("value", justify="right")
+    ledger, delay = r.ledger, r.queueing_delay_s
     rows = [
-        ("outcome", f"{r['status']}: {r['end_reason']}"),
-        ("allocations", f"{r['allocations']:,}"),
-        ("run-time (virtual)", f"{r['run_time_s']:.1f} s"),
-        *(_finite_rows(r) if r["finite_tasks"] else _endless_rows(r)),
-        ("error ratio (τ=0)", f"{r['error_ratio']:.2%}"),
-        ("error ratio τ=1/5/10/15%", " / ".join(f"{r['error_ratio_by_tolerance'][k]:.2%}" for k in ("0.01", "0.05", "0.1", "0.15"))),
-        ("tasks waiting / placing / running / finished / lost", " / ".join(f"{r['ledger'][k]:,}" for k in (
+        ("outcome", f"{r.status}: {r.end_reason}"),
+        ("allocations", f"{r.allocations:,}"),
+        ("run-time (virtual)", f"{_number(r.run_time_s, '.1f')} s"),
+        *(_finite_rows(r) if r.finite_tasks else _endless_rows(r)),
+        ("error ratio (τ=0)", _number(r.error_ratio, ".2%")),
+        ("error ratio τ=1/5/10/15%", " / ".join(_number(r.error_ratio_by_tolerance[k], ".2%")
+                                                for k in ("0.01", "0.05", "0.1", "0.15"))),
+        ("tasks waiting / placing / running / finished / lost", " / ".join(f"{ledger[k]:,}" for k in (
             "waiting", "placing", "running", "finished", "lost"))),
         ("queueing delay p50 / p95 / p99", " / ".join(
-            "–" if r["queueing_delay_s"][k] is None else f"{r['queueing_delay_s'][k]:.3g} s"
-            for k in ("p50", "p95", "p99"))),
-        ("messages", f"{r['messages_total']:,} ({r['bytes_total']:,} bytes)"
-                     + ("" if r["messages_per_allocation"] is None else f", {r['messages_per_allocation']:,.0f} per allocation")),
-        ("wall time", f"{r['wall_time_s']:.2f} s ({r['events_per_s']:,.0f} events/s)"),
+            "–" if delay[k] is None else f"{delay[k]:.3g} s" for k in ("p50", "p95", "p99"))),
+        ("messages", f"{r.messages_total:,} ({r.bytes_total:,} bytes)"
+                     + ("" if r.messages_per_allocation is None else f", {r.messages_per_allocation:,.0f} per allocation")),
+        ("wall time", f"{r.wall_time_s:.2f} s ({r.events_per_s:,.0f} events/s)"),
     ]
-    if r["distributed"]:
-        placed = r["placement"]
-        rows.insert(1, ("neighbours P / gradient exchanges per tick", f"{r['neighbors']} / {r['shuffles_per_tick']:g}"))
+    if r.distributed and r.placement is not None:
+        placed = r.placement
+        rows.insert(1, ("neighbours P / gradient exchanges per tick", f"{r.neighbors} / {_number(r.shuffles_per_tick, 'g')}"))
         rows.append(("placement", f"{placed['local']:,} local, {placed['walks']:,} walks ({placed['walk_hops']:,} hops, "
                                   f"{placed['walks_failed']:,} failed), {placed['saturation_marks']:,} users marked "
-                                  f"saturated" + ("" if r["mark_saturated"] else " (marking off)")))
-    if r["fault_scenario"] is not None:
+                                  f"saturated" + ("" if r.mark_saturated else " (marking off)")))
+    if r.fault_scenario is not None:
         rows += _fault_rows(r)
-    if r.get("reference") is not None:
+    if r.reference is not None:
         rows += _reference_rows(result)
     for name, value in rows:
         table.add_row(name, value)
@@ -96,43 +102,47 @@ def _reference_rows(result: RunResult, shown: int = 3) -> list[tuple[str, str]]:
     ]
 
 
-def _fault_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+def _fault_rows(r: RunResult) -> list[tuple[str, str]]:
     actions: dict[str, int] = {}
-    for entry in r["faults"]:
-        actions[entry["action"]] = actions.get(entry["action"], 0) + 1
-    dropped = r["messages_dropped_by_cause"]
+    for entry in r.faults:
+        actions[entry.action] = actions.get(entry.action, 0) + 1
+    dropped = r.messages_dropped_by_cause
     return [
         ("faults played", ", ".join(f"{n} {action}" for action, n in actions.items()) or "message faults only"),
         ("messages lost / partitioned / to a down node", " / ".join(f"{dropped[k]:,}" for k in ("loss", "partition", "down"))),
-        ("tasks killed / resubmitted / rerun", " / ".join(f"{r['ledger'][k]:,}" for k in ("killed", "resubmitted", "rerun"))),
+        ("tasks killed / resubmitted / rerun", " / ".join(f"{r.ledger[k]:,}" for k in ("killed", "resubmitted", "rerun"))),
     ]
 
 
-def _endless_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
-    ratio = r["ratio_20_20"]
+def _shares(figures: dict[str, float | None] | None, servers: dict[str, int] | None = None) -> str:
+    if figures is None:
+        return "–"
+    return ", ".join(f"{k} {_number(v, '.1%')}" + ("" if servers is None else f" ({servers[k]})")
+                     for k, v in figures.items())
+
+
+def _endless_rows(r: RunResult) -> list[tuple[str, str]]:
+    ratio = r.ratio_20_20
     return [
-        ("minimum dominant share", f"{r['min_dominant_share']:.4f}"),
-        ("Gini", f"{r['gini']:.4f}"),
-        ("std of dominant shares", f"{r['std_dominant_share']:.6f}"),
+        ("minimum dominant share", _number(r.min_dominant_share)),
+        ("Gini", _number(r.gini)),
+        ("std of dominant shares", _number(r.std_dominant_share, ".6f")),
         ("20:20 ratio", "∞" if ratio is None else f"{ratio:.3f}"),
-        ("Jain's index", f"{r['jain']:.4f}"),
-        ("utilisation", ", ".join(f"{k} {v:.1%}" for k, v in r["utilization"].items())),
-        ("stranded", ", ".join(f"{k} {v:.1%}" for k, v in r["stranded"].items())),
-        ("fragmented (servers)", ", ".join(f"{k} {v:.1%} ({r['fragmented_servers'][k]})"
-                                           for k, v in r["fragmented"].items())),
+        ("Jain's index", _number(r.jain)),
+        ("utilisation", _shares(r.utilization)),
+        ("stranded", _shares(r.stranded)),
+        ("fragmented (servers)", _shares(r.fragmented, r.fragmented_servers)),
     ]
 
 
-def _finite_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
-    def number(x: float | None, form: str = ".4f") -> str:
-        return "–" if x is None else format(x, form)
-
-    swm = r["swm"]
-    rmse = number(swm["mean_rmse"], ".2%") if swm.get("available") else f"– ({swm['reason']})"
+def _finite_rows(r: RunResult) -> list[tuple[str, str]]:
+    swm, averaged = r.swm, r.time_averaged
+    rmse = (_number(swm.mean_rmse, ".2%") if swm is not None and swm.available
+            else f"– ({swm.reason if swm is not None else 'not computed'})")
     return [
-        ("time-averaged minimum share / Gini / Jain", " / ".join(number(r["time_averaged"][k]) for k in (
-            "min_share", "gini", "jain"))),
-        ("time-averaged utilisation", ", ".join(f"{k} {number(v, '.1%')}" for k, v in r["utilization"].items())),
+        ("time-averaged minimum share / Gini / Jain", " / ".join(
+            _number(x) for x in ((averaged.min_share, averaged.gini, averaged.jain) if averaged else (None,) * 3))),
+        ("time-averaged utilisation", _shares(r.utilization)),
         ("mean RMSE against SWM", rmse),
     ]
 

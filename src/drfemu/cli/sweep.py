@@ -24,6 +24,7 @@ from drfemu.cli.common import (
     check_page,
     check_plot_path,
     check_writable,
+    declared_option,
     err,
     out,
     output_directory,
@@ -36,8 +37,9 @@ from drfemu.cli.common import (
 from drfemu.cli.stopping import resumable, stopped
 from drfemu.kernel.files import read_text
 from drfemu.protocols.registry import get_protocol
-from drfemu.schema.workload import MAX_SEED
+from drfemu.schema.params import run_declarations
 from drfemu.tools.pools import WORKERS_PER_CORE
+from drfemu.workloads.online import OnlineParams
 
 
 @app.command()
@@ -233,15 +235,15 @@ FAULT_KINDS = ("transient", "permanent")
 def faults_campaign(
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for the scenarios, twins and one line per case.")],
     schedules: Annotated[int, typer.Option(help="Random fault schedules (cases) to run.")] = 500,
-    seed: Annotated[int, typer.Option(help="Seed of the draw: the same seed names the same cases.")] = 1,
+    seed: Annotated[int, declared_option(run_declarations(), "seed")] = 1,
     workers: Annotated[int, typer.Option(help="Worker processes (never more than cases).")] = 2,
     sizes: Annotated[str, typer.Option(help="Cluster sizes drawn from, SERVERSxUSERS, comma-separated.")] = (
         "6x2,10x3,20x5,30x6,50x10,100x20"),
     protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols, or 'all'.")] = "all",
     max_loss: Annotated[float, typer.Option(help="Largest standing loss a schedule draws (overall, per type, a "
                                                  "window; bursts above it last at most 3 s).")] = 0.2,
-    faults: Annotated[str, typer.Option(help="transient: every fault heals; permanent: one or two crashes of "
-                                             "servers never recover, beside faults that heal.")] = "transient",
+    fault_kind: Annotated[str, typer.Option(help="transient: every fault heals; permanent: one or two crashes of "
+                                                 "servers never recover, beside faults that heal.")] = "transient",
     report: Annotated[Path | None, typer.Option(help="Write the table into this Markdown page (its campaign "
                                                      "section), e.g. docs/faults-results.md.")] = None,
 ) -> None:
@@ -254,18 +256,18 @@ def faults_campaign(
     workers = pool_size(workers, schedules)
     if not 0 <= max_loss <= 0.2:
         raise CliError("--max-loss must be in [0, 0.2]: the protocols promise to end at up to 20 % loss")
-    if faults not in FAULT_KINDS:
-        raise CliError(f"--faults must be one of {', '.join(FAULT_KINDS)}, not {faults!r}")
+    if fault_kind not in FAULT_KINDS:
+        raise CliError(f"--fault-kind must be one of {', '.join(FAULT_KINDS)}, not {fault_kind!r}")
     names = sorted(PROTOCOLS) if protocols_.strip() == "all" else protocol_list(protocols_)
     if report is not None:
         check_page(report, "--report")
     drawn = campaign_cases(schedules, seed, names, parse_sizes(sizes), ScheduleBounds(max_loss=max_loss),
-                           transient=faults == "transient")
+                           transient=fault_kind == "transient")
     with output_directory(out_dir, owned_by=("campaign.jsonl", "twins.json", "scenarios")), \
             resumable(f"each finished case is kept in {out_dir / 'campaign.jsonl'}"):
         records = _campaign(drawn, out_dir, workers, schedules, names, sizes, seed)
     _campaign_table_and_page(records, out_dir, report, f"--schedules {schedules} --seed {seed} --sizes {sizes} "
-                             f"--max-loss {max_loss:g} --faults {faults}")
+                             f"--max-loss {max_loss:g} --fault-kind {fault_kind}")
 
 
 def _campaign(drawn: Any, out_dir: Path, workers: int, schedules: int, names: list[str], sizes: str,
@@ -315,6 +317,8 @@ def _campaign_table_and_page(records: list[dict[str, Any]], out_dir: Path, repor
         raise typer.Exit(1)
 
 
+Minutes = Annotated[float, declared_option(OnlineParams.PARAMS, "minutes")]
+LoadFraction = Annotated[float, declared_option(OnlineParams.PARAMS, "load_fraction")]
 ONLINE_PROTOCOLS = "drf,c-adrf,naive-adrf,wmmf,fifo,probe,ddrf-random,ddrf-gradient,dgdrf,pdgdrf,bdgdrf"
 
 
@@ -322,9 +326,9 @@ ONLINE_PROTOCOLS = "drf,c-adrf,naive-adrf,wmmf,fifo,probe,ddrf-random,ddrf-gradi
 def trace_replay(
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for the workload and one result per protocol.")],
     protocols_: Annotated[str, typer.Option("--protocols", help="Comma-separated protocols.")] = ONLINE_PROTOCOLS,
-    minutes: Annotated[float, typer.Option(help="The first minutes of the trace (at most 60).")] = 60.0,
-    load_fraction: Annotated[float, typer.Option(help="Cluster size as a fraction of the offered load.")] = 0.8,
-    seed: Annotated[int, typer.Option(help="Seed of the machine draw and of the runs.", min=0, max=MAX_SEED)] = 1,
+    minutes: Minutes = OnlineParams.DEFAULTS["minutes"],
+    load_fraction: LoadFraction = OnlineParams.load_fraction,
+    seed: Annotated[int, declared_option(run_declarations(), "seed")] = 1,
     workers: Annotated[int, typer.Option(help="Runs in parallel.")] = 2,
     report: Annotated[Path | None, typer.Option(help="Write the Markdown report (figures beside it).")] = None,
 ) -> None:

@@ -16,9 +16,9 @@ def plot_overlay(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    rows = result["rounds"]
-    recoveries = [p["recovery_rounds"] for p in result["perturbations"] if p["recovery_rounds"] is not None]
-    panels = 2 if result["perturbations"] else 1
+    rows = result["round_rows"]
+    recoveries = [p["recovery_rounds"] for p in result["perturbation_rows"] if p["recovery_rounds"] is not None]
+    panels = 2 if result["perturbation_rows"] else 1
     figure, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.2), squeeze=False)
     ax = axes[0][0]
     rounds = [r["round"] for r in rows]
@@ -31,7 +31,8 @@ def plot_overlay(result: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("round (allocation ticks)")
     ax.set_ylabel("fraction of nodes / indicator")
     ax.set_ylim(-0.03, 1.03)
-    ax.set_title(f"gradient, {result['nodes']} nodes, P = {result['neighbors']} (seed {result['seed']})")
+    config = result["config"]
+    ax.set_title(f"gradient, {config['nodes']} nodes, P = {config['neighbors']} (seed {config['seed']})")
     ax.legend(loc="lower right", fontsize="small")
     ax.grid(alpha=0.3)
     if panels == 2:
@@ -42,9 +43,9 @@ def plot_overlay(result: dict[str, Any], path: Path) -> None:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("rounds until the new centre is recognised and validated")
         ax.set_ylabel("perturbations")
-        failed = len(result["perturbations"]) - len(recoveries)
-        ax.set_title(f"recovery after {len(result['perturbations'])} perturbations"
-                     + (f" ({failed} not within {result['recovery']['cap_rounds']})" if failed else ""))
+        failed = len(result["perturbation_rows"]) - len(recoveries)
+        ax.set_title(f"recovery after {len(result['perturbation_rows'])} perturbations"
+                     + (f" ({failed} not within {config['recovery_cap']})" if failed else ""))
         ax.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

@@ -1,28 +1,43 @@
-"""The result of an overlay-only run (`drfemu overlay --json`, `assembly.overlay_run`): typed
-fields, in document order. `rounds` holds one row per observed round (`round`, `time_s` and the
-overlay's figures, `overlay.observe.OverlayMetrics`), `perturbations` one row per centre
-perturbation; numbers keep their type, as in a run's result (`schema.result.Number`)."""
+"""The result of an overlay-only run (`drfemu overlay --json`, `assembly.overlay_run`), composed
+of sections so that no name is written twice:
+
+- `config`: the run's parameters, each under its declared name (`schema.overlay_config`), read
+  from the declarations, never listed here; one the run does not read (`Param.when`: the
+  latency in cycle mode) is null; `nodes` and `users` are the counts that ran (a workload
+  file's servers and users; `users` null with random utilities) and `drop_rank` the rank that
+  perturbations drew below (its 0 is P; null with a workload's utilities, which it does not move);
+- `OverlayTraffic`: what the engine did — the rounds of each overlay, the exchanges, the traffic
+  by message type, the events, the virtual time (the engines report it as this section);
+- the observations: `round_rows` (one per observed round: `round`, `time_s` and the overlay's
+  figures, `overlay.observe.OverlayMetrics`), `perturbation_rows` (one per centre perturbation)
+  and their summary `recovery`;
+- the cost in wall time.
+
+Decision (issue 59): the rows were `rounds` and `perturbations`, the names of the parameters that
+count them; they are named for what they are. Numbers keep their type, as in a run's result
+(`schema.result.Number`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from drfemu.schema.result import Number
 
-__all__ = ["OverlayResult", "Recovery"]
+__all__ = ["OverlayResult", "OverlayTraffic", "Recovery"]
+
+Row = dict[str, Number | bool | None]
+"""A row of observations: a figure by name (`int`, `float`, `bool`, or null where undefined)."""
 
 
-class Recovery(BaseModel):
-    """How the overlay recovered from its centre perturbations: counts and the rounds it took."""
-
+class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    perturbations: int
-    recovered: int
-    cap_rounds: int
-    drop_rank: int | None = Field(description="Random utilities: the centre drops below up to this many nodes.")
+
+class Recovery(_Frozen):
+    """How the overlay recovered from its centre perturbations: counts and the rounds it took."""
+
+    recovered: int = Field(description="Perturbations the overlay recovered from within `config.recovery_cap` "
+                                       "rounds (of `len(perturbation_rows)`).")
     min: Number
     median: Number
     mean: Number
@@ -30,44 +45,35 @@ class Recovery(BaseModel):
     max: Number
 
 
-class OverlayResult(BaseModel):
-    """What an overlay-only run did: its set-up, the rounds observed, the perturbations, the cost."""
+class OverlayTraffic(_Frozen):
+    """What an engine did in an overlay run (event-driven or cycle-driven alike)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    nodes: int
-    mode: str = Field(description="The engine: event (the emulated network) or cycle (cycle-driven, atomic exchanges).")
-    neighbors: int
-    cyclon_view: int
-    shuffle_length: int
-    shuffles_per_tick: Number
-    max_age_periods: int
-    gradient: str
-    softmax_temperature: Number = Field(description="The Kompics gradient's; null for ours.")
-    tick_s: Number
-    latency: str
-    seed: int
-    utilities: str
-    users: int | None
-    static_rounds: int
-    observe_every: int
-    rounds: list[dict[str, Any]]
-    rounds_to_converge: int | None
-    perturbations: list[dict[str, Any]]
-    recovery: Recovery
+    network: str = Field(description="The latency model that ran, or 'atomic' (cycle mode: exchanges complete "
+                                     "within their cycle).")
+    virtual_time_s: Number
     cyclon_rounds: int
     gradient_rounds: int
     cyclon_exchanges: int
     gradient_exchanges: int
     messages: dict[str, int]
     bytes: dict[str, int]
+    events: int
+    gradient_merge: str = Field(description="Which gradient merge ran: C or Python.")
+
+
+class OverlayResult(OverlayTraffic):
+    """What an overlay-only run did: its parameters, the engine's traffic, the observations, the cost."""
+
+    config: dict[str, Number | str | None] = Field(description="The run's parameters by declared name (`drfemu "
+                                                               "params`); null where the run does not read one.")
+    round_rows: list[Row]
+    rounds_to_converge: int | None
+    perturbation_rows: list[Row]
+    recovery: Recovery
     messages_total: int
     bytes_total: int
-    virtual_time_s: Number
     wall_time_s: float
     observer_wall_s: float
     emulation_wall_s: float
-    events: int
     events_per_s: float
     exchanges_per_s: float
-    gradient_merge: str = Field(description="Which gradient merge ran: C or Python.")

@@ -45,9 +45,9 @@ from drfemu.kernel.params import Declared, Duration, Kind, Param, ReadBy, param
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
 from drfemu.protocols.placement import BEST_FIT, KEEP_ROOM, MIN_FRAGMENTATION, PlacementParams
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
-from drfemu.schema.workload import MAX_NODES, MAX_SEED
+from drfemu.schema.workload import LARGEST, MAX_NODES, MAX_SEED
 
-__all__ = ["RETRY_CAP_TICKS", "SATURATION_RETRY_TICKS", "CaseParams", "OverlayParams", "RunParams",
+__all__ = ["RETRY_CAP_TICKS", "SATURATION_RETRY_TICKS", "CaseParams", "CaseSeed", "DrawnMachines", "GpuCaseParams", "TraceSpan", "OverlayParams", "RunParams",
            "check_gradient_period", "canonical_run", "check_latency", "check_values", "declared", "protocol_defaults", "reads", "readers",
            "run_declarations", "run_params", "unread", "unread_choices"]
 
@@ -172,8 +172,9 @@ class RunParams(PlacementParams, OverlayParams, ProtocolChoice):
 
 
 class DrawnMachines(Declared):
-    machines: int = param(default=100, help="Machines drawn (with a generated workload, e.g. --workload "
-                          "google).", ge=1, le=MAX_NODES)
+    machines: int = param(default=100, help="Machines drawn (with a generated workload, e.g. --workload google; "
+                          "drfemu workload online and openb-replay draw, when not given, as many as the load needs "
+                          "or all the trace's).", ge=1, le=MAX_NODES)
 
 
 class DrawnUsers(Declared):
@@ -181,10 +182,27 @@ class DrawnUsers(Declared):
                        "drfemu overlay --utilities google).", ge=1, le=MAX_NODES)
 
 
-class CaseParams(DrawnUsers, DrawnMachines):
+class CaseSeed(Declared):
+    case_seed: int | None = param(default=None, help="Seed of the case draw (default: the run's --seed; drfemu "
+                                  "workload: 1).", ge=0, le=MAX_SEED)
+
+
+class TraceSpan(Declared):
+    minutes: float | None = param(default=None, help="The minutes of the trace replayed (drfemu workload online: its "
+                                  "first, at most 60; openb-replay: the window from --start; default: all).", gt=0,
+                                  le=LARGEST / 60)
+
+
+class CaseParams(CaseSeed, DrawnUsers, DrawnMachines):
     """What a generated case is drawn from (`workloads.registry`: the built-in generated workloads read these)."""
 
-    case_seed: int | None = param(default=None, help="Seed of the case draw (default: --seed).", ge=0, le=MAX_SEED)
+
+class GpuCaseParams(CaseParams):
+    """A drawn GPU-sharing case's: `CaseParams` and the share of its users that ask for GPUs (the
+    `gpu-cluster` and `openb` workloads share this declaration)."""
+
+    gpu_users: float | None = param(default=None, help="Share of the users drawn asking for GPUs (default: the "
+                                    "workload's own mix; gpu-cluster 0.8, openb the trace's).", ge=0, le=1)
 
 
 # -- checking values ------------------------------------------------------------------------------
@@ -216,10 +234,10 @@ def _annotation(p: Param) -> Any:
         if p.choices:
             return Literal[p.choices] if p.default is not None else Literal[p.choices] | None  # type: ignore[valid-type]
         return str
-    if p.kind is Kind.DURATION:
-        return Annotated[float, BeforeValidator(_duration), Field(allow_inf_nan=False, **bounds)]
-    if p.kind is Kind.FLOAT:
-        return Annotated[float, BeforeValidator(_no_bool), Field(strict=False, allow_inf_nan=False, **bounds)]
+    if p.kind in (Kind.DURATION, Kind.FLOAT):
+        before = _duration if p.kind is Kind.DURATION else _no_bool
+        number = Annotated[float, BeforeValidator(before), Field(strict=False, allow_inf_nan=False, **bounds)]
+        return number if p.default is not None else number | None
     if p.default is None:
         return Annotated[StrictInt | None, Field(**bounds)]
     return Annotated[StrictInt, Field(**bounds)]
@@ -254,13 +272,14 @@ def _one_line(error: ValidationError, declared: Mapping[str, Param]) -> str:
         return f"unknown run parameter {name!r} (known: {', '.join(declared)})"
     option = declared[name].option if name in declared else name
     kind, context, got = first["type"], first.get("ctx", {}), f", got {first.get('input')!r}"
+    unit = " s" if name in declared and declared[name].kind is Kind.DURATION else ""
     if kind == "greater_than_equal":
-        return f"{option} must be at least {_bound(context['ge'])}{got}"
+        return f"{option} must be at least {_bound(context['ge'])}{unit}{got}"
     if kind == "greater_than":
-        bound = "positive" if context["gt"] == 0 else f"above {_bound(context['gt'])}"
+        bound = "positive" if context["gt"] == 0 else f"above {_bound(context['gt'])}{unit}"
         return f"{option} must be {bound}{got}"
     if kind == "less_than_equal":
-        return f"{option} must be at most {_bound(context['le'])}{got}"
+        return f"{option} must be at most {_bound(context['le'])}{unit}{got}"
     if kind == "literal_error":
         return f"{option} must be one of {', '.join(declared[name].choices)}{got}"
     if kind == "value_error":  # our own validators' messages name the value already

@@ -51,10 +51,10 @@ def _convergence(seeds: int, rounds: int, csv_rows: list[list[str]]) -> list[str
             result = run_overlay_config(OverlayConfig.build(nodes=1000, neighbors=view, rounds=rounds, seed=seed))
             conv.append("–" if result["rounds_to_converge"] is None else str(result["rounds_to_converge"]))
             if seed == 1:
-                fractions = [row["ideal_view_fraction"] for row in result["rounds"]]
+                fractions = [row["ideal_view_fraction"] for row in result["round_rows"]]
                 csv_rows.extend([str(view), str(row["round"]), f"{row['ideal_view_fraction']:.4f}",
                                  str(int(row["centre_correct"])), str(int(row["centre_view_exact"]))]
-                                for row in result["rounds"])
+                                for row in result["round_rows"])
         first = next((r for r, f in enumerate(fractions) if f >= 0.95), None)
         lines.append(f"| {view} | {', '.join(conv)} | " + " | ".join(f"{fractions[r]:.3f}" for r in marks)
                      + f" | {'–' if first is None else first} |")
@@ -77,8 +77,8 @@ def _histogram(counts: dict[int, int]) -> str:
 
 def _recovery_row(label: str, result: dict[str, Any]) -> str:
     rec = result["recovery"]
-    counts = Counter(p["recovery_rounds"] for p in result["perturbations"] if p["recovery_rounds"] is not None)
-    return (f"| {label} | {rec['recovered']}/{rec['perturbations']} | {rec['min']} | {rec['median']} | "
+    counts = Counter(p["recovery_rounds"] for p in result["perturbation_rows"] if p["recovery_rounds"] is not None)
+    return (f"| {label} | {rec['recovered']}/{len(result['perturbation_rows'])} | {rec['min']} | {rec['median']} | "
             f"{rec['mean']:.2f} | {rec['p90']} | {rec['max']} | {_histogram(counts)} |")
 
 

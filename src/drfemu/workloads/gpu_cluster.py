@@ -26,11 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from drfemu.kernel.streams import RandomStreams
-from drfemu.schema.params import CaseParams
+from drfemu.kernel.params import param
+from drfemu.schema.params import GpuCaseParams
 from drfemu.schema.workload import MAX_NODES, Server, User, Workload, WorkloadError
 from drfemu.workloads.registry import WorkloadSpec
 
-__all__ = ["FRACTIONS", "SERVER_KINDS", "SPEC", "gpu_cluster_case"]
+__all__ = ["FRACTIONS", "GPU_USERS", "GpuClusterParams", "SERVER_KINDS", "SPEC", "gpu_cluster_case"]
 
 SERVER_KINDS: tuple[tuple[float, float, float, float], ...] = (
     (96.0, 768.0, 8.0, 0.35), (64.0, 512.0, 4.0, 0.25), (32.0, 256.0, 2.0, 0.20), (96.0, 512.0, 0.0, 0.20))
@@ -42,12 +43,23 @@ FRACTIONS = (0.16, 0.32, 0.5, 0.81)
 WHOLE_GPUS = ((1.0, 0.6), (2.0, 0.3), (4.0, 0.1))
 """(GPUs, weight) of whole-GPU users."""
 
+GPU_USERS = 0.8
+"""The share of users that want GPUs when `--gpu-users` is not given."""
+
+
+class GpuClusterParams(GpuCaseParams):
+    """A GPU-sharing cluster's parameters: `GpuCaseParams` and the share of whole-GPU users."""
+
+    whole: float = param(default=0.3, help="gpu-cluster: the share of the GPU users that want whole GPUs.", ge=0,
+                         le=1)
+
 
 def _log_uniform(rng: np.random.Generator, low: float, high: float, step: float) -> float:
     return float(max(step, np.round(np.exp(rng.uniform(np.log(low), np.log(high))) / step) * step))
 
 
-def gpu_cluster_case(servers: int, users: int, seed: int = 1, gpu_users: float = 0.8, whole: float = 0.3) -> Workload:
+def gpu_cluster_case(servers: int, users: int, seed: int = 1, gpu_users: float = GPU_USERS,
+                     whole: float = GpuClusterParams.whole) -> Workload:
     """A GPU-sharing cluster of `servers` and endless `users` (see the module docstring)."""
     if servers < 1 or users < 1:
         raise WorkloadError("a GPU cluster case needs at least 1 server and 1 user")
@@ -77,6 +89,9 @@ def gpu_cluster_case(servers: int, users: int, seed: int = 1, gpu_users: float =
     return Workload(("cpu", "mem", "gpu"), cluster, tuple(people), source)
 
 
+def _draw(machines: int, users: int, case_seed: int, gpu_users: float | None, whole: float) -> Workload:
+    return gpu_cluster_case(machines, users, case_seed, GPU_USERS if gpu_users is None else gpu_users, whole)
+
+
 SPEC = WorkloadSpec("gpu-cluster", "a GPU-sharing cluster drawn from the shapes of the Alibaba GPU trace (cores, "
-                    "GiB, GPUs; fractional and whole-GPU users)", CaseParams,
-                    lambda machines, users, case_seed: gpu_cluster_case(machines, users, case_seed), label="gpu")
+                    "GiB, GPUs; fractional and whole-GPU users)", GpuClusterParams, _draw, label="gpu")

@@ -28,12 +28,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
+from drfemu.kernel.params import param
 from drfemu.kernel.resources import fits
 from drfemu.kernel.streams import RandomStreams
+from drfemu.schema.params import CaseSeed, DrawnMachines, TraceSpan, check_values
 from drfemu.schema.workload import Server, Task, User, Workload, WorkloadError
 from drfemu.workloads.google import ATTRIBUTION, RESOURCES, load_google_trace
+from drfemu.workloads.registry import WorkloadSpec
 
-__all__ = ["TraceTask", "check_online_options", "load_first_hour", "offered_load", "online_case"]
+__all__ = ["SPEC", "OnlineParams", "TraceTask", "check_online_options", "load_first_hour", "offered_load",
+           "online_case"]
 
 HOUR = 3600.0
 
@@ -73,18 +77,29 @@ def offered_load(tasks: Sequence[TraceTask], horizon: float = HOUR) -> tuple[flo
     return area[0] / horizon, area[1] / horizon
 
 
+class OnlineParams(CaseSeed, TraceSpan, DrawnMachines):
+    """The trace hour's parameters (`online_case`; `drfemu workload online`)."""
+
+    DEFAULTS = {"minutes": HOUR / 60, "machines": None}
+
+    load_fraction: float = param(default=0.8, help="Cluster size as a fraction of the mean offered CPU and memory load "
+                                 "(both reach it).", gt=0, le=100)
+    pool: bool = param(default=False, help="One pool server of exactly the load fraction (seed 002's model).")
+
+
 def check_online_options(minutes: float, load_fraction: float) -> None:
-    """The span and cluster size of a trace replay, or one `WorkloadError` line naming the option."""
-    if not 0 < minutes <= 60:
-        raise WorkloadError("--minutes must be in (0, 60]: the extract holds the trace's first hour")
-    if not 0 < load_fraction <= 100:
-        raise WorkloadError("--load-fraction must be in (0, 100]")
+    """The span and cluster size of a trace replay, or one `InputError` line naming the option."""
+    check_values(OnlineParams.PARAMS, {"minutes": minutes, "load_fraction": load_fraction})
+    if minutes > HOUR / 60:
+        raise WorkloadError(f"--minutes must be at most 60 (the extract holds the trace's first hour), got {minutes:g}")
 
 
 def online_case(minutes: float = 60.0, load_fraction: float = 0.8, machines: int | None = None,
                 seed: int = 1, pool: bool = False) -> Workload:
     """The first `minutes` of the trace on a cluster sized to `load_fraction` of its offered load
     (or of `machines` machines; or one pool server of exactly that size)."""
+    check_values(OnlineParams.PARAMS, {"minutes": minutes, "load_fraction": load_fraction, "machines": machines,
+                                       "case_seed": seed, "pool": pool})
     check_online_options(minutes, load_fraction)
     everything, names = load_first_hour()
     horizon = minutes * 60.0
@@ -127,3 +142,17 @@ def online_case(minutes: float = 60.0, load_fraction: float = 0.8, machines: int
     servers = tuple(Server(f"m{trace.machines[i][0]}", trace.machines[i][1]) for i in picked)
     capacity = [sum(s.capacity[r] for s in servers) for r in range(2)]
     return Workload(RESOURCES, servers, users, {**source, "machines": len(servers), "capacity": capacity})
+
+
+def _detail(case: Workload) -> str:
+    capacity, load = case.source["capacity"], case.source["offered_load"]
+    return (f"capacity {capacity[0]:.4g} CPU, {capacity[1]:.4g} memory; offered load {load[0]:.4g}, {load[1]:.4g}")
+
+
+def _draw(case_seed: int, minutes: float, load_fraction: float, machines: int | None, pool: bool) -> Workload:
+    return online_case(minutes, load_fraction, machines, case_seed, pool)
+
+
+SPEC = WorkloadSpec("online", "the Google 2011 trace's first hour as tasks that end: every task with its real "
+                    "request, submit time and run time, on trace machines sized to the offered load "
+                    "(docs/workloads.md)", OnlineParams, _draw, detail=_detail)

@@ -2,7 +2,7 @@
 ATC 2023, the FGD paper): its 1,523 servers with their real capacities and its 8,152 pods' requests.
 
 The trace is read from where it lies — a folder holding `openb_node_list_all_node.csv` and
-`openb_pod_list_default.csv`, given as `trace` (`--trace`), else the environment variable
+`openb_pod_list_default.csv`, given as `trace` (`--openb-trace`), else the environment variable
 `DRFEMU_OPENB_TRACE` — and never copied into the package: its terms allow research use and ask
 to be told of papers that use it (`PROVENANCE.md` beside the files).
 
@@ -23,7 +23,7 @@ Two kinds of case:
   every node of the trace or on `machines` of them. Decision: the trace names no tenant, so a
   user is one request shape (cpu, memory, GPUs): pods of one shape come from one job or one
   kind of job, which is what DRF shares among. The window starts `start` seconds into the
-  trace (creation times count from the trace's first pod) and lasts `minutes`; `tasks` keeps
+  trace (creation times count from the trace's first pod) and lasts `minutes`; `pods` keeps
   the first so many of it; times are shifted so the window starts at 0. Decision: a stretch
   longer than `idle_gap` (600 s) in which none of the replay's pods would run is shortened to
   `idle_gap` — the trace's first pods are followed by 116 days with no new one — which keeps
@@ -48,9 +48,9 @@ from pathlib import Path
 import numpy as np
 
 from drfemu.kernel.files import csv_rows
-from drfemu.kernel.params import param
+from drfemu.kernel.params import Declared, Duration, param
 from drfemu.kernel.streams import RandomStreams
-from drfemu.schema.params import CaseParams
+from drfemu.schema.params import CaseSeed, DrawnMachines, GpuCaseParams, TraceSpan, check_values
 from drfemu.schema.workload import (
     LARGEST,
     MAX_NODES,
@@ -64,8 +64,8 @@ from drfemu.schema.workload import (
 )
 from drfemu.workloads.registry import WorkloadSpec
 
-__all__ = ["NODES_FILE", "PODS_FILE", "SPEC", "TRACE_ENV", "OpenbParams", "OpenbTrace", "Pod", "load_trace",
-           "openb_case", "openb_replay", "trace_folder"]
+__all__ = ["NODES_FILE", "PODS_FILE", "REPLAY_SPEC", "SPEC", "TRACE_ENV", "OpenbParams", "OpenbReplayParams",
+           "OpenbTrace", "Pod", "load_trace", "openb_case", "openb_replay", "trace_folder"]
 
 NODES_FILE = "openb_node_list_all_node.csv"
 PODS_FILE = "openb_pod_list_default.csv"
@@ -183,10 +183,7 @@ def openb_case(trace: OpenbTrace, machines: int = 100, users: int = 20, seed: in
                gpu_users: float | None = None) -> Workload:
     """An endless case: `machines` of the trace's servers and `users` users with drawn pods'
     requests (see the module docstring)."""
-    if not 1 <= users <= MAX_NODES:
-        raise WorkloadError(f"an openb case has between 1 and {MAX_NODES:,} users")
-    if gpu_users is not None and not 0 <= gpu_users <= 1:
-        raise WorkloadError(f"--gpu-users must be a fraction in [0, 1], got {gpu_users!r}")
+    check_values(OpenbParams.PARAMS, {"machines": machines, "users": users, "case_seed": seed, "gpu_users": gpu_users})
     rng = RandomStreams(seed).numpy("workload/openb")
     servers = _draw_servers(trace, machines, rng)
     capacities = np.array([s.capacity for s in servers])
@@ -225,24 +222,18 @@ def _closed_gaps(pods: list[Pod], durations: list[float], idle_gap: float) -> tu
     return times, shift
 
 
-def openb_replay(trace: OpenbTrace, tasks: int | None = None, minutes: float | None = None, start: float = 0.0,
+def openb_replay(trace: OpenbTrace, pods: int | None = None, minutes: float | None = None, start: float = 0.0,
                  machines: int | None = None, seed: int = 1, max_duration: float = 3600.0,
                  idle_gap: float = 600.0) -> Workload:
     """The pods of a window of the trace as tasks that end (see the module docstring)."""
-    if tasks is not None and not 1 <= tasks <= MAX_TASKS:
-        raise WorkloadError(f"--tasks must be in [1, {MAX_TASKS:,}], got {tasks}")
-    if minutes is not None and not 0 < minutes <= LARGEST / 60:
-        raise WorkloadError(f"--minutes must be positive and at most {LARGEST / 60:g}, got {minutes!r}")
-    for option, value, least in (("--start", start, 0.0), ("--max-duration", max_duration, 1.0),
-                                 ("--idle-gap", idle_gap, 0.0)):
-        if not least <= value <= LARGEST:
-            raise WorkloadError(f"{option} must be between {least:g} s and {LARGEST:g} s, got {value!r} s")
+    check_values(OpenbReplayParams.PARAMS, {"case_seed": seed, "machines": machines, "pods": pods, "minutes": minutes,
+                                             "start": start, "max_duration": max_duration, "idle_gap": idle_gap})
     rng = RandomStreams(seed).numpy("workload/openb")
     servers = _draw_servers(trace, machines, rng)
     origin = trace.pods[0].created
     window = [p for p in trace.pods if p.created - origin >= start
               and (minutes is None or p.created - origin < start + 60 * minutes)]
-    window = window[:tasks] if tasks is not None else window
+    window = window[:pods] if pods is not None else window
     capacities = np.array([s.capacity for s in servers])
     placeable = [p for p in window if _fits_somewhere(p.demand, capacities)]
     if not placeable:
@@ -260,13 +251,27 @@ def openb_replay(trace: OpenbTrace, tasks: int | None = None, minutes: float | N
     return Workload(RESOURCES, servers, people, source)
 
 
-class OpenbParams(CaseParams):
-    """An endless openb case's parameters: `--machines`, `--users`, `--case-seed`, and these."""
-
+class OpenbTraceParam(Declared):
     openb_trace: str = param(default="", help="openb: the folder of the Alibaba GPU trace's CSV files (default: "
-                             f"${TRACE_ENV}).")
-    gpu_users: float | None = param(default=None, help="openb: the share of users drawn from GPU pods (default: the "
-                                    "trace's mix).", ge=0, le=1)
+                             f"${TRACE_ENV}); read where it lies, never copied.")
+
+
+class OpenbParams(OpenbTraceParam, GpuCaseParams):
+    """An endless openb case's parameters: `--machines`, `--users`, `--case-seed`, `--gpu-users`, `--openb-trace`."""
+
+
+class OpenbReplayParams(OpenbTraceParam, CaseSeed, TraceSpan, DrawnMachines):
+    """A replay's parameters (`openb_replay`; `drfemu workload openb-replay`)."""
+
+    DEFAULTS = {"machines": None}
+
+    pods: int | None = param(default=None, help="At most this many pods of the window (default: all).", ge=1,
+                             le=MAX_TASKS)
+    start: Duration = param(default=0.0, help="The window's start into the trace (e.g. 116d, 10000000s).", ge=0,
+                            le=LARGEST)
+    max_duration: Duration = param(default=3600.0, help="A pod runs at most this long.", ge=1, le=LARGEST)
+    idle_gap: Duration = param(default=600.0, help="A stretch longer than this with no pod running is shortened "
+                               "to it.", ge=0, le=LARGEST)
 
 
 @lru_cache(maxsize=4)
@@ -285,5 +290,20 @@ def _draw(machines: int, users: int, case_seed: int, openb_trace: str, gpu_users
     return openb_case(load_trace(openb_trace), machines, users, case_seed, gpu_users)
 
 
+def _draw_replay(openb_trace: str, case_seed: int, minutes: float | None, machines: int | None, pods: int | None,
+                 start: float, max_duration: float, idle_gap: float) -> Workload:
+    return openb_replay(load_trace(openb_trace), pods, minutes, start, machines, case_seed, max_duration, idle_gap)
+
+
+def _replay_detail(case: Workload) -> str:
+    left_out = case.source["left_out"]
+    return (f"one user per request shape of the pods, {case.source['idle_removed_s']:,.0f} s of idle stretches removed"
+            + (f"; {left_out} pods fit on no server and were left out" if left_out else ""))
+
+
 SPEC = WorkloadSpec("openb", "a case drawn from the Alibaba GPU-sharing trace openb (read from --openb-trace): its "
                     "servers' capacities, its pods' requests", OpenbParams, _draw)
+
+REPLAY_SPEC = WorkloadSpec("openb-replay", "the pods of a window of the openb trace as tasks that end, at their "
+                           "creation times, on its servers (docs/workloads.md)", OpenbReplayParams, _draw_replay,
+                           detail=_replay_detail)

@@ -15,8 +15,9 @@ class RunKeywords(TypedDict, total=False):
     machines: int | None
     users: int | None
     case_seed: int | None
-    openb_trace: str | None
     gpu_users: float | None
+    whole: float | None
+    openb_trace: str | None
     seed: int | None
     tick: str | float | None
     latency: str | None

@@ -30,16 +30,33 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from drfemu.kernel.processes import Draw, arrival_process, duration_distribution
+from drfemu.kernel.params import param
+from drfemu.kernel.processes import ARRIVALS, DURATIONS, Draw, arrival_process, duration_distribution
 from drfemu.kernel.resources import fits
 from drfemu.kernel.streams import RandomStreams
-from drfemu.schema.workload import MAX_NODES, MAX_TASKS, Server, Task, User, Workload, WorkloadError
+from drfemu.schema.params import CaseParams, check_values
+from drfemu.schema.workload import MAX_TASKS, Server, Task, User, Workload, WorkloadError
+from drfemu.workloads.registry import WorkloadSpec
 
-__all__ = ["synthetic_case"]
+__all__ = ["SPEC", "SyntheticParams", "synthetic_case"]
 
 CAPACITY_CLASSES = (0.25, 0.5, 0.75, 1.0)
 DEMAND_RANGE = (0.001, 0.1)
 LARGE_MACHINE = 0.75  # the least of each other resource a holder of a scarce resource has
+
+
+class SyntheticParams(CaseParams):
+    """A synthetic case's parameters: `--machines` (its servers), `--users`, `--case-seed`, and these."""
+
+    resources: str = param(default="cpu,mem", help="Comma-separated resource names.")
+    scarce: str = param(default="", help="Comma-separated resources only some servers have and some users demand "
+                        "(e.g. gpu).")
+    holders: float = param(default=0.25, help="Share of the servers that have each scarce resource.", gt=0, le=1)
+    demanders: float = param(default=0.5, help="Share of the users that demand each scarce resource.", gt=0, le=1)
+    tasks: int = param(default=0, help="Tasks per user, which end (0: endless users, the thesis's).", ge=0,
+                       le=MAX_TASKS)
+    arrivals: str = param(default="poisson:1", help=f"With --tasks, when they arrive: {' | '.join(ARRIVALS)}.")
+    durations: str = param(default="exp:10", help=f"With --tasks, how long they run: {' | '.join(DURATIONS)}.")
 
 
 def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", "mem"), seed: int = 1,
@@ -50,15 +67,11 @@ def synthetic_case(servers: int, users: int, resources: Sequence[str] = ("cpu", 
     With `tasks` > 0 every user submits that many tasks, arriving by `arrivals` and running for
     `durations` (else the users are endless)."""
     names = tuple(resources)
+    check_values(SyntheticParams.PARAMS, {"machines": servers, "users": users, "case_seed": seed, "holders": holders,
+                                          "demanders": demanders, "tasks": tasks})
     unknown = [r for r in scarce if r not in names]
     if unknown:
         raise WorkloadError(f"scarce resource(s) {', '.join(unknown)} not among the resources {', '.join(names)}")
-    if not (0 < holders <= 1 and 0 < demanders <= 1):
-        raise WorkloadError("holders and demanders must be fractions in (0, 1]")
-    if servers < 1 or users < 1:
-        raise WorkloadError("a synthetic case needs at least 1 server and 1 user")
-    if servers > MAX_NODES or users > MAX_NODES:
-        raise WorkloadError(f"a synthetic case has at most {MAX_NODES:,} servers and {MAX_NODES:,} users")
     if not 0 <= tasks <= MAX_TASKS // users:
         raise WorkloadError(f"tasks per user must be in [0, {MAX_TASKS // users:,}]")
     submit_times, run_times = arrival_process(arrivals), duration_distribution(durations)
@@ -119,3 +132,17 @@ def _fraction_without(rng: np.random.Generator, n: int, fraction: float) -> np.n
     """Indices of the `n − k` items left out when `k = max(1, round(fraction · n))` keep a resource."""
     keep = max(1, round(fraction * n))
     return rng.permutation(n)[keep:]
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _draw(machines: int, users: int, case_seed: int, resources: str, scarce: str, holders: float, demanders: float,
+          tasks: int, arrivals: str, durations: str) -> Workload:
+    return synthetic_case(machines, users, _names(resources), case_seed, _names(scarce), holders, demanders, tasks,
+                          arrivals, durations)
+
+
+SPEC = WorkloadSpec("synthetic", "a synthetic case with any resources, some of them scarce (the GPU case), with "
+                    "endless users or tasks that end", SyntheticParams, _draw)
