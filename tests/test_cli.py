@@ -176,6 +176,18 @@ def test_the_scale_curve_reports_each_point_as_table_json_and_figure(tmp_path: P
     assert main(["bench", "scale", "--servers", "20", "--baseline", str(png)]) == 2  # not a curve's JSON
 
 
+def test_the_overlay_benchmark_reports_a_run_s_overlay_traffic_beside_the_bare_loop(tmp_path: Path) -> None:
+    """`drfemu bench overlay`: four messages a server a tick (a Cyclon shuffle and a gradient
+    exchange, each answered), measured in a fresh process, beside the bare loop."""
+    out = tmp_path / "overlay.json"
+    assert main(["bench", "overlay", "--nodes", "200", "--rounds", "3", "--repeats", "1", "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert (figures["nodes"], figures["rounds"], figures["neighbors"]) == (200, 3, 5)
+    assert figures["messages_per_s"] > figures["exchanges_per_s"] > 0 and figures["bare_events_per_s"] > 0
+    assert figures["bare_multiple"] == figures["messages_per_s"] / figures["bare_events_per_s"]
+    assert main(["bench", "overlay", "--nodes", "3", "--neighbors", "5"]) == 2  # too few nodes: one line
+
+
 def test_users_of_a_scale_point_are_a_fifth_of_the_servers_at_most_the_trace_s() -> None:
     assert [users_for(n) for n in (1, 4, 100, 2_525, 10_000)] == [1, 1, 20, 505, 505]
 

@@ -1,5 +1,5 @@
-"""`drfemu bench`, `bench live`, `bench scale`: the engine's message rate, the live runtime's, and the cost
-curve — one command each, so each has its own options."""
+"""`drfemu bench`, `bench overlay`, `bench live`, `bench scale`: the engine's message rate, a run's overlay
+traffic, the live runtime's rate, and the cost curve — one command each, so each has its own options."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from drfemu.cli.common import (
     refuse_options_of_another_mode,
     write_json,
 )
-from drfemu.schema.params import run_declarations
+from drfemu.schema.overlay_config import OverlayConfig
+from drfemu.schema.params import declared, run_declarations
 
 
 JsonPath = Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")]
@@ -125,6 +126,36 @@ def _scale_baseline(path: Path) -> list[dict[str, Any]]:
     if not isinstance(points, list) or not all(isinstance(p, dict) and keys <= set(p) for p in points):
         raise CliError(f"--baseline: {path} is not the JSON of drfemu bench scale")
     return points
+
+
+@bench_app.command("overlay")
+def bench_overlay(
+    json_path: JsonPath = None,
+    nodes: Annotated[int, declared_option(OverlayConfig.PARAMS, "nodes")] = 10_000,
+    rounds: Annotated[int, declared_option(OverlayConfig.PARAMS, "rounds")] = 20,
+    neighbors: Annotated[int, declared_option(run_declarations(), "neighbors")] = declared("neighbors").default,
+    repeats: Annotated[int, typer.Option(help="Timed samples of each (best is kept).", min=1, max=100)] = 3,
+) -> None:
+    """Measure the overlay traffic of a protocol run (a Cyclon shuffle and a gradient exchange per
+    server per tick, 1 ms latency) against the bare loop (docs/performance.md)."""
+    from drfemu.tools.overlay_bench import run_overlay_bench
+
+    if json_path is not None:
+        check_writable(json_path, "--json")
+    result = run_overlay_bench(nodes=nodes, rounds=rounds, neighbors=neighbors, repeats=repeats)
+    table = Table(title=f"overlay benchmark: {nodes:,} servers, {rounds} ticks, P = {neighbors}, 1 ms latency")
+    table.add_column("design")
+    table.add_column("per second (best)", justify="right")
+    table.add_column("samples", justify="right")
+    table.add_row("overlay messages (drfemu runtime)", f"{result.messages_per_s:,.0f}",
+                  ", ".join(f"{x:,.0f}" for x in result.samples))
+    table.add_row("bare loop events (heapq, no actors)", f"{result.bare_events_per_s:,.0f}",
+                  ", ".join(f"{x:,.0f}" for x in result.bare_samples))
+    out.print(table)
+    out.print(f"overlay messages a second / bare loop events a second: {result.bare_multiple:.2f}; "
+              f"exchanges a second: {result.exchanges_per_s:,.0f}")
+    if json_path is not None:
+        write_json(json_path, result.to_dict())
 
 
 @bench_app.command("live")

@@ -40,7 +40,7 @@ from drfemu.nodes.runtime import ENGINE_IMPLEMENTATION, Runtime
 from drfemu.nodes.session import run_loop, timed
 from drfemu.tools.pools import worker_pool
 
-__all__ = ["BenchResult", "run_bench"]
+__all__ = ["BenchResult", "bare_rate", "run_bench"]
 
 
 @message
@@ -190,11 +190,21 @@ def _sample(design: str, actors: int, in_flight: int, latency: float, messages: 
     return delivered / wall
 
 
+ACTORS, IN_FLIGHT, LATENCY_S, MESSAGES = 1000, 10, 0.001, 2_000_000
+"""The engine benchmark's defaults."""
+
+
+def bare_rate(seed: int = 1) -> float:
+    """The bare loop's events a second with the engine benchmark's defaults: the limit other
+    benchmarks compare with (`tools.overlay_bench`)."""
+    return _sample("bare", ACTORS, IN_FLIGHT, LATENCY_S, MESSAGES, seed)
+
+
 def run_bench(
-    actors: int = 1000,
-    in_flight: int = 10,
-    latency: float = 0.001,
-    messages: int = 2_000_000,
+    actors: int = ACTORS,
+    in_flight: int = IN_FLIGHT,
+    latency: float = LATENCY_S,
+    messages: int = MESSAGES,
     naive_messages: int = 300_000,
     repeats: int = 3,
     seed: int = 1,
