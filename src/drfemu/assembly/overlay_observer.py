@@ -172,8 +172,8 @@ class OverlayRun:
 def _echo(config: OverlayConfig, run: OverlayRun, workload: Workload | None) -> dict[str, Number | str | None]:
     """`config`'s parameters by declared name, null where one is not read (`Param.when`); `nodes`,
     `users` and `drop_rank` as the run resolved them (`schema.overlay_result`)."""
-    echo = {p.name: None if p.when is not None and getattr(config, p.when[0]) not in p.when[1]
-            else getattr(config, p.name) for p in config.PARAMS}
+    values = {p.name: getattr(config, p.name) for p in config.PARAMS}
+    echo = {p.name: values[p.name] if p.read_under(values) else None for p in config.PARAMS}
     if workload is None:  # random utilities
         return echo | {"nodes": run.nodes, "users": None, "drop_rank": run.observer.drop_rank}
     return echo | {"nodes": run.nodes, "users": len(workload.users), "drop_rank": None}

@@ -33,6 +33,17 @@ bench_app = typer.Typer(invoke_without_command=True)
 app.add_typer(bench_app, name="bench")
 
 
+def _rates_table(title: str, rate: str, rows: list[tuple[str, float, tuple[float, ...]]]) -> Table:
+    """A design per row: its best rate and every timed sample."""
+    table = Table(title=title)
+    table.add_column("design")
+    table.add_column(rate, justify="right")
+    table.add_column("samples", justify="right")
+    for design, best, samples in rows:
+        table.add_row(design, f"{best:,.0f}", ", ".join(f"{x:,.0f}" for x in samples))
+    return table
+
+
 @bench_app.callback()
 def bench(
     ctx: typer.Context,
@@ -53,16 +64,12 @@ def bench(
     from drfemu.tools.bench import run_bench
 
     result = run_bench(actors=actors, in_flight=in_flight, repeats=repeats)
-    table = Table(title=f"engine benchmark: {actors} actors, {in_flight} messages in flight each, 1 ms latency")
-    table.add_column("design")
-    table.add_column("messages/s (best)", justify="right")
-    table.add_column("samples", justify="right")
-    table.add_row("drfemu runtime", f"{result.messages_per_s:,.0f}", ", ".join(f"{x:,.0f}" for x in result.samples))
-    table.add_row("naive (task + queue per actor)", f"{result.naive_messages_per_s:,.0f}",
-                  ", ".join(f"{x:,.0f}" for x in result.naive_samples))
-    table.add_row("bare loop (heapq, no actors): the limit", f"{result.bare_messages_per_s:,.0f}",
-                  ", ".join(f"{x:,.0f}" for x in result.bare_samples))
-    out.print(table)
+    out.print(_rates_table(f"engine benchmark: {actors} actors, {in_flight} messages in flight each, 1 ms latency",
+                           "messages/s (best)", [
+                               ("drfemu runtime", result.messages_per_s, result.samples),
+                               ("naive (task + queue per actor)", result.naive_messages_per_s, result.naive_samples),
+                               ("bare loop (heapq, no actors): the limit", result.bare_messages_per_s,
+                                result.bare_samples)]))
     out.print(f"speedup over naive: {result.speedup:.2f}×; fraction of the bare loop: {result.limit_fraction:.2f} "
               f"(engine loops in {result.to_dict()['engine']})")
     if json_path is not None:
@@ -143,15 +150,11 @@ def bench_overlay(
     if json_path is not None:
         check_writable(json_path, "--json")
     result = run_overlay_bench(nodes=nodes, rounds=rounds, neighbors=neighbors, repeats=repeats)
-    table = Table(title=f"overlay benchmark: {nodes:,} servers, {rounds} ticks, P = {neighbors}, 1 ms latency")
-    table.add_column("design")
-    table.add_column("per second (best)", justify="right")
-    table.add_column("samples", justify="right")
-    table.add_row("overlay messages (drfemu runtime)", f"{result.messages_per_s:,.0f}",
-                  ", ".join(f"{x:,.0f}" for x in result.samples))
-    table.add_row("bare loop events (heapq, no actors)", f"{result.bare_events_per_s:,.0f}",
-                  ", ".join(f"{x:,.0f}" for x in result.bare_samples))
-    out.print(table)
+    out.print(_rates_table(f"overlay benchmark: {nodes:,} servers, {rounds} ticks, P = {neighbors}, 1 ms latency",
+                           "per second (best)", [
+                               ("overlay messages (drfemu runtime)", result.messages_per_s, result.samples),
+                               ("bare loop events (heapq, no actors)", result.bare_events_per_s,
+                                result.bare_samples)]))
     out.print(f"overlay messages a second / bare loop events a second: {result.bare_multiple:.2f}; "
               f"exchanges a second: {result.exchanges_per_s:,.0f}")
     if json_path is not None:

@@ -83,6 +83,11 @@ class Param:
         """The command-line option, e.g. `--probe-d`."""
         return self.flag or "--" + self.name.replace("_", "-")
 
+    def read_under(self, values: Mapping[str, Any]) -> bool:
+        """Whether the parameter is read where the others take `values` (by name): always without
+        `when`, else while its deciding parameter takes one of the listed values."""
+        return self.when is None or values[self.when[0]] in self.when[1]
+
 
 class _DurationMark:
     """The annotation mark of a duration (`Duration`)."""

@@ -421,7 +421,7 @@ def unread_choices(params: Iterable[Param], given: Mapping[str, Any],
         chosen = given.get(decider.name)
         if chosen is None:
             chosen = (defaults or {}).get(decider.name, decider.default)
-        if chosen not in p.when[1]:
+        if not p.read_under({decider.name: chosen}):
             reasons.append(f"{p.option} is not read under {decider.option} {chosen}")
     return reasons
 
