@@ -22,10 +22,10 @@ from drfemu.overlay.gradient import (
     rank,
     rank_c,
     rank_python,
-    select_best,
     validation_set,
 )
 from drfemu.overlay.messages import GradientReply, GradientShuffle
+from tests.oracles.preference import select_best
 
 INF = float("inf")
 

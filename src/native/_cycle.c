@@ -21,17 +21,14 @@
 #include <Python.h>
 
 #include "_accelerator.h"
+#include "_overlay_kernel.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 
-typedef struct {
-    double utility;
-    int32_t node;
-    double stamp;
-} Descriptor;
+typedef KernelDescriptor Descriptor; /* `at` unused here */
 
 typedef struct {
     double *utility;
@@ -49,8 +46,9 @@ typedef struct {
     uint64_t *rng;
     int64_t *counters;
     int32_t *order;
-    Descriptor *candidates, *kept, *ranked, *sent, *reply, *view, *theirs, *chosen;
-    Py_ssize_t *positions;
+    Descriptor *kept, *sent, *reply, *view, *theirs, *chosen;
+    Py_ssize_t *ranked, *above, *below;     /* the rank's, as indices into `kept` */
+    Py_ssize_t *positions, *table, *places; /* places: the merge plan's fresh and evicted */
 } Overlay;
 
 /* -- the generator (overlay.cycle.SplitMix64) ------------------------------------------------ */
@@ -92,69 +90,21 @@ static void write_view(Views *v, Py_ssize_t u, const Descriptor *entries, Py_ssi
     v->length[u] = (int32_t)k;
 }
 
-/* (utility, node) of a before b in the total order */
-static inline int before(const Descriptor *a, const Descriptor *b) {
-    return a->utility < b->utility || (a->utility == b->utility && a->node < b->node);
-}
-
-/* `d` into `list` (length *k, capacity `cap`), kept in the order `first(a, b)` (a before b), dropped
- * when it would come after `cap` entries. */
-static inline void insert_capped(Descriptor *list, Py_ssize_t *k, Py_ssize_t cap, const Descriptor *d, int ascending) {
-    Py_ssize_t j = *k;
-    if (j == cap) {
-        if (ascending ? !before(d, &list[j - 1]) : !before(&list[j - 1], d)) return;
-        j--;
-    } else {
-        (*k)++;
-    }
-    while (j > 0 && (ascending ? before(d, &list[j - 1]) : before(&list[j - 1], d))) {
-        list[j] = list[j - 1];
-        j--;
-    }
-    list[j] = *d;
-}
-
-/* The gradient's merge (overlay.cycle._rank) of what `me` heard (`m` descriptors of distinct
- * nodes) with its view (`k` of distinct nodes, never `me`): of each node the copy with the
- * largest stamp (at equal stamps the view's, the later in the reference's candidates), none
- * stamped before `oldest`, `me` left out; then the `size` closest above `me` in the total order,
- * ascending, topped up with the closest below, descending. Written to `out` (which must not be
- * `view`); returns its length. `above` and `below` are scratch of `size` each. */
-static Py_ssize_t rank(Py_ssize_t me, double my_utility, const Descriptor *heard, Py_ssize_t m, Descriptor *view,
-                       Py_ssize_t k, Py_ssize_t size, double oldest, Descriptor *above, Descriptor *below,
-                       Descriptor *out) {
-    Descriptor self = {my_utility, (int32_t)me, 0.0};
-    Py_ssize_t n_above = 0, n_below = 0;
-    for (Py_ssize_t i = 0; i < m + k; i++) {
-        const Descriptor *d;
-        if (i < m) {
-            d = &heard[i];
-            if (d->node == me) continue;
-            Py_ssize_t j = 0;
-            while (j < k && view[j].node != d->node) j++;
-            if (j < k) { /* the view's copy stands unless this one is strictly fresher */
-                if (d->stamp > view[j].stamp) view[j] = *d;
-                continue;
-            }
-        } else {
-            d = &view[i - m];
-        }
-        if (!(d->stamp >= oldest)) continue;
-        if (before(&self, d)) insert_capped(above, &n_above, size, d, 1);
-        else insert_capped(below, &n_below, size, d, 0);
-    }
-    Py_ssize_t length = 0;
-    for (Py_ssize_t i = 0; i < n_above; i++) out[length++] = above[i];
-    for (Py_ssize_t i = 0; i < n_below && length < size; i++) out[length++] = below[i];
-    return length;
-}
-
-/* What `u` heard joins its gradient view. */
+/* What `u` heard (distinct nodes) joins its gradient view (distinct nodes): the kernel's rank of
+ * what it heard, then its view (overlay.cycle's `_offer`). */
 static void offer(Overlay *o, Py_ssize_t u, const Descriptor *heard, Py_ssize_t m, double now) {
-    Py_ssize_t k = read_view(&o->gradient, u, o->candidates);
-    Py_ssize_t length = rank(u, o->utility[u], heard, m, o->candidates, k, o->view_size, now - o->max_age, o->kept,
-                             o->kept + o->view_size, o->ranked);
-    write_view(&o->gradient, u, o->ranked, length);
+    Py_ssize_t k = read_view(&o->gradient, u, o->kept);
+    Py_ssize_t length = kernel_rank(u, o->utility[u], heard, m, o->kept, k, 1, o->view_size, now - o->max_age,
+                                    o->kept, NULL, o->table, o->above, o->below, o->ranked);
+    Views *v = &o->gradient;
+    Py_ssize_t base = u * v->width;
+    for (Py_ssize_t i = 0; i < v->width; i++) {
+        const Descriptor *d = i < length ? &o->kept[o->ranked[i]] : NULL;
+        v->utility[base + i] = d != NULL ? d->utility : 0.0;
+        v->node[base + i] = d != NULL ? (int32_t)d->node : -1;
+        v->stamp[base + i] = d != NULL ? d->stamp : 0.0;
+    }
+    v->length[u] = (int32_t)length;
 }
 
 static Py_ssize_t sample(Overlay *o, const Descriptor *entries, Py_ssize_t n, Py_ssize_t k, Descriptor *out) {
@@ -174,34 +124,30 @@ static Py_ssize_t sample(Overlay *o, const Descriptor *entries, Py_ssize_t n, Py
     return k;
 }
 
-static int holds(const Descriptor *view, Py_ssize_t k, int32_t node) {
+static int holds(const Descriptor *view, Py_ssize_t k, long long node) {
     for (Py_ssize_t i = 0; i < k; i++)
         if (view[i].node == node) return 1;
     return 0;
 }
 
-/* Cyclon's merge rule (overlay.cycle._merge) on `view` (length *k, capacity size). `fresh` is
- * scratch of at least `m`. */
-static void merge(Py_ssize_t me, Py_ssize_t size, Descriptor *view, Py_ssize_t *k, const Descriptor *received,
-                  Py_ssize_t m, const Descriptor *replaceable, Py_ssize_t r, Descriptor *fresh) {
-    Py_ssize_t count = 0;
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (received[i].node != me && !holds(view, *k, received[i].node)) fresh[count++] = received[i];
-    if (count == 0) return;
-    Py_ssize_t room = size - *k;
-    if (count > room) {
-        for (Py_ssize_t s = 0; s < r; s++) {
-            Py_ssize_t at = 0;
-            while (at < *k && view[at].node != replaceable[s].node) at++;
-            if (at == *k) continue;
-            memmove(view + at, view + at + 1, (size_t)(*k - at - 1) * sizeof(Descriptor));
-            (*k)--;
-            room++;
-            if (room == count) break;
+/* Cyclon's merge rule on `view` (length *k): the kernel's plan over the nodes, carried out on the
+ * array (an evicted node leaves its place, the fresh join at the end). */
+static void merge(Overlay *o, Py_ssize_t me, Descriptor *view, Py_ssize_t *k, const Descriptor *received, Py_ssize_t m,
+                  const Descriptor *replaceable, Py_ssize_t r) {
+    Py_ssize_t *fresh = o->places, *evict = o->places + m, evicted;
+    Py_ssize_t count = kernel_merge_plan(me, o->cyclon_view, kernel_descriptor_nodes(view), *k,
+                                         kernel_descriptor_nodes(received), m, kernel_descriptor_nodes(replaceable), r,
+                                         fresh, evict, &evicted);
+    if (evicted > 0) { /* the rest close up, in order */
+        Py_ssize_t to = evict[0];
+        for (Py_ssize_t from = evict[0], e = 0; from < *k; from++) {
+            if (e < evicted && from == evict[e]) e++;
+            else view[to++] = view[from];
         }
-        count = room;
+        *k = to;
     }
-    for (Py_ssize_t i = 0; i < count; i++) view[(*k)++] = fresh[i];
+    count = kernel_merge_fresh(kernel_descriptor_nodes(received), fresh, count);
+    for (Py_ssize_t i = 0; i < count; i++) view[(*k)++] = received[fresh[i]];
 }
 
 static void cyclon_turn(Overlay *o, Py_ssize_t u, double now) {
@@ -220,10 +166,10 @@ static void cyclon_turn(Overlay *o, Py_ssize_t u, double now) {
     Py_ssize_t m = c + 1;
     Py_ssize_t t = read_view(&o->cyclon, partner, theirs);
     Py_ssize_t r = sample(o, theirs, t, o->shuffle_length, reply);
-    merge(partner, o->cyclon_view, theirs, &t, request, m, reply, r, o->kept);
+    merge(o, partner, theirs, &t, request, m, reply, r);
     write_view(&o->cyclon, partner, theirs, t);
     offer(o, partner, request, m, now);
-    merge(u, o->cyclon_view, view, &k, reply, r, chosen, c, o->kept);
+    merge(o, u, view, &k, reply, r, chosen, c);
     write_view(&o->cyclon, u, view, k);
     offer(o, u, reply, r, now);
     o->counters[0] += 1;
@@ -493,21 +439,30 @@ static PyObject *checked_call(const char *name, PyObject *overlay, PyObject *fir
         return ok < 0 ? NULL : call_reference(name, args, nargs);
     }
     Py_ssize_t slots = 2 * (o.view_size + o.cyclon_view + 2) + o.shuffle_length;
-    Descriptor *scratch = PyMem_Malloc((size_t)(8 * slots) * sizeof(Descriptor));
+    Descriptor *scratch = PyMem_Malloc((size_t)(6 * slots) * sizeof(Descriptor));
     o.positions = PyMem_Malloc((size_t)(o.cyclon_view + 1) * sizeof(Py_ssize_t));
-    if (scratch == NULL || o.positions == NULL) {
+    o.table = PyMem_Malloc(kernel_slots(slots) * sizeof(Py_ssize_t));
+    o.places = PyMem_Malloc((size_t)(5 * slots) * sizeof(Py_ssize_t));
+    if (scratch == NULL || o.positions == NULL || o.table == NULL || o.places == NULL) {
         PyMem_Free(scratch);
         PyMem_Free(o.positions);
+        PyMem_Free(o.table);
+        PyMem_Free(o.places);
         PyMem_Free(turn_counts);
         release(&b);
         return PyErr_NoMemory();
     }
-    Descriptor **parts[] = {&o.candidates, &o.kept, &o.ranked, &o.sent, &o.reply, &o.view, &o.theirs, &o.chosen};
-    for (int i = 0; i < 8; i++) *parts[i] = scratch + i * slots;
+    Descriptor **parts[] = {&o.kept, &o.sent, &o.reply, &o.view, &o.theirs, &o.chosen};
+    for (int i = 0; i < 6; i++) *parts[i] = scratch + i * slots;
+    o.ranked = o.places + 2 * slots;
+    o.above = o.ranked + slots;
+    o.below = o.above + slots;
     if (strcmp(name, "bootstrap_python") == 0) bootstrap_views(&o);
     else cycles(&o, first, turn_counts, count);
     PyMem_Free(scratch);
     PyMem_Free(o.positions);
+    PyMem_Free(o.table);
+    PyMem_Free(o.places);
     PyMem_Free(turn_counts);
     release(&b);
     Py_RETURN_NONE;

@@ -15,6 +15,7 @@
  * pop_oldest(entries) -> node or None: the oldest entry leaves the view.
  * sample_values(draw, entries, k) -> tuple: k random entries.
  *
+ * merge is the overlay kernel's rule (`_overlay_kernel.h`), carried out on the View.
  * The functions take their fast path on a View of plain data only: descriptors exact tuples
  * whose nodes are exact ints of 64 bits and stamps exact floats, `received` and `replaceable`
  * exact tuples of such descriptors, `me`, `size` and `k` exact ints, and a draw that is the
@@ -28,6 +29,7 @@
 #include <string.h>
 
 #include "_accelerator.h"
+#include "_overlay_kernel.h"
 #include "_stock_draw.h"
 
 static PyObject *references[3]; /* overlay.cyclon's merge_python, pop_oldest_python, sample_values_python */
@@ -349,15 +351,16 @@ static int plain_descriptor(PyObject *d, long long *id) {
            && node_id(PyTuple_GET_ITEM(d, 1), id) == 1;
 }
 
-static int plain_descriptors(PyObject *items) { /* an exact tuple of plain descriptors */
-    long long id;
+/* The nodes of a tuple of plain descriptors into `ids` (1), or 0 when one is not plain. */
+static int plain_nodes(PyObject *items, long long *ids) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++)
-        if (!plain_descriptor(PyTuple_GET_ITEM(items, i), &id)) return 0;
+        if (!plain_descriptor(PyTuple_GET_ITEM(items, i), &ids[i])) return 0;
     return 1;
 }
 
 /* merge(entries, me, size, received, replaceable): overlay.cyclon.merge_python on a View of
- * plain data, with the nodes compared as C numbers. */
+ * plain data: the overlay kernel's plan (`_overlay_kernel.h`) over the nodes as C numbers,
+ * carried out on the View. */
 static PyObject *merge(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     long long me_id, size_ll;
     if (nargs != 5 || !View_Check(args[0]) || !PyLong_CheckExact(args[1]) || node_id(args[1], &me_id) != 1
@@ -366,55 +369,31 @@ static PyObject *merge(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssiz
         return call_reference(MERGE, args, nargs);
     ViewObject *v = (ViewObject *)args[0];
     PyObject *received = args[3], *replaceable = args[4]; /* tuples: nothing below can change them */
-    Py_ssize_t n = PyTuple_GET_SIZE(received);
-    PyObject *small[32];
-    long long small_ids[32];
-    PyObject **fresh = n <= 32 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
-    long long *ids = n <= 32 ? small_ids : PyMem_Malloc(sizeof(long long) * (size_t)n);
+    Py_ssize_t m = PyTuple_GET_SIZE(received), r = PyTuple_GET_SIZE(replaceable), n = m + r;
+    long long small_ids[64];
+    Py_ssize_t small_places[64];
+    long long *ids = n <= 64 ? small_ids : PyMem_Malloc(sizeof(long long) * (size_t)n);
+    Py_ssize_t *places = n <= 64 ? small_places : PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)n);
     PyObject *result = NULL;
     int handed_off = 0;
-    if (fresh == NULL || ids == NULL) {
+    if (ids == NULL || places == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t count = 0; /* the new descriptors, borrowed from `received` */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PyTuple_GET_ITEM(received, i);
-        long long id;
-        if (!plain_descriptor(d, &id)) {
-            handed_off = 1; /* nothing has changed yet */
-            goto done;
-        }
-        if (view_find(v, id) >= 0 || id == me_id) continue;
-        fresh[count] = d;
-        ids[count++] = id;
+    if (!plain_nodes(received, ids) || !plain_nodes(replaceable, ids + m)) {
+        handed_off = 1; /* nothing has changed yet */
+        goto done;
     }
-    if (count > 0) {
-        long long room = size_ll - (long long)v->len;
-        if (count > room && !plain_descriptors(replaceable)) {
-            handed_off = 1; /* still nothing changed */
-            goto done;
-        }
-        if (count > room) {
-            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(replaceable); j++) { /* in the order the entries were sent */
-                Py_ssize_t at = view_find(v, PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(replaceable, j), 1)));
-                if (at >= 0) {
-                    view_remove_at(v, at);
-                    if (++room == count) break;
-                }
-            }
-            long long keep = room >= 0 ? room : count + room; /* as Python's `del new[room:]` */
-            if (keep < 0) keep = 0;
-            if (keep < count) count = (Py_ssize_t)keep;
-        }
-        for (Py_ssize_t i = 0; i < count; i++) { /* a node received twice: the later descriptor, in the first's place */
-            if (view_set(v, ids[i], fresh[i]) < 0) goto done;
-        }
-    }
+    Py_ssize_t *fresh = places, *evict = places + m, evicted;
+    KernelNodes held = {v->nodes, 1}, got = {ids, 1}, sent = {ids + m, 1};
+    Py_ssize_t count = kernel_merge_plan(me_id, size_ll, held, v->len, got, m, sent, r, fresh, evict, &evicted);
+    for (Py_ssize_t e = evicted - 1; e >= 0; e--) view_remove_at(v, evict[e]); /* from the last: places hold */
+    for (Py_ssize_t i = 0; i < count; i++) /* a node received twice: the later descriptor, in the first's place */
+        if (view_set(v, ids[fresh[i]], PyTuple_GET_ITEM(received, fresh[i])) < 0) goto done;
     result = Py_NewRef(Py_None);
 done:
-    if (fresh != NULL && fresh != small) PyMem_Free(fresh);
     if (ids != NULL && ids != small_ids) PyMem_Free(ids);
+    if (places != NULL && places != small_places) PyMem_Free(places);
     return handed_off ? call_reference(MERGE, args, nargs) : result;
 }
 

@@ -12,12 +12,12 @@ cycle-driven simulator rather than of an emulated network:
 - **Cyclon** as in `overlay.cyclon`: the initiator drops its oldest entry (smallest stamp, of
   equal ones the one held longest) and sends it `ℓ − 1` random entries and its own fresh
   descriptor; the partner answers with `ℓ` random entries of its own; both merge by the paper's
-  rule (`merge_python` there), the partner replacing what it answered with, the initiator what
+  rule (`overlay.cyclon.merge_python` itself), the partner replacing what it answered with, the initiator what
   it sent. The entries each side receives are offered to its gradient, as an overlay peer does.
 - **The gradient** as in `overlay.gradient` (T-Man style): the initiator picks a uniformly
   random neighbour from its view and sends its whole view with its own fresh descriptor; the
   partner answers with its own descriptor and its view; each keeps the `P` most preferred of
-  what it holds and hears (`rank_python` there: the freshest descriptor of each node, none
+  what it holds and hears (`overlay.gradient.rank_python` itself: the freshest descriptor of each node, none
   older than `max_age` cycles).
 - **Reads at the start of a cycle.** The event-driven peer queues what it hears and merges it
   when it next reads its view — every node at the tick, when it starts its exchange — and
@@ -46,17 +46,21 @@ hold it in view order (the gradient's most preferred first) and the rest are −
 
 This module is the reference: `src/native/_cycle.c` does the same, draw for draw, in C, where it
 was built; it checks its input first and hands anything it does not accept to `run_cycles`
-here, which gives Python's answer or exception. Tests hold the two to identical arrays.
+here, which gives Python's answer or exception. Tests hold the two to identical arrays. Both
+engines share the merge and the rank: here the event-driven overlay's references themselves,
+in C the overlay kernel (`src/native/_overlay_kernel.h`) that the event-driven overlay's
+accelerators use too, so each rule is written once in Python and once in C.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from drfemu.kernel.compiled import compiled_module
+from drfemu.overlay.cyclon import merge_python
+from drfemu.overlay.gradient import rank_python
 
 __all__ = ["COUNTERS", "CYCLE_IMPLEMENTATION", "CycleOverlay", "SplitMix64", "bootstrap", "bootstrap_python", "run_cycles",
            "run_cycles_python"]
@@ -171,7 +175,7 @@ class CycleOverlay:
 
     def _offer(self, u: int, heard: list[tuple[float, int, float]], now: float) -> None:
         """Rank what `u` heard with its view: the `P` most preferred, freshest copies, none expired."""
-        view = _rank(u, float(self.utility[u]), heard + self._gradient(u), self.view_size, now - self.max_age)
+        view = rank_python(u, float(self.utility[u]), heard + self._gradient(u), self.view_size, now - self.max_age)
         _write(view, u, self.gradient_utility, self.gradient_node, self.gradient_stamp, self.gradient_length)
 
 
@@ -184,23 +188,6 @@ def _write(entries: list[tuple[float, int, float]], u: int, utilities: np.ndarra
     if k:
         utilities[u, :k], nodes[u, :k], stamps[u, :k] = zip(*entries)
     lengths[u] = k
-
-
-def _rank(me: int, my_utility: float, candidates: list[tuple[float, int, float]], size: int,
-          oldest: float) -> list[tuple[float, int, float]]:
-    """`overlay.gradient.rank_python`: of each node its freshest descriptor (at equal stamps the
-    later in `candidates`), none stamped before `oldest`, `me` left out; the `size` just above
-    `me` in the total order, closest first, topped up with those just below, closest first."""
-    candidates = sorted(candidates, key=lambda d: d[2])
-    latest = {d[1]: d for d in candidates if d[2] >= oldest}
-    latest.pop(me, None)
-    ranked = sorted(latest.values())
-    cut = bisect_right(ranked, (my_utility, me))
-    view = ranked[cut : cut + size]
-    if len(view) < size:
-        below = ranked[max(0, cut - (size - len(view))) : cut]
-        view += below[::-1]
-    return view
 
 
 def _sample(rng: SplitMix64, entries: list[tuple[float, int, float]], k: int) -> list[tuple[float, int, float]]:
@@ -218,22 +205,10 @@ def _sample(rng: SplitMix64, entries: list[tuple[float, int, float]], k: int) ->
 
 def _merge(me: int, size: int, view: list[tuple[float, int, float]], received: list[tuple[float, int, float]],
            replaceable: list[tuple[float, int, float]]) -> list[tuple[float, int, float]]:
-    """Cyclon's merge rule (`overlay.cyclon.merge_python`), on a list."""
-    held = {d[1] for d in view}
-    new = [d for d in received if d[1] not in held and d[1] != me]
-    if not new:
-        return view
-    room = size - len(view)
-    if len(new) > room:
-        for sent in replaceable:
-            if sent[1] in held:
-                view = [d for d in view if d[1] != sent[1]]
-                held.discard(sent[1])
-                room += 1
-                if room == len(new):
-                    break
-        del new[room:]
-    return view + new
+    """Cyclon's merge rule (`overlay.cyclon.merge_python`) on a view held as a list."""
+    entries = {d[1]: d for d in view}
+    merge_python(entries, me, size, received, replaceable)
+    return list(entries.values())
 
 
 def _cyclon_turn(overlay: CycleOverlay, rng: SplitMix64, u: int, now: float) -> None:

@@ -8,8 +8,9 @@ one lets the ranking below run as C-level sorts.)
 **Preference** (eq. 3.9 over that total order) of node `l` between candidates: one above
 `l` beats one below; on the same side the one closer to `l` in the order wins. So the ideal
 view is the `P` nodes just above `l`, topped up with the nodes just below it when fewer
-than `P` are above; it works unchanged for `−∞` utilities (eq. 4.2). `select_best` is the
-definition; `Gradient` computes the same thing with sorts.
+than `P` are above; it works unchanged for `−∞` utilities (eq. 4.2). `rank` computes it
+(`rank_python`, the reference, and the overlay kernel in C; the tests hold both to the
+equation, written plainly in `tests/oracles/preference.py`).
 
 **Exchange.** Each round a node picks a partner from its view uniformly at random (the
 choice the thesis describes for its Kompics runs; Kompics' softmax over preference rank
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import ClassVar
 
@@ -59,7 +60,6 @@ __all__ = [
     "RANK_IMPLEMENTATION",
     "rank",
     "rank_python",
-    "select_best",
     "validation_set",
 ]
 
@@ -70,17 +70,6 @@ NODE, STAMP = itemgetter(1), itemgetter(2)
 def is_above(utility: float, node: int, my_utility: float, me: int) -> bool:
     """True if `(utility, node)` is above `(my_utility, me)` in the total order."""
     return (utility, node) > (my_utility, me)
-
-
-def select_best(me: int, my_utility: float, candidates: Mapping[int, float], size: int) -> list[int]:
-    """The `size` candidates `me` prefers, most preferred first (eq. 3.9; `me` excluded).
-
-    The reference definition: rank by (side, distance in the total order).
-    """
-    ordered = sorted((u, node) for node, u in candidates.items() if node != me)
-    cut = bisect_right(ordered, (my_utility, me))
-    above, below = ordered[cut:], ordered[:cut][::-1]
-    return [node for _, node in (above + below)[:size]]
 
 
 def rank_python(me: int, my_utility: float, candidates: list[Descriptor], size: int,
