@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,6 +73,49 @@ def test_a_fresher_rumoured_minimum_is_adopted_used_and_passed_on_once() -> None
     assert peer in (7, 8) and rumour == MinimumNotice(0.22, 5.0)
     s.on_tick(5.2)
     assert not [m for _, m in s.take_outbox() if isinstance(m, MinimumNotice)]  # nothing new to tell
+
+
+def test_a_server_with_no_user_homed_is_idle_between_rumours() -> None:
+    """Its tick only passes a rumour on: once passed, it asks the engine to skip its ticks until a
+    fresher one arrives (an older one changes nothing, so it stays idle)."""
+    s = node(BdgdrfRule(rumour_fanout=1), homed={})
+    s.cyclon.bootstrap([(0.0, 7, 0.0)])
+    assert not s.idle_tick
+    s.on_tick(0.1)
+    assert s.idle_tick and not s.take_outbox()
+    s.receive(MinimumNotice(0.22, 5.0), 5.0)
+    assert not s.idle_tick
+    s.on_tick(5.1)
+    assert s.take_outbox() == [(7, MinimumNotice(0.22, 5.0))] and s.idle_tick
+    s.receive(MinimumNotice(0.10, 4.0), 5.2)
+    assert s.idle_tick
+
+
+@pytest.mark.parametrize("seed, faults", [(1, None), (2, None), (1, "check-faults.toml")])
+def test_skipping_idle_ticks_changes_no_event(seed: int, faults: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same run, event for event, with the engine skipping idle servers' ticks and calling them
+    (with crashes too, where a user is re-homed on a server that had none)."""
+    from drfemu.nodes.runtime import Runtime
+    from drfemu.tools.check import traced_run
+    from drfemu.workloads.points import build_run_config, canonical_params
+
+    given: dict[str, Any] = {"protocol": "bdgdrf", "machines": 30 if faults is None else 10,
+                             "users": 6 if faults is None else 3, "neighbors": 2, "seed": seed, "max_time": 20.0}
+    if faults is not None:
+        given["faults"] = str(Path(__file__).resolve().parents[1] / "configs" / "faults" / faults)
+    params = canonical_params(given)
+    skipped = traced_run(params, build_run_config)
+    start_ticks = Runtime.start_ticks
+
+    def calling_every_ticker(self: Runtime, period: float, tickers: Any) -> Any:
+        driver = start_ticks(self, period, tickers)
+        driver.skips_idle = False
+        return driver
+
+    monkeypatch.setattr(Runtime, "start_ticks", calling_every_ticker)
+    called = traced_run(params, build_run_config)
+    assert skipped["digest"] == called["digest"] and skipped["events"] == called["events"]
+    assert skipped["result"] == called["result"]
 
 
 def test_only_a_home_that_believes_it_is_the_centre_starts_a_rumour() -> None:

@@ -137,6 +137,52 @@ def test_fire_each_agrees_with_its_python_reference(sends_per_actor: list[int], 
     assert fire(engine.fire_each) == fire(fire_each_python)
 
 
+class Truth:
+    """An `idle_tick` that is not a bool: its truth is Python's (`__bool__`), or an error."""
+
+    def __init__(self, value: bool | None) -> None:
+        self.value = value
+
+    def __bool__(self) -> bool:
+        if self.value is None:
+            raise ValueError("no truth")
+        return self.value
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from([False, True, 0, 1, "", "x", Truth(True), Truth(False)])),
+                max_size=6), st.booleans(), st.booleans())
+def test_fire_each_skips_idle_actors_as_its_python_reference(actors_spec: list[tuple[int, Any]], skip: bool,
+                                                             fixed: bool) -> None:
+    """With `skip_idle` an actor whose `idle_tick` is true is not called (its outbox stays as it is);
+    without it, every actor is called, whatever its flag."""
+    def fire(implementation: Any) -> tuple[list[Any], list[int]]:
+        actors = [Ticker(i, []) for i in range(len(actors_spec))]
+        for actor, (tag, idle) in zip(actors, actors_spec):
+            actor.tag, actor.idle_tick = tag, idle
+        flushed: list[int] = []
+
+        def flush(actor: Actor) -> None:
+            flushed.append(actor.id)
+            actor.outbox = []
+
+        batch: list[Any] | None = [] if fixed else None
+        implementation(actors, Ticker.round, 2.0, batch, flush, skip)
+        return batch if batch is not None else [], flushed
+
+    expected = fire(fire_each_python)
+    assert fire(engine.fire_each) == expected
+    called = {hop.tag // 10 for _, hop in expected[0]} | set(expected[1])
+    assert called == {i for i, (tag, idle) in enumerate(actors_spec) if tag and not (skip and idle)}
+
+
+@pytest.mark.parametrize("implementation", [engine.fire_each, fire_each_python], ids=["C", "Python"])
+def test_an_idle_tick_that_has_no_truth_raises_its_error(implementation: Any) -> None:
+    actor = Ticker(0, [])
+    actor.tag, actor.idle_tick = 1, Truth(None)
+    with pytest.raises(ValueError, match="no truth"):
+        implementation([actor], Ticker.round, 1.0, [], lambda a: None, True)
+
+
 def _deliver(implementation: Any, items: list[tuple[int, type, int]], batch_actors: set[int],
              fixed: bool) -> tuple[list[Any], list[Any], list[int]]:
     log: list[tuple[int, str, int]] = []

@@ -18,10 +18,11 @@
  *   Σ len(msg.<field>) over the messages of type exactly `cls` in the (dst, msg) list `out`
  *   (nodes.network.count_items_python: the items variable-size messages carry).
  *
- * fire_each(actors, action, now, batch, flush) -> None
+ * fire_each(actors, action, now, batch, flush, skip_idle=False) -> None
  *   A periodic driver's round (nodes.runtime.fire_each_python): action(actor, now) for each
  *   actor of the list in turn (read by index, as Python's list iterator does), each actor's
- *   outbox then moved as in `deliver`.
+ *   outbox then moved as in `deliver`; with skip_idle true, an actor whose `idle_tick` is true
+ *   is skipped (the attribute read and its truth taken as Python does).
  *
  * rule_handler(handler) -> a callable h with h(node, msg, now) == handler(node.rule, node, msg,
  *   now) and None returned (nodes.server.to_rule_python: how a server hands a message to its
@@ -43,7 +44,7 @@
 
 #include "_accelerator.h"
 
-static PyObject *str_dispatch, *str_outbox, *str_drain, *str_check_handled, *str_class, *str_rule;
+static PyObject *str_dispatch, *str_outbox, *str_drain, *str_check_handled, *str_class, *str_rule, *str_idle_tick;
 static PyObject *object_class; /* object's `__class__` descriptor */
 
 enum { DELIVER, COUNT_TYPES, COUNT_ITEMS, TO_RULE, REFERENCES };
@@ -347,14 +348,27 @@ fail:
 }
 
 static PyObject *fire_each(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyList_Check(args[0]) || !(args[3] == Py_None || PyList_Check(args[3]))) {
-        PyErr_SetString(PyExc_TypeError, "fire_each(actors: list, action, now, batch: list | None, flush)");
+    if (nargs < 5 || nargs > 6 || !PyList_Check(args[0]) || !(args[3] == Py_None || PyList_Check(args[3]))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fire_each(actors: list, action, now, batch: list | None, flush, skip_idle: bool = False)");
         return NULL;
     }
     PyObject *actors = args[0], *action = args[1], *now = args[2], *batch = args[3], *flush = args[4];
+    int skip_idle = nargs == 6 ? PyObject_IsTrue(args[5]) : 0;
+    if (skip_idle < 0) return NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(actors); i++) {
         PyObject *actor = PyList_GET_ITEM(actors, i);
         Py_INCREF(actor);
+        if (skip_idle) {
+            PyObject *idle = PyObject_GetAttr(actor, str_idle_tick);
+            int is_idle = idle == NULL ? -1 : PyObject_IsTrue(idle);
+            Py_XDECREF(idle);
+            if (is_idle != 0) {
+                Py_DECREF(actor);
+                if (is_idle < 0) return NULL;
+                continue;
+            }
+        }
         PyObject *call[2] = {actor, now};
         PyObject *done = PyObject_Vectorcall(action, call, 2, NULL);
         int status = done == NULL ? -1 : move_outbox(actor, batch, flush);
@@ -461,7 +475,9 @@ PyMODINIT_FUNC PyInit__engine(void) {
     str_check_handled = PyUnicode_InternFromString("check_handled");
     str_class = PyUnicode_InternFromString("__class__");
     str_rule = PyUnicode_InternFromString("rule");
-    if (!str_dispatch || !str_outbox || !str_drain || !str_check_handled || !str_class || !str_rule) return NULL;
+    str_idle_tick = PyUnicode_InternFromString("idle_tick");
+    if (!str_dispatch || !str_outbox || !str_drain || !str_check_handled || !str_class || !str_rule || !str_idle_tick)
+        return NULL;
     if (PyType_Ready(&RuleHandlerType) < 0) return NULL;
     if (main_interpreter_only("drfemu.nodes._engine") < 0) return NULL;
     object_class = _PyType_Lookup(&PyBaseObject_Type, str_class);

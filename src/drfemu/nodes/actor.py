@@ -81,10 +81,15 @@ class Actor:
     """Base class of every node role.
 
     `id` is a dense integer address assigned by whoever builds the emulation. `on_tick`
-    is called by the runtime's tick driver for actors registered as tickers.
+    is called by the runtime's tick driver for actors registered as tickers, except while the
+    actor's `idle_tick` is true: the actor (its role's code) sets it when its next `on_tick`
+    would do nothing at all — send, emit, draw or change nothing — and clears it when an input
+    may make it otherwise (a server clears it whenever a task arrives, since that may home a
+    user there), and the driver skips the call meanwhile (issue 57: a tick with nothing to do
+    costs nothing; the skipped call still counts as a timer event, so no figure of a run moves).
     """
 
-    __slots__ = ("id", "outbox", "port")
+    __slots__ = ("id", "outbox", "port", "idle_tick")
     DISPATCH: ClassVar[dict[type, Callable[[Any, Any, float], None]]] = {}
     COMPILED_HANDLERS: ClassVar[dict[type, Callable[[Any, Any, float], None]]] = {}  # see collect_handlers
 
@@ -96,6 +101,7 @@ class Actor:
         self.id = actor_id
         self.outbox: list[tuple[int, Any]] = []
         self.port: list[Any] = []  # events and wake-ups; the runtime swaps in its own list
+        self.idle_tick = False  # see the class docstring
 
     def send(self, dst: int, msg: Any) -> None:
         """Queue `msg` for actor `dst`; the runtime moves it after this wake-up."""

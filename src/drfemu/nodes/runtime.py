@@ -111,10 +111,14 @@ def fire_each_python(
     now: float,
     batch: list[tuple[int, Any]] | None,
     flush: Callable[[Actor], None],
+    skip_idle: bool = False,
 ) -> None:
     """A periodic driver's round: `action(actor, now)` for each actor in turn, its outbox then
-    appended to `batch` (fixed latency) or, with `batch` None, handed to `flush`."""
+    appended to `batch` (fixed latency) or, with `batch` None, handed to `flush`. With
+    `skip_idle` (the tick driver), an actor whose `idle_tick` is true is skipped."""
     for actor in actors:
+        if skip_idle and actor.idle_tick:
+            continue
         action(actor, now)
         if actor.outbox:
             if batch is None:
@@ -153,7 +157,7 @@ class Periodic:
     """One periodic driver of a runtime (see `Runtime.every`), virtual or real-time alike."""
 
     __slots__ = ("runtime", "index", "period_us", "actors", "members", "action", "hooks", "count", "fired",
-                 "cancelled")
+                 "cancelled", "skips_idle")
 
     def __init__(self, runtime: Runtime, index: int, period_us: int, actors: list[Actor],
                  action: Callable[[Any, float], None] | None, hooks: list[Hook]) -> None:
@@ -167,6 +171,7 @@ class Periodic:
         self.count = 0  # the number of the next (or current) firing
         self.fired = 0
         self.cancelled = False
+        self.skips_idle = False  # the tick driver: actors whose `idle_tick` is true are not called
 
     def cancel(self) -> None:
         """Fire no more (a firing already due at the current instant is skipped too)."""
@@ -184,7 +189,7 @@ class Periodic:
         action = self.action
         if action is not None:
             batch: list[tuple[int, Any]] | None = [] if runtime._batched() else None
-            fire_each(self.actors, action, now, batch, runtime._flush)
+            fire_each(self.actors, action, now, batch, runtime._flush, self.skips_idle)
             if batch:
                 runtime._post(batch)
             if runtime._port:
@@ -381,9 +386,11 @@ class Runtime:
         return driver
 
     def start_ticks(self, period: float, tickers: Iterable[Actor]) -> Periodic:
-        """Call `on_tick(now)` on `tickers` every `period` seconds (the allocation tick)."""
+        """Call `on_tick(now)` on `tickers` every `period` seconds (the allocation tick), skipping
+        a ticker while its `idle_tick` is true (`Actor`)."""
         self._ticks = self.every(period, tickers, _call_on_tick)
         self._ticks.hooks = self._tick_hooks  # shared, so hooks added later are seen
+        self._ticks.skips_idle = True
         return self._ticks
 
     def add_tick_hook(self, hook: Hook) -> None:

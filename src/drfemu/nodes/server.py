@@ -364,6 +364,7 @@ class ServerNode(OverlayPeer):
         if self.mix is not None:
             self.mix.note(msg.user, msg.demand)
         self.homes.task_arrived(msg)
+        self.idle_tick = False  # the user may be homed here only now (re-homed after a crash): the tick decides again
         self._utility_changed(now)
 
     @handles(WalkFailed)

@@ -116,6 +116,7 @@ class BdgdrfRule(ServerRule):
         homes = server.homes
         if not homes:  # no user homed here: nothing to allocate, only rumours to pass on (the same steps)
             self._spread(server)
+            server.idle_tick = True  # until a fresher rumour arrives (`on_minimum_notice`)
             return
         lowest = homes.lowest()
         gradient = server.gradient
@@ -156,6 +157,7 @@ class BdgdrfRule(ServerRule):
     def on_minimum_notice(self, server: Server, msg: MinimumNotice, now: float) -> None:
         if msg.learnt > self.learnt:
             self.minimum, self.learnt = msg.minimum, msg.learnt
+            server.idle_tick = False  # a server with no user homed has this rumour to pass on
 
     def on_utility(self, server: Server, now: float) -> None:
         if not self.notify:

@@ -13,7 +13,10 @@ A rule declares
   docs learn them from the registry, and the rule is built with their values as keywords;
 - `DEFAULTS`: its own defaults for parameters it shares with other protocols (e.g. PDGDRF's
   `centre_ties = "strict"`, where DGDRF keeps the declared `"id"`);
-- `TICKS_ALL`: whether every server ticks, or only those with homed users;
+- `TICKS_ALL`: whether every server ticks, or only those with homed users; a server that ticks
+  but whose next tick would do nothing may say so (`server.idle_tick = True`, cleared when work
+  arrives) and the engine skips its ticks meanwhile (BDGDRF's servers with no user homed, between
+  rumours);
 - `ROUND_TRIP_WITHIN_TICK`: whether the rule needs an answer within the tick it asked in (a
   fault scenario whose latency can make a round trip longer is refused for it);
 - `STRANDS`: whether a task can wait for ever on servers where it does not fit while another
@@ -73,6 +76,7 @@ class Server(Protocol):
     neighbors: list[int]
     homes: HomeUsers
     gradient: GradientView
+    idle_tick: bool  # set it while the rule's next `on_tick` on this server would do nothing (`nodes.actor.Actor`)
 
     def send(self, dst: int, msg: Any) -> None: ...
 
