@@ -28,7 +28,7 @@
 #include <string.h>
 
 
-typedef KernelDescriptor Descriptor; /* `at` unused here */
+typedef KernelDescriptor Descriptor;
 
 typedef struct {
     double *utility;
@@ -46,7 +46,7 @@ typedef struct {
     uint64_t *rng;
     int64_t *counters;
     int32_t *order;
-    Descriptor *kept, *sent, *reply, *view, *theirs, *chosen;
+    Descriptor *kept, *ranked_view, *sent, *reply, *view, *theirs, *chosen;
     Py_ssize_t *ranked, *above, *below;     /* the rank's, as indices into `kept` */
     Py_ssize_t *positions, *table, *places; /* places: the merge plan's fresh and evicted */
 } Overlay;
@@ -96,15 +96,8 @@ static void offer(Overlay *o, Py_ssize_t u, const Descriptor *heard, Py_ssize_t 
     Py_ssize_t k = read_view(&o->gradient, u, o->kept);
     Py_ssize_t length = kernel_rank(u, o->utility[u], heard, m, o->kept, k, 1, o->view_size, now - o->max_age,
                                     o->kept, NULL, o->table, o->above, o->below, o->ranked);
-    Views *v = &o->gradient;
-    Py_ssize_t base = u * v->width;
-    for (Py_ssize_t i = 0; i < v->width; i++) {
-        const Descriptor *d = i < length ? &o->kept[o->ranked[i]] : NULL;
-        v->utility[base + i] = d != NULL ? d->utility : 0.0;
-        v->node[base + i] = d != NULL ? (int32_t)d->node : -1;
-        v->stamp[base + i] = d != NULL ? d->stamp : 0.0;
-    }
-    v->length[u] = (int32_t)length;
+    for (Py_ssize_t i = 0; i < length; i++) o->ranked_view[i] = o->kept[o->ranked[i]];
+    write_view(&o->gradient, u, o->ranked_view, length);
 }
 
 static Py_ssize_t sample(Overlay *o, const Descriptor *entries, Py_ssize_t n, Py_ssize_t k, Descriptor *out) {
@@ -439,7 +432,7 @@ static PyObject *checked_call(const char *name, PyObject *overlay, PyObject *fir
         return ok < 0 ? NULL : call_reference(name, args, nargs);
     }
     Py_ssize_t slots = 2 * (o.view_size + o.cyclon_view + 2) + o.shuffle_length;
-    Descriptor *scratch = PyMem_Malloc((size_t)(6 * slots) * sizeof(Descriptor));
+    Descriptor *scratch = PyMem_Malloc((size_t)(7 * slots) * sizeof(Descriptor));
     o.positions = PyMem_Malloc((size_t)(o.cyclon_view + 1) * sizeof(Py_ssize_t));
     o.table = PyMem_Malloc(kernel_slots(slots) * sizeof(Py_ssize_t));
     o.places = PyMem_Malloc((size_t)(5 * slots) * sizeof(Py_ssize_t));
@@ -452,8 +445,8 @@ static PyObject *checked_call(const char *name, PyObject *overlay, PyObject *fir
         release(&b);
         return PyErr_NoMemory();
     }
-    Descriptor **parts[] = {&o.kept, &o.sent, &o.reply, &o.view, &o.theirs, &o.chosen};
-    for (int i = 0; i < 6; i++) *parts[i] = scratch + i * slots;
+    Descriptor **parts[] = {&o.kept, &o.ranked_view, &o.sent, &o.reply, &o.view, &o.theirs, &o.chosen};
+    for (int i = 0; i < 7; i++) *parts[i] = scratch + i * slots;
     o.ranked = o.places + 2 * slots;
     o.above = o.ranked + slots;
     o.below = o.above + slots;

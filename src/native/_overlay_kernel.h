@@ -87,12 +87,12 @@ static inline void kernel_insert_capped(const KernelDescriptor *kept, Py_ssize_t
  * nearest below, nearest first. Each node's freshest goes to `kept` (and, if `kept_at` is not
  * NULL, the index of the candidate it is, counting through both parts, to `kept_at`); the
  * ranked view goes to `out` as indices into `kept`; returns its length. With `distinct`, each
- * of the two parts names distinct nodes (a view, and what one message carried), and a node of
- * the first part is only looked for in the second (and `kept` may be `second` itself, which it
- * then overwrites). Scratch, all the caller's: `kept` and
- * `kept_at` of m + k, `table` of kernel_slots(m + k) (unread when `distinct` or for up to
- * KERNEL_SCAN_MAX candidates), `above` and `below` of min(size, m + k) each; `out` holds as
- * many. Stamps and utilities are never NaN (the callers check). */
+ * of the two parts names distinct nodes (what one message carried, and a view), and a node of
+ * the first part is only looked for in the second; `kept` may then be `second` itself, which it
+ * overwrites. Scratch, all the caller's: `kept` and `kept_at` of m + k, `table` of
+ * kernel_slots(m + k) (unread when `distinct` or for up to KERNEL_SCAN_MAX candidates), `above`
+ * and `below` of min(size, m + k) each; `out` holds as many. Stamps and utilities are never NaN
+ * (the callers check). */
 static inline Py_ssize_t kernel_rank(long long me, double my_utility, const KernelDescriptor *first, Py_ssize_t m,
                                      const KernelDescriptor *second, Py_ssize_t k, int distinct, Py_ssize_t size,
                                      double oldest, KernelDescriptor *kept, Py_ssize_t *kept_at, Py_ssize_t *table,
@@ -149,7 +149,7 @@ static inline Py_ssize_t kernel_rank(long long me, double my_utility, const Kern
 }
 
 /* Node ids as the caller keeps them: the i-th at `first + i * stride` (a plain array: stride 1;
- * the nodes of an array of KernelDescriptor: KERNEL_DESCRIPTORS). */
+ * the nodes of an array of KernelDescriptor: `kernel_descriptor_nodes`). */
 typedef struct {
     const long long *first;
     Py_ssize_t stride;

@@ -82,11 +82,11 @@ class Actor:
 
     `id` is a dense integer address assigned by whoever builds the emulation. `on_tick`
     is called by the runtime's tick driver for actors registered as tickers, except while the
-    actor's `idle_tick` is true: the actor (its role's code) sets it when its next `on_tick`
-    would do nothing at all — send, emit, draw or change nothing — and clears it when an input
-    may make it otherwise (a server clears it whenever a task arrives, since that may home a
-    user there), and the driver skips the call meanwhile (issue 57: a tick with nothing to do
-    costs nothing; the skipped call still counts as a timer event, so no figure of a run moves).
+    actor's `idle_tick` is true. The actor's own code sets it when its next `on_tick` would do
+    nothing at all (send, emit, draw or change nothing) and clears it on any input that may
+    change that: a server clears it whenever a task arrives, since that may home a user there.
+    Meanwhile the driver skips the call and still counts it as a timer event, so no figure of a
+    run moves (issue 57: a tick with nothing to do costs nothing).
     """
 
     __slots__ = ("id", "outbox", "port", "idle_tick")

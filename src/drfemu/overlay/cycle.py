@@ -12,13 +12,14 @@ cycle-driven simulator rather than of an emulated network:
 - **Cyclon** as in `overlay.cyclon`: the initiator drops its oldest entry (smallest stamp, of
   equal ones the one held longest) and sends it `ℓ − 1` random entries and its own fresh
   descriptor; the partner answers with `ℓ` random entries of its own; both merge by the paper's
-  rule (`overlay.cyclon.merge_python` itself), the partner replacing what it answered with, the initiator what
-  it sent. The entries each side receives are offered to its gradient, as an overlay peer does.
+  rule (`overlay.cyclon.merge_python` itself), the partner replacing what it answered with,
+  the initiator what it sent. The entries each side receives are offered to its gradient, as an
+  overlay peer does.
 - **The gradient** as in `overlay.gradient` (T-Man style): the initiator picks a uniformly
   random neighbour from its view and sends its whole view with its own fresh descriptor; the
   partner answers with its own descriptor and its view; each keeps the `P` most preferred of
-  what it holds and hears (`overlay.gradient.rank_python` itself: the freshest descriptor of each node, none
-  older than `max_age` cycles).
+  what it holds and hears (`overlay.gradient.rank_python` itself: the freshest descriptor of
+  each node, none older than `max_age` cycles).
 - **Reads at the start of a cycle.** The event-driven peer queues what it hears and merges it
   when it next reads its view — every node at the tick, when it starts its exchange — and
   answers with its view as last read. Here every node reads its view at the start of the
