@@ -11,6 +11,7 @@ import pytest
 
 from drfemu.assembly.overlay_run import OverlayConfig, run_overlay
 from drfemu.kernel.errors import InputError
+from drfemu.nodes.gc_tuning import paused_gc
 from drfemu.overlay import gradient
 from drfemu.studies.overlay import run_overlay_config
 
@@ -129,19 +130,24 @@ def test_a_run_leaves_no_cyclic_garbage_that_grows_with_its_length() -> None:
     assert abs(garbage_after(90) - garbage_after(30)) <= 10
 
 
-@pytest.mark.parametrize(
-    ("given", "needle"),
-    [
-        ({"nodes": 1}, "--nodes must be at least 2, got 1"),
-        ({"nodes": 10, "neighbors": 10}, "needs more than 10 nodes"),
-        ({"shuffle_length": 11}, "--shuffle-length"),
-        ({"shuffles_per_tick": 0}, "--shuffles-per-tick must be positive"),
-        ({"latency": "soon"}, "bad latency"),
-        ({"observe_every": 0}, "--observe-every must be at least 1"),
-        ({"tick": "100"}, "--tick"),
-        ({"view": 3}, "unknown run parameter 'view'"),
-    ],
-)
-def test_bad_configs_are_refused_with_the_option_named(given: dict[str, Any], needle: str) -> None:
-    with pytest.raises(InputError, match=needle):
-        OverlayConfig.build(**given)
+def test_set_up_runs_with_the_collector_paused_and_restores_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Run` builds the nodes with the cyclic collector off (`paused_gc`); on or off before, it is as before."""
+    from drfemu import configure
+    from drfemu.assembly import run as run_module
+
+    seen: list[bool] = []
+    build = run_module.build_nodes
+    monkeypatch.setattr(run_module, "build_nodes", lambda *a, **k: seen.append(gc.isenabled()) or build(*a, **k))
+    config = configure("pdgdrf", machines=20, users=4)
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            with pytest.raises(ZeroDivisionError), paused_gc():
+                seen.append(gc.isenabled())
+                raise ZeroDivisionError
+            seen.append(gc.isenabled())
+            run_module.Run(config)
+            seen.append(gc.isenabled())
+        finally:
+            gc.enable()
+    assert seen == [False, True, False, True, False, False, False, False]

@@ -38,6 +38,19 @@ def test_accepts_the_documented_shape_and_round_trips(tmp_path: Path) -> None:
     assert load_workload(path) == w
 
 
+def test_the_cluster_capacity_is_summed_once_and_is_not_part_of_equality(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set-up reads `total` per user: summed each time, 100,000 servers × 5,000 users took most of an hour."""
+    import drfemu.schema.workload as module
+
+    calls: list[int] = []
+    summed = module.total_capacity
+    monkeypatch.setattr(module, "total_capacity", lambda capacities: calls.append(1) or summed(capacities))
+    w, fresh = parse_workload(ISSUE_EXAMPLE), parse_workload(ISSUE_EXAMPLE)
+    calls.clear()  # parsing sums its own to validate
+    assert [w.total for _ in range(5)] == [(9.0, 18.0)] * 5 and len(calls) == 1
+    assert w == fresh and hash(w.servers) == hash(fresh.servers) and "_total" not in repr(w)
+
+
 def test_three_resources_and_optional_fields() -> None:
     w = parse_workload(
         {

@@ -45,6 +45,7 @@ from drfemu.kernel.latency import LatencyModel, parse_latency
 from drfemu.kernel.messages import PeerDown, PeerUp
 from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
+from drfemu.nodes.gc_tuning import paused_gc
 from drfemu.nodes.network import Network
 from drfemu.nodes.runtime import Periodic, Runtime
 from drfemu.nodes.session import LoopName, run_loop, timed
@@ -87,25 +88,27 @@ class Run:
         `trace` every event (`nodes.trace`: the determinism checker), `record` every fact of the
         replayable run log (`observers.run_log`); `samples` > 0 keeps that many samples of the
         run over time, up to twice as many (`observers.samples`; the same run, event for event)."""
-        self.config = config
-        bound = config.faults
-        params = config.params
-        self.streams = RandomStreams(params.seed)
-        latency = parse_latency(params.latency, self.streams.python("network/latency"))
-        self.timeouts = config.resilience
-        self.nodes = build_nodes(config, self.streams, self.timeouts,
-                                 every_server=bound is not None and bound.scenario.crashes)
-        self.network = Network(latency, loss=config.loss, loss_rng=self.streams.python("network/loss"),
-                               cost=config.cost)
-        self.runtime = Runtime(self.network, self.nodes.actors, trace)
-        self.servers = config.ids.servers
-        self.run_log = self._run_log(record)
-        self.injector = self._injector(bound)
-        self.harness = build_harness(config, Listeners(self._finish, log, progress), self.injector)
-        self.ledger = TaskLedger(dict(zip(config.ids.users, (user.id for user in config.workload.users), strict=True)))
-        self.observers: list[Observer] = [self.harness, self.ledger, Traffic.of(self.network)]
-        self.sampler = self._sampler(samples)
-        self.ticks = self._attach()
+        with paused_gc():  # set-up allocates millions of objects and frees none (`nodes.gc_tuning`)
+            self.config = config
+            bound = config.faults
+            params = config.params
+            self.streams = RandomStreams(params.seed)
+            latency = parse_latency(params.latency, self.streams.python("network/latency"))
+            self.timeouts = config.resilience
+            self.nodes = build_nodes(config, self.streams, self.timeouts,
+                                     every_server=bound is not None and bound.scenario.crashes)
+            self.network = Network(latency, loss=config.loss, loss_rng=self.streams.python("network/loss"),
+                                   cost=config.cost)
+            self.runtime = Runtime(self.network, self.nodes.actors, trace)
+            self.servers = config.ids.servers
+            self.run_log = self._run_log(record)
+            self.injector = self._injector(bound)
+            self.harness = build_harness(config, Listeners(self._finish, log, progress), self.injector)
+            user_names = (user.id for user in config.workload.users)
+            self.ledger = TaskLedger(dict(zip(config.ids.users, user_names, strict=True)))
+            self.observers: list[Observer] = [self.harness, self.ledger, Traffic.of(self.network)]
+            self.sampler = self._sampler(samples)
+            self.ticks = self._attach()
 
     def _run_log(self, record: Record | None) -> RunLog | None:
         if record is None:

@@ -12,6 +12,11 @@ state is restored on exit. This is safe because the runtime and the protocols cr
 reference cycles per event — `tests/test_overlay_run.py` checks that the cyclic garbage
 left by a run does not grow with its length — so no memory is held back during a run;
 the few cycles of set-up (actors that refer to each other) are freed after it.
+
+Set-up itself builds a node, its views and its streams per server, millions of objects of
+which none is garbage: with the collector on, each gen-2 pass walks all of them again (at
+20,000 servers, 1.2 s of a 7.4 s set-up). `paused_gc()` switches it off while a run is
+assembled; `tuned_gc()` then collects once before it freezes.
 """
 
 from __future__ import annotations
@@ -20,7 +25,19 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["tuned_gc"]
+__all__ = ["paused_gc", "tuned_gc"]
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Run the body with the cyclic collector off (it collects nothing there), then restore it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @contextmanager

@@ -92,6 +92,7 @@ class Workload:
     servers: tuple[Server, ...]
     users: tuple[User, ...]
     source: Mapping[str, Any] = field(default_factory=dict)
+    _total: Vector | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def finite(self) -> bool:
@@ -104,8 +105,13 @@ class Workload:
 
     @property
     def total(self) -> Vector:
-        """Cluster capacity C (eq. 3.1)."""
-        return total_capacity([s.capacity for s in self.servers])
+        """Cluster capacity C (eq. 3.1), summed once: set-up reads it per user, and at 100,000
+        servers × 5,000 users summing it each time took most of an hour."""
+        total = self._total
+        if total is None:
+            total = total_capacity([s.capacity for s in self.servers])
+            object.__setattr__(self, "_total", total)
+        return total
 
     def submitted_by(self, now: float) -> int | None:
         """How many of its tasks are submitted by time `now` (None for endless users)."""
