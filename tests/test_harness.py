@@ -98,3 +98,22 @@ def test_error_series_is_sampled_and_ends_at_the_last_allocation() -> None:
     series = h.error_series(points=100)
     assert series["allocations"][-1] == 250 and len(series["allocations"]) <= 101
     assert series["0"][-1] == pytest.approx(h.error_ratios()[0])
+
+
+@pytest.mark.parametrize("devices", [None, "gpu"])
+def test_servers_checked_in_blocks_give_what_servers_checked_one_by_one(monkeypatch: pytest.MonkeyPatch,
+                                                                         devices: str | None) -> None:
+    """Set-up's fit counts, the stranded and the fragmented shares are computed over blocks of
+    servers (`BLOCK_CELLS`); one server per block gives the same result document."""
+    import drfemu
+    from drfemu.observers import harness
+
+    def result(cells: int) -> dict[str, object]:
+        monkeypatch.setattr(harness, "BLOCK_CELLS", cells)
+        document = drfemu.run("bdgdrf", "gpu-cluster", machines=30, users=12, seed=3, devices=devices,
+                              max_time=20.0, sample_every=2.0).to_dict()
+        return {k: v for k, v in document.items() if k not in ("wall_time_s", "run_time_s", "events_per_s")}
+
+    whole = result(1 << 40)
+    assert whole["stranded"] and whole["fragmented_series"]
+    assert result(1) == whole and result(100) == whole

@@ -55,6 +55,7 @@ __all__ = ["BLOCKED", "FINISHED", "SATURATED", "STALLED", "TIME_CAP", "TOLERANCE
 
 TOLERANCES: tuple[float, ...] = (0.0, 0.01, 0.05, 0.1, 0.15)
 SHARE_MARGIN = 1e-9
+BLOCK_CELLS = 1 << 22  # booleans a block of servers × users × resources compares at once (`_server_blocks`)
 
 SATURATED, STALLED, FINISHED, TIME_CAP, BLOCKED = "saturated", "stalled", "finished", "time-cap", "blocked"
 
@@ -230,8 +231,8 @@ class Harness(RunObserver):
         self._demand_matrix = np.array(self.demands, dtype=float).reshape(len(demands), len(self.total))
         self._share_array = np.zeros(len(demands))
         self.fit_count = np.zeros(len(demands), dtype=np.int64)
-        for server in range(len(self.capacity)):
-            self.fit_count += self._fitting_on(server)
+        for block in self._server_blocks():
+            self.fit_count += self._fitting_across(block).sum(axis=0)
         self.unplaceable = [k for k, n in enumerate(self.fit_count.tolist()) if n == 0]
         self.on_server: list[list[int]] = [[] for _ in self.capacity]  # users of the tasks running there
         self._fragments: np.ndarray | None = None  # servers × resources, as of the last `fragmentation()`
@@ -356,18 +357,39 @@ class Harness(RunObserver):
         others[k] = False
         return self.flag_errors(share, float(self._share_array[others].min()) if others.any() else None)
 
-    def _fitting(self, free: Sequence[float], capacity: Sequence[float]) -> np.ndarray:
-        """Which users' tasks fit in `free` (the `fits` rule, for all users at once)."""
-        limit = np.asarray(free) + REL_TOL * np.asarray(capacity)
-        return np.all(self._demand_matrix <= limit, axis=1)
+    def _fitting(self, free: Sequence[Any], capacity: Sequence[Any]) -> np.ndarray:
+        """Which users' tasks fit in `free` (the `fits` rule, for all users at once): one server's
+        vectors give users, servers × resources give servers × users."""
+        limit = np.asarray(free, dtype=float) + REL_TOL * np.asarray(capacity, dtype=float)
+        return np.all(self._demand_matrix <= limit[..., None, :], axis=-1)
 
     def _fitting_on(self, server: int) -> np.ndarray:
         """Which users' tasks fit on `server` now (its devices too, in the device model)."""
         fitting = self._fitting(self.free[server], self.capacity[server])
         if self.devices is not None:
-            layout = self.devices[server]
-            fitting &= device_usable(self._demand_matrix[:, layout.resource], device_matrix([layout]))[0]
+            fitting &= self._devices_usable([self.devices[server]])[0]
         return fitting
+
+    def _fitting_across(self, servers: Sequence[int]) -> np.ndarray:
+        """`_fitting_on` for a block of servers at once (`_server_blocks`): servers × users."""
+        fitting = self._fitting([self.free[s] for s in servers], [self.capacity[s] for s in servers])
+        if self.devices is not None:
+            fitting &= self._devices_usable([self.devices[s] for s in servers])
+        return fitting
+
+    def _devices_usable(self, layouts: list[Devices]) -> np.ndarray:
+        """Servers × users: can each user's devices be placed on these servers' devices?"""
+        return device_usable(self._demand_matrix[:, layouts[0].resource], device_matrix(layouts))
+
+    def _server_blocks(self, servers: Sequence[int] | None = None) -> list[Sequence[int]]:
+        """`servers` (default: all, as ranges) in consecutive blocks small enough that a block's
+        servers × users × resources comparisons take about `BLOCK_CELLS` booleans (at 100,000
+        servers × 5,000 users, the whole cluster at once would take gigabytes, server by server
+        200,000 NumPy calls)."""
+        users, resources = self._demand_matrix.shape
+        step = max(1, BLOCK_CELLS // max(1, users * resources))
+        chosen: Sequence[int] = range(len(self.capacity)) if servers is None else servers
+        return [chosen[start:start + step] for start in range(0, len(chosen), step)]
 
     # -- ticks ----------------------------------------------------------------------------
     def on_tick(self, now: float, tick: int) -> None:
@@ -473,13 +495,23 @@ class Harness(RunObserver):
         demands = self._demand_matrix[wanting]  # placeable users × resources
         wanted = demands > 0
         stranded = [0.0] * len(self.total)
-        for server, (free, capacity) in enumerate(zip(self.free, self.capacity)):
-            slack = np.asarray(free) + REL_TOL * np.asarray(capacity)
-            blocked = wanted & (demands <= slack) & ~self._fitting_on(server)[wanting, None]
-            for r in np.flatnonzero(blocked.any(axis=0)).tolist():
+        for block in self._server_blocks():
+            slack = (np.asarray([self.free[s] for s in block], dtype=float)
+                     + REL_TOL * np.asarray([self.capacity[s] for s in block], dtype=float))
+            blocked = wanted & (demands <= slack[:, None, :]) & ~self._fitting_across(block)[:, wanting, None]
+            for i, r in zip(*(axis.tolist() for axis in np.nonzero(blocked.any(axis=1)))):  # by server, then resource
+                free, capacity = self.free[block[i]], self.capacity[block[i]]
                 if free[r] > REL_TOL * capacity[r]:
                     stranded[r] += free[r]
         return [s / t if t > 0 else 0.0 for s, t in zip(stranded, self.total)]
+
+    def _fragmented(self, servers: Sequence[int]) -> np.ndarray:
+        """`fragmented_matrix` of these servers now: servers × resources."""
+        devices = None
+        if self.devices is not None:
+            devices = self.devices[0].resource, device_matrix([self.devices[s] for s in servers])
+        return fragmented_matrix(np.asarray([self.free[s] for s in servers], dtype=float),
+                                 self._capacity_array[list(servers)], self._mix, devices=devices)
 
     def fragmentation(self) -> tuple[list[float], list[int]]:
         """Per resource, the fraction of the cluster's total that is free but fragmented for the
@@ -493,11 +525,10 @@ class Harness(RunObserver):
             changed = sorted(self._changed)
         self._changed.clear()
         if changed:  # only the servers an allocation, crash or recovery touched since the last call
-            devices = None
-            if self.devices is not None:
-                devices = self.devices[0].resource, device_matrix([self.devices[s] for s in changed])
-            rows = fragmented_matrix(np.asarray([self.free[s] for s in changed], dtype=float),
-                                     self._capacity_array[changed], self._mix, devices=devices)
+            # The device model's weighted sum is a matrix product whose last bit depends on how many
+            # rows it is given: there, all changed servers in one block, as they always were.
+            blocks = [changed] if self.devices is not None else self._server_blocks(changed)
+            rows = np.concatenate([self._fragmented(block) for block in blocks])
             rows[[i for i, s in enumerate(changed) if s in self.down]] = 0.0  # a crashed server holds nothing
             self._fragments[changed] = rows
         lost = self._fragments
