@@ -151,3 +151,21 @@ def test_set_up_runs_with_the_collector_paused_and_restores_it(monkeypatch: pyte
         finally:
             gc.enable()
     assert seen == [False, True, False, True, False, False, False, False]
+
+
+@pytest.mark.parametrize(
+    ("given", "needle"),
+    [
+        ({"nodes": 1}, "--nodes must be at least 2, got 1"),
+        ({"nodes": 10, "neighbors": 10}, "needs more than 10 nodes"),
+        ({"shuffle_length": 11}, "--shuffle-length"),
+        ({"shuffles_per_tick": 0}, "--shuffles-per-tick must be positive"),
+        ({"latency": "soon"}, "bad latency"),
+        ({"observe_every": 0}, "--observe-every must be at least 1"),
+        ({"tick": "100"}, "--tick"),
+        ({"view": 3}, "unknown run parameter 'view'"),
+    ],
+)
+def test_bad_configs_are_refused_with_the_option_named(given: dict[str, Any], needle: str) -> None:
+    with pytest.raises(InputError, match=needle):
+        OverlayConfig.build(**given)

@@ -42,14 +42,11 @@ def paused_gc() -> Iterator[None]:
 
 @contextmanager
 def tuned_gc() -> Iterator[None]:
-    """Run the body with set-up objects frozen and the cyclic collector off."""
-    was_enabled = gc.isenabled()
+    """Run the body with set-up objects frozen and the cyclic collector off (`paused_gc`)."""
     gc.collect()
     gc.freeze()
-    gc.disable()
     try:
-        yield
+        with paused_gc():
+            yield
     finally:
         gc.unfreeze()
-        if was_enabled:
-            gc.enable()
