@@ -146,3 +146,47 @@ def test_a_gpu_case_runs_end_to_end_keeping_room_and_reports_stranded_capacity(t
     assert result["status"] == "time-cap" and result["placement_mode"] == "keep-room"
     assert result["placement"]["fit_walks"] >= result["allocations"] > 0
     assert set(result["stranded"]) == {"cpu", "mem", "gpu"} and 0 <= result["stranded"]["gpu"] <= 1
+
+
+def test_the_band_cap_bounds_a_big_task_by_the_smallest_task_the_home_has_seen() -> None:
+    """`band_cap` (issue 60): with a cap of one smallest task, a user whose own half-task reaches
+    past the minimum plus one smallest task waits; one within it still allocates."""
+    def tick(band_cap: float, share: float) -> list[int]:
+        s = node(BdgdrfRule(band=0.5, band_cap=band_cap), capacity=(10.0, 10.0), homed={100: 0.3, 101: 0.05}, view=2)
+        s.receive(request(100, 0, share), 0.0)
+        s.receive(request(101, 0, 0.5), 0.0)
+        s.gradient.offer([(-0.2, 1, 0.0), (-0.4, 2, 0.0)])  # the minimum 0.2 is a neighbour's; 2 is below
+        assert s.smallest_task_share() == 0.05
+        s.take_outbox()
+        s.on_tick(0.1)
+        return [dst for dst, m in s.take_outbox() if isinstance(m, Proposal)]
+
+    assert tick(0.0, 0.30) == [100]  # 0.30 < 0.2 + 0.5 · 0.3: in the band
+    assert tick(1.0, 0.30) == []  # but not below 0.2 + 1 · 0.05
+    assert tick(1.0, 0.24) == [100]  # within one smallest task
+    assert tick(4.0, 0.30) == [100]  # a cap wider than the band changes nothing
+
+
+def test_a_server_knows_the_smallest_task_of_its_users_and_of_the_mix_it_scores_by() -> None:
+    plain = node(BdgdrfRule(), homed={100: 0.3, 101: 0.0}, view=2)
+    assert plain.smallest_task_share() == 0.3  # a task that asks nothing is left out
+    assert node(BdgdrfRule(), homed={}, view=2).smallest_task_share() == float("inf")
+    scored = node(BdgdrfRule(), homed={100: 0.3}, view=2, keep_room=True, scale=(0.1, 0.1),
+                  known_mix=((7, (1.0, 2.0)), (8, (0.0, 0.0))))
+    assert scored.smallest_task_share() == 0.2  # user 7's (1, 2) of a cluster of (10, 10)
+
+
+def test_the_band_cap_runs_through_the_cli_and_is_echoed(tmp_path: Path) -> None:
+    """End to end on a small Google case: the option reaches the rule (the capped run allocates
+    in another order), the result echoes it, and a negative cap is refused with exit 2."""
+    def run(*extra: str) -> dict[str, Any]:
+        out = tmp_path / f"run{len(extra)}.json"
+        assert main(["run", "--protocol", "bdgdrf", "--machines", "20", "--users", "8", "--neighbors", "2",
+                     "--max-time", "30s", "--json", str(out), *extra]) == 0
+        result: dict[str, Any] = json.loads(out.read_text())
+        return result
+
+    plain, capped = run(), run("--band-cap", "1")
+    assert plain["band_cap"] == 0.0 and capped["band_cap"] == 1.0
+    assert capped["overlay"]["band_allocations"] < plain["overlay"]["band_allocations"]
+    assert main(["run", "--protocol", "bdgdrf", "--band-cap", "-1"]) == 2

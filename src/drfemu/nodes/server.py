@@ -229,6 +229,20 @@ class ServerNode(OverlayPeer):
             return False
         return self.devices is None or self.devices.fits(demand[self.devices.resource])
 
+    def smallest_task_share(self) -> float:
+        """The smallest share of the cluster that one task takes among the demands this server
+        has seen: its homed users' latest tasks and, with a scored placement (keep-room,
+        min-fragmentation), the mix it scores by — every walk's that visited it, and the mix it
+        was given. `inf` before it has seen any. Decision: a task that asks nothing (share 0) is
+        left out, so one such task cannot shrink a bound built on this to nothing."""
+        smallest = min((r.task_share for _, r in self.homes if r.task_share > 0), default=math.inf)
+        if self.mix is not None and self.mix.demands:
+            shares = self.mix.arrays()[2]
+            positive = shares[shares > 0]
+            if len(positive):
+                smallest = min(smallest, float(positive.min()))
+        return smallest
+
     def propose(self, user: int, task: int, demand: Vector) -> None:
         """Reserve `demand` here and offer the task to its user."""
         key = (user, task)

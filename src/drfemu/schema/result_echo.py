@@ -39,6 +39,7 @@ class EchoFields(Section):
     warmup_cap_ticks: int | None = echoes("warmup_cap")
     centre_ties: str | None = echoes("centre_ties")
     band: Number = echoes("band")
+    band_cap: Number = echoes("band_cap")
     notify: bool | None = echoes("notify")
     rumour_fanout: int | None = echoes("rumour_fanout")
     adrf_alpha: Number = echoes("adrf_alpha")

@@ -56,6 +56,7 @@ class RunKeywords(TypedDict, total=False):
     warmup_cap: int | None
     centre_ties: str | None
     band: float | None
+    band_cap: float | None
     notify: bool | None
     rumour_fanout: int | None
     adrf_alpha: float | None
