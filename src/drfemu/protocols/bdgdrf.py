@@ -108,11 +108,12 @@ class BdgdrfRule(ServerRule):
     __slots__ = ("band", "band_cap", "notify", "fanout", "minimum", "learnt", "told", "allocations", "notices",
                  "rumours")
 
-    def __init__(self, band: float = 0.5, band_cap: float = 0.0, notify: bool = True, rumour_fanout: int = 2) -> None:
+    def __init__(self, band: float = 0.5, notify: bool = True, rumour_fanout: int = 2, band_cap: float = 0.0) -> None:
+        """`band_cap` comes last so that a rule built positionally before it existed means the same."""
         self.band = band
-        self.band_cap = band_cap
         self.notify = notify
         self.fanout = rumour_fanout
+        self.band_cap = band_cap
         self.minimum = 0.0  # the freshest rumoured minimum share
         self.learnt = NEVER  # when the centre that told it learnt it
         self.told = NEVER  # the `learnt` of the last rumour this home passed on
