@@ -663,7 +663,8 @@ def test_the_exchange_configuration_is_written_once() -> None:
     messages = (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest)
     functions = (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank)
     peer, cyclon, gradient = overlay_peer.OverlayPeer, cyclon_module.Cyclon, gradient_module.Gradient
-    in_use = {name: getattr(peer, name) for name in overlay_peer.PYTHON_EXCHANGES}
+    names = (*overlay_peer.PYTHON_EXCHANGES, "_on_row")  # the exchanges and the lane's handler (no reference)
+    in_use = {name: getattr(peer, name) for name in names}
     again = _exchange.peer_methods(peer, cyclon, gradient, messages, functions,  # type: ignore[union-attr]
                                    overlay_peer.PYTHON_EXCHANGES)
     assert again == in_use  # the same configuration: the same methods
@@ -673,7 +674,7 @@ def test_the_exchange_configuration_is_written_once() -> None:
             _exchange.peer_methods(*changed)  # type: ignore[union-attr]
     with pytest.raises(TypeError):
         _exchange.peer_methods(peer, cyclon, gradient, messages, functions)  # type: ignore[union-attr]
-    assert {name: getattr(peer, name) for name in overlay_peer.PYTHON_EXCHANGES} == in_use
+    assert {name: getattr(peer, name) for name in names} == in_use
 
 
 def test_a_fresh_configuration_refuses_classes_it_cannot_fill() -> None:
@@ -688,7 +689,7 @@ exchange = importlib.import_module("drfemu.nodes._exchange")
 from drfemu.overlay import cyclon, gradient
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinRequest
 class Peer:
-    __slots__ = ("id", "outbox", "cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges",
+    __slots__ = ("id", "lane", "outbox", "cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges",
                  "gossip_gradient", "feeds_gradient", "rejoin_via")
 refs = {name: print for name in ("cyclon_round", "gradient_round", "_on_cyclon_shuffle", "_on_cyclon_reply",
                                  "_on_gradient_shuffle", "_on_gradient_reply")}
@@ -706,7 +707,7 @@ print(sorted(methods))
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     lines = done.stdout.splitlines()
     assert lines[0].startswith("refused:") and "expected fields" in lines[0]
-    assert "cyclon_round" in lines[1]
+    assert "cyclon_round" in lines[1] and "_on_row" in lines[1]
 
 
 # -- the optional contract ----------------------------------------------------------------------

@@ -53,7 +53,7 @@ static const char *method_names[METHODS] = {"cyclon_round", "gradient_round", "_
                                             "_on_cyclon_reply", "_on_gradient_shuffle", "_on_gradient_reply"};
 static PyObject *references[METHODS];
 
-static Py_ssize_t p_id, p_outbox, p_cyclon, p_gradient, p_cyclon_exchanges, p_gradient_exchanges, p_gossip_gradient,
+static Py_ssize_t p_id, p_lane, p_outbox, p_cyclon, p_gradient, p_cyclon_exchanges, p_gradient_exchanges, p_gossip_gradient,
     p_feeds_gradient, p_rejoin_via;
 static Py_ssize_t c_me, c_size, c_length, c_rng, c_entries, c_partner, c_sent;
 static Py_ssize_t g_me, g_size, g_utility, g_max_age, g_rng, g_clock, g_own, g_view, g_pending, g_stale;
@@ -163,6 +163,328 @@ static PyObject *call_reference(int which, PyObject *self, PyObject *const *args
     return PyObject_Vectorcall(references[which], full, (size_t)nargs + 1, NULL);
 }
 
+/* -- the lane: overlay messages as rows ------------------------------------------------------
+ *
+ * Lane(n, marks) -> lane, for actors 0..n-1; marks: four objects (one per kind: CyclonShuffle,
+ * CyclonReply, GradientShuffle, GradientReply), each of a class of its own.
+ * While `lane.open` is true, a peer whose `lane` slot holds the lane sends an overlay message to
+ * an actor d in 0..n-1 as a row: its fields go to d's queue in the lane, and the outbox gets
+ * (d, marks[kind]), one tuple shared by every such send (no message object, no pair). A list of
+ * sends thus keeps one item per message, in the order of today's, and since every row to d is
+ * sent under one fixed latency (the runtime materializes the rows and closes the lane before the
+ * network changes), d's marks reach it in the order their rows were queued: the k-th mark d
+ * receives stands for the k-th row of its queue. The handler of the marks (`_on_row`) takes that
+ * row and runs the message's handler on its fields.
+ *   lane.message(d, mark) -> the message the front row of d's queue stands for, taken off it
+ *     (the row must be of mark's kind): what the runtime puts in place of a mark before the
+ *     network changes, so that the run goes on with objects.
+ *   lane.render(sends) -> the list of (d, message) pairs the list of sends stands for, marks
+ *     rendered from their rows without taking them (an instant's deliveries, for a trace).
+ *   lane.carried -> the descriptors carried by every row made, per kind (the tally's bytes).
+ *   lane.in_flight -> rows queued and not yet taken. */
+enum { ROW_CS, ROW_CR, ROW_GS, ROW_GR, ROW_KINDS };
+
+typedef struct {
+    int kind;
+    PyObject *sender;  /* CyclonReply's sender; NULL for the others (their sender is in the payload) */
+    PyObject *payload; /* the entries or descriptors: an exact tuple */
+} Row;
+
+typedef struct {
+    Row *rows;
+    Py_ssize_t head, count, capacity; /* a ring; capacity a power of two */
+} Queue;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;
+    Queue *queues;
+    PyObject *marks[ROW_KINDS];
+    PyObject **envelopes; /* (d, marks[kind]) at d * ROW_KINDS + kind */
+    int open;
+    long long carried[ROW_KINDS];
+    Py_ssize_t in_flight;
+} Lane;
+
+static PyTypeObject LaneType;
+
+static int queue_push(Queue *q, int kind, PyObject *sender, PyObject *payload) {
+    if (q->count == q->capacity) {
+        Py_ssize_t capacity = q->capacity ? 2 * q->capacity : 4;
+        Row *rows = PyMem_Malloc(sizeof(Row) * (size_t)capacity);
+        if (rows == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < q->count; i++) rows[i] = q->rows[(q->head + i) & (q->capacity - 1)];
+        PyMem_Free(q->rows);
+        q->rows = rows;
+        q->head = 0;
+        q->capacity = capacity;
+    }
+    Row *row = &q->rows[(q->head + q->count) & (q->capacity - 1)];
+    row->kind = kind;
+    row->sender = Py_XNewRef(sender);
+    row->payload = Py_NewRef(payload);
+    q->count++;
+    return 0;
+}
+
+static Row *queue_at(Queue *q, Py_ssize_t k) { return k < q->count ? &q->rows[(q->head + k) & (q->capacity - 1)] : NULL; }
+
+static Row queue_pop(Queue *q) { /* the front row, its references handed over; the queue is not empty */
+    Row row = q->rows[q->head];
+    q->head = (q->head + 1) & (q->capacity - 1);
+    q->count--;
+    return row;
+}
+
+static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    Py_ssize_t n;
+    PyObject *marks;
+    static char *names[] = {"n", "marks", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "nO!:Lane", names, &n, &PyTuple_Type, &marks)) return NULL;
+    if (cyclon_shuffle_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Lane: nodes._exchange is not configured (peer_methods first)");
+        return NULL;
+    }
+    if (n < 0 || n > PY_SSIZE_T_MAX / (Py_ssize_t)(ROW_KINDS * sizeof(PyObject *)) || PyTuple_GET_SIZE(marks) != ROW_KINDS) {
+        PyErr_SetString(PyExc_ValueError, "Lane(n, marks): n >= 0 actors and four marks");
+        return NULL;
+    }
+    for (int i = 0; i < ROW_KINDS; i++)
+        for (int j = 0; j < i; j++)
+            if (Py_TYPE(PyTuple_GET_ITEM(marks, i)) == Py_TYPE(PyTuple_GET_ITEM(marks, j))) {
+                PyErr_SetString(PyExc_ValueError, "Lane: each mark is of a class of its own");
+                return NULL;
+            }
+    Lane *self = (Lane *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->queues = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Queue));
+    self->envelopes = PyMem_Calloc(n ? (size_t)n * ROW_KINDS : 1, sizeof(PyObject *));
+    if (self->queues == NULL || self->envelopes == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->n = n;
+    for (int i = 0; i < ROW_KINDS; i++) self->marks[i] = Py_NewRef(PyTuple_GET_ITEM(marks, i));
+    for (Py_ssize_t d = 0; d < n; d++) { /* made here, so that a run's objects do not grow with its destinations */
+        PyObject *dst = PyLong_FromSsize_t(d);
+        for (int kind = 0; dst != NULL && kind < ROW_KINDS; kind++)
+            if ((self->envelopes[d * ROW_KINDS + kind] = PyTuple_Pack(2, dst, self->marks[kind])) == NULL) Py_CLEAR(dst);
+        if (dst == NULL) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        Py_DECREF(dst);
+    }
+    return (PyObject *)self;
+}
+
+static int lane_traverse(Lane *self, visitproc visit, void *arg) {
+    for (int i = 0; i < ROW_KINDS; i++) Py_VISIT(self->marks[i]);
+    if (self->queues != NULL)
+        for (Py_ssize_t d = 0; d < self->n; d++)
+            for (Py_ssize_t k = 0; k < self->queues[d].count; k++) {
+                Row *row = queue_at(&self->queues[d], k);
+                Py_VISIT(row->sender);
+                Py_VISIT(row->payload);
+            }
+    if (self->envelopes != NULL)
+        for (Py_ssize_t i = 0; i < self->n * ROW_KINDS; i++) Py_VISIT(self->envelopes[i]);
+    return 0;
+}
+
+static int lane_clear(Lane *self) {
+    for (int i = 0; i < ROW_KINDS; i++) Py_CLEAR(self->marks[i]);
+    if (self->queues != NULL)
+        for (Py_ssize_t d = 0; d < self->n; d++) {
+            Queue *q = &self->queues[d];
+            while (q->count > 0) {
+                Row row = queue_pop(q);
+                Py_XDECREF(row.sender);
+                Py_DECREF(row.payload);
+            }
+        }
+    self->in_flight = 0;
+    if (self->envelopes != NULL)
+        for (Py_ssize_t i = 0; i < self->n * ROW_KINDS; i++) Py_CLEAR(self->envelopes[i]);
+    return 0;
+}
+
+static void lane_dealloc(Lane *self) {
+    PyObject_GC_UnTrack(self);
+    lane_clear(self);
+    if (self->queues != NULL)
+        for (Py_ssize_t d = 0; d < self->n; d++) PyMem_Free(self->queues[d].rows);
+    PyMem_Free(self->queues);
+    PyMem_Free(self->envelopes);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *envelope(Lane *lane, Py_ssize_t d, int kind) { return lane->envelopes[d * ROW_KINDS + kind]; }
+
+static PyObject *message_of(int kind, PyObject *sender, PyObject *payload) { /* the message a row stands for */
+    switch (kind) {
+    case ROW_CS: return new_message(cyclon_shuffle_type, cs_entries, payload, 0, NULL);
+    case ROW_CR: return new_message(cyclon_reply_type, cr_sender, sender, cr_entries, payload);
+    case ROW_GS: return new_message(gradient_shuffle_type, gs_descriptors, payload, 0, NULL);
+    default: return new_message(gradient_reply_type, gr_descriptors, payload, 0, NULL);
+    }
+}
+
+static int kind_of(Lane *lane, PyObject *mark) { /* the kind `mark` stands for, or -1 */
+    for (int i = 0; i < ROW_KINDS; i++)
+        if (lane->marks[i] == mark) return i;
+    return -1;
+}
+
+static Py_ssize_t actor_index(Lane *lane, PyObject *d) { /* d as an index of the lane's actors, or -1 (no error) */
+    if (!PyLong_CheckExact(d)) return -1;
+    Py_ssize_t at = PyLong_AsSsize_t(d);
+    if (at == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return at >= 0 && at < lane->n ? at : -1;
+}
+
+/* Take the front row of d's queue, which must be of mark's kind; 0, or -1 with RuntimeError. */
+static int take_row(Lane *lane, Py_ssize_t d, PyObject *mark, Row *out) {
+    int kind = kind_of(lane, mark);
+    Row *front = queue_at(&lane->queues[d], 0);
+    if (kind < 0 || front == NULL || front->kind != kind) {
+        PyErr_Format(PyExc_RuntimeError, "the overlay lane is out of step with actor %zd's messages", d);
+        return -1;
+    }
+    *out = queue_pop(&lane->queues[d]);
+    lane->in_flight--;
+    return 0;
+}
+
+static PyObject *lane_message(Lane *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "message(dst, mark)");
+        return NULL;
+    }
+    Py_ssize_t d = actor_index(self, args[0]);
+    if (d < 0) {
+        PyErr_Format(PyExc_ValueError, "message: %R is not an actor of the lane", args[0]);
+        return NULL;
+    }
+    Row row;
+    if (take_row(self, d, args[1], &row) < 0) return NULL;
+    PyObject *msg = message_of(row.kind, row.sender, row.payload);
+    Py_XDECREF(row.sender);
+    Py_DECREF(row.payload);
+    return msg;
+}
+
+static PyObject *lane_render(Lane *self, PyObject *sends) {
+    if (!PyList_CheckExact(sends)) {
+        PyErr_SetString(PyExc_TypeError, "render(sends): a list of (dst, message)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(sends);
+    Py_ssize_t *seen = PyMem_Calloc(self->n ? (size_t)self->n : 1, sizeof(Py_ssize_t)); /* marks met per actor */
+    PyObject *shown = seen == NULL ? PyErr_NoMemory() : PyList_New(n);
+    for (Py_ssize_t i = 0; shown != NULL && i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(sends, i), *rendered = NULL;
+        int kind = PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2 ? kind_of(self, PyTuple_GET_ITEM(item, 1)) : -1;
+        Py_ssize_t d = kind < 0 ? -1 : actor_index(self, PyTuple_GET_ITEM(item, 0));
+        if (kind < 0) {
+            rendered = Py_NewRef(item);
+        } else {
+            Row *row = d < 0 ? NULL : queue_at(&self->queues[d], seen[d]++);
+            if (row == NULL || row->kind != kind) {
+                PyErr_Format(PyExc_RuntimeError, "the overlay lane is out of step with the sends (item %zd)", i);
+            } else {
+                PyObject *msg = message_of(row->kind, row->sender, row->payload);
+                rendered = msg == NULL ? NULL : PyTuple_Pack(2, PyTuple_GET_ITEM(item, 0), msg);
+                Py_XDECREF(msg);
+            }
+        }
+        if (rendered == NULL) Py_CLEAR(shown);
+        else PyList_SET_ITEM(shown, i, rendered);
+    }
+    PyMem_Free(seen);
+    return shown;
+}
+
+static PyObject *lane_get_open(Lane *self, void *Py_UNUSED(closure)) { return PyBool_FromLong(self->open); }
+
+static int lane_set_open(Lane *self, PyObject *value, void *Py_UNUSED(closure)) {
+    int open = value == NULL ? -1 : PyObject_IsTrue(value);
+    if (open < 0) {
+        if (value == NULL) PyErr_SetString(PyExc_AttributeError, "the lane's `open` cannot be deleted");
+        return -1;
+    }
+    self->open = open;
+    return 0;
+}
+
+static PyObject *lane_get_carried(Lane *self, void *Py_UNUSED(closure)) {
+    return Py_BuildValue("(LLLL)", self->carried[0], self->carried[1], self->carried[2], self->carried[3]);
+}
+
+static PyObject *lane_get_in_flight(Lane *self, void *Py_UNUSED(closure)) { return PyLong_FromSsize_t(self->in_flight); }
+
+static PyGetSetDef lane_getset[] = {
+    {"open", (getter)lane_get_open, (setter)lane_set_open, "Do peers send their overlay messages as rows?", NULL},
+    {"carried", (getter)lane_get_carried, NULL, "Descriptors carried by the rows made, per kind.", NULL},
+    {"in_flight", (getter)lane_get_in_flight, NULL, "Rows queued and not yet taken.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef lane_methods[] = {
+    {"message", (PyCFunction)(void (*)(void))lane_message, METH_FASTCALL,
+     "message(dst, mark) -> the message dst's front row stands for, taken off its queue."},
+    {"render", (PyCFunction)lane_render, METH_O, "render(sends) -> the sends with each mark rendered as its message."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LaneType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "drfemu.nodes._exchange.Lane",
+    .tp_basicsize = sizeof(Lane),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The overlay messages of a run in flight as rows (see src/native/_exchange.c).",
+    .tp_new = lane_new,
+    .tp_dealloc = (destructor)lane_dealloc,
+    .tp_traverse = (traverseproc)lane_traverse,
+    .tp_clear = (inquiry)lane_clear,
+    .tp_methods = lane_methods,
+    .tp_getset = lane_getset,
+};
+
+static Lane *lane_of(PyObject *self) { /* the peer's lane if it is open, else NULL */
+    PyObject *lane = SLOT(self, p_lane);
+    return lane != NULL && Py_IS_TYPE(lane, &LaneType) && ((Lane *)lane)->open ? (Lane *)lane : NULL;
+}
+
+/* self.outbox.append((dst, <kind>(...))): as a row when the peer's lane is open and dst is one of
+ * its actors (payload an exact tuple), else as the message object itself. */
+static int post(PyObject *self, PyObject *outbox, PyObject *dst, int kind, PyObject *sender, PyObject *payload) {
+    Lane *lane = lane_of(self);
+    Py_ssize_t d = lane == NULL || !PyList_CheckExact(outbox) || !PyTuple_CheckExact(payload) ? -1 : actor_index(lane, dst);
+    if (d >= 0) {
+        if (PyList_Append(outbox, envelope(lane, d, kind)) < 0) return -1;
+        if (queue_push(&lane->queues[d], kind, sender, payload) < 0) { /* no mark without its row */
+            Py_ssize_t end = PyList_GET_SIZE(outbox);
+            if (end > 0) PyList_SetSlice(outbox, end - 1, end, NULL);
+            return -1;
+        }
+        lane->in_flight++;
+        lane->carried[kind] += PyTuple_GET_SIZE(payload);
+        return 0;
+    }
+    PyObject *msg = message_of(kind, sender, payload), *sent = msg == NULL ? NULL : pair(dst, msg);
+    int status = sent == NULL ? -1 : append_to(outbox, sent);
+    Py_XDECREF(sent);
+    Py_XDECREF(msg);
+    return status;
+}
+
 /* -- Gradient ------------------------------------------------------------------------------- */
 
 static PyObject *own_descriptor(PyObject *g, PyObject *now) { /* Gradient.descriptor(now), new ref */
@@ -220,13 +542,18 @@ static int offer(PyObject *g, PyObject *descriptors) {
     return done == NULL ? -1 : 0;
 }
 
-static int offer_to_peer(PyObject *self, PyObject *msg, Py_ssize_t field) {
+/* A field of a message, or (msg NULL) the payload of the row that stands for it; a new reference. */
+static PyObject *field_of(PyObject *msg, Py_ssize_t offset, PyObject *payload) {
+    return msg != NULL ? take(msg, offset) : Py_NewRef(payload);
+}
+
+static int offer_to_peer(PyObject *self, PyObject *msg, Py_ssize_t field, PyObject *payload) {
     /* if self.feeds_gradient: self.gradient.offer(msg.<field>) */
     PyObject *feeds = take(self, p_feeds_gradient);
     int on = feeds == NULL ? -1 : PyObject_IsTrue(feeds);
     Py_XDECREF(feeds);
     if (on <= 0) return on;
-    PyObject *g = take(self, p_gradient), *descriptors = g == NULL ? NULL : take(msg, field);
+    PyObject *g = take(self, p_gradient), *descriptors = g == NULL ? NULL : field_of(msg, field, payload);
     int status = -1;
     if (descriptors != NULL && Py_IS_TYPE(g, gradient_type)) {
         status = offer(g, descriptors);
@@ -313,8 +640,8 @@ static PyObject *draw_partner(PyObject *g, PyObject *view) {
     return partner;
 }
 
-/* Gradient.initiate(now): 1 with *started = (partner, GradientShuffle), 0 with an empty view, -1 on error */
-static int gradient_initiate(PyObject *g, PyObject *now, PyObject **started) {
+/* Gradient.initiate(now): 1 with the shuffle's *partner and *descriptors, 0 with an empty view, -1 on error */
+static int gradient_initiate(PyObject *g, PyObject *now, PyObject **partner, PyObject **descriptors) {
     put(g, g_clock, now);
     if (merge_if_needed(g) < 0) return -1;
     PyObject *view = take(g, g_view);
@@ -324,18 +651,13 @@ static int gradient_initiate(PyObject *g, PyObject *now, PyObject **started) {
         Py_DECREF(view);
         return any;
     }
-    PyObject *partner = draw_partner(g, view), *own = NULL, *descriptors = NULL, *shuffle = NULL;
-    if (partner == NULL || (own = own_descriptor(g, now)) == NULL || (descriptors = with_first(own, view)) == NULL)
-        goto done;
-    shuffle = new_message(gradient_shuffle_type, gs_descriptors, descriptors, 0, NULL);
-    if (shuffle != NULL) *started = pair(partner, shuffle);
-done:
-    Py_XDECREF(shuffle);
-    Py_XDECREF(descriptors);
+    PyObject *own = NULL;
+    if ((*partner = draw_partner(g, view)) != NULL && (own = own_descriptor(g, now)) != NULL)
+        *descriptors = with_first(own, view);
     Py_XDECREF(own);
-    Py_XDECREF(partner);
     Py_DECREF(view);
-    return *started == NULL ? -1 : 1;
+    if (*descriptors == NULL) Py_CLEAR(*partner);
+    return *partner == NULL ? -1 : 1;
 }
 
 /* -- Cyclon --------------------------------------------------------------------------------- */
@@ -349,10 +671,10 @@ static PyObject *call_with(PyObject *function, PyObject *const *args, size_t cou
     return result;
 }
 
-/* Cyclon.initiate(own): 1 with *started = (partner, CyclonShuffle), 0 with an empty view, -1 on error */
-static int cyclon_initiate(PyObject *c, PyObject *own, PyObject **started) {
+/* Cyclon.initiate(own): 1 with the shuffle's *partner and *entries, 0 with an empty view, -1 on error */
+static int cyclon_initiate(PyObject *c, PyObject *own, PyObject **partner, PyObject **sent) {
     PyObject *popped[1] = {take(c, c_entries)};
-    PyObject *oldest = call_with(pop_oldest_fn, popped, 1), *chosen = NULL, *sent = NULL, *shuffle = NULL;
+    PyObject *oldest = call_with(pop_oldest_fn, popped, 1), *chosen = NULL;
     if (oldest == NULL) return -1;
     if (oldest == Py_None) {
         Py_DECREF(oldest);
@@ -363,19 +685,18 @@ static int cyclon_initiate(PyObject *c, PyObject *own, PyObject **started) {
     PyObject *drawn[3] = {rng, entries, length == NULL ? NULL : PyNumber_Subtract(length, one)};
     Py_XDECREF(length);
     chosen = call_with(sample_fn, drawn, 3); /* sample_values(self.rng, self.entries, self.length - 1) */
-    if (chosen == NULL) goto done;
-    put(c, c_partner, oldest);
-    put(c, c_sent, chosen);
-    sent = with_first(own, chosen);
-    if (sent == NULL) goto done;
-    shuffle = new_message(cyclon_shuffle_type, cs_entries, sent, 0, NULL);
-    if (shuffle != NULL) *started = pair(oldest, shuffle);
-done:
-    Py_XDECREF(shuffle);
-    Py_XDECREF(sent);
+    if (chosen != NULL) {
+        put(c, c_partner, oldest);
+        put(c, c_sent, chosen);
+        *sent = with_first(own, chosen);
+    }
     Py_XDECREF(chosen);
-    Py_DECREF(oldest);
-    return *started == NULL ? -1 : 1;
+    if (*sent == NULL) {
+        Py_DECREF(oldest);
+        return -1;
+    }
+    *partner = oldest;
+    return 1;
 }
 
 static int cyclon_merge(PyObject *c, PyObject *received, PyObject *replaceable) { /* Cyclon._merge */
@@ -431,17 +752,19 @@ static PyObject *cyclon_round(PyObject *self, PyObject *const *args, Py_ssize_t 
     CHECK_ARGS(1, "cyclon_round(now)");
     INLINED_OR_REFERENCE(inlined(self), CYCLON_ROUND);
     /* started = self.cyclon.initiate(self.gradient.descriptor(now)) */
-    PyObject *c = take(self, p_cyclon), *g = take(self, p_gradient), *started = NULL, *outbox = NULL;
+    PyObject *c = take(self, p_cyclon), *g = take(self, p_gradient), *partner = NULL, *sent = NULL, *outbox = NULL;
     PyObject *own = own_descriptor(g, args[0]);
-    int status = own == NULL ? -1 : cyclon_initiate(c, own, &started);
+    int status = own == NULL ? -1 : cyclon_initiate(c, own, &partner, &sent);
     if (status == 1) { /* self.outbox.append(started); self.cyclon_exchanges += 1 */
         outbox = take(self, p_outbox);
-        status = outbox == NULL || append_to(outbox, started) < 0 || increment(self, p_cyclon_exchanges) < 0 ? -1 : 0;
+        status = outbox == NULL || post(self, outbox, partner, ROW_CS, NULL, sent) < 0
+                 || increment(self, p_cyclon_exchanges) < 0 ? -1 : 0;
     } else if (status == 0) {
         status = ask_to_rejoin(self);
     }
     Py_XDECREF(outbox);
-    Py_XDECREF(started);
+    Py_XDECREF(sent);
+    Py_XDECREF(partner);
     Py_XDECREF(own);
     Py_DECREF(c);
     Py_DECREF(g);
@@ -456,43 +779,41 @@ static PyObject *gradient_round(PyObject *self, PyObject *const *args, Py_ssize_
     int on = gossip == NULL ? -1 : PyObject_IsTrue(gossip);
     Py_XDECREF(gossip);
     if (on <= 0) return on < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *g = take(self, p_gradient), *started = NULL, *outbox = NULL;
-    int status = gradient_initiate(g, args[0], &started);
+    PyObject *g = take(self, p_gradient), *partner = NULL, *sent = NULL, *outbox = NULL;
+    int status = gradient_initiate(g, args[0], &partner, &sent);
     if (status == 1) {
         outbox = take(self, p_outbox);
-        status = outbox == NULL || append_to(outbox, started) < 0 || increment(self, p_gradient_exchanges) < 0 ? -1 : 0;
+        status = outbox == NULL || post(self, outbox, partner, ROW_GS, NULL, sent) < 0
+                 || increment(self, p_gradient_exchanges) < 0 ? -1 : 0;
     }
     Py_XDECREF(outbox);
-    Py_XDECREF(started);
+    Py_XDECREF(sent);
+    Py_XDECREF(partner);
     Py_DECREF(g);
     if (status < 0) return NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *on_cyclon_shuffle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_ARGS(2, "_on_cyclon_shuffle(msg, now)");
-    INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], cyclon_shuffle_type), ON_CYCLON_SHUFFLE);
+/* The four handlers' bodies take the message, or (msg NULL) the fields of the row that stands for
+ * it: its payload and, for a CyclonReply, its sender. */
+
+static PyObject *answer_cyclon(PyObject *self, PyObject *msg, PyObject *payload) {
     /* self.outbox.append((msg.sender, self.cyclon.answer(msg))); self.gradient.offer(msg.entries) */
-    PyObject *outbox = take(self, p_outbox), *received = outbox == NULL ? NULL : take(args[0], cs_entries);
+    PyObject *outbox = take(self, p_outbox), *received = outbox == NULL ? NULL : field_of(msg, cs_entries, payload);
     PyObject *sender = received == NULL ? NULL : sender_of(received), *c = sender == NULL ? NULL : take(self, p_cyclon);
-    PyObject *chosen = NULL, *reply = NULL, *sent = NULL, *result = NULL;
+    PyObject *chosen = NULL, *me = NULL, *result = NULL;
     if (c == NULL) goto done;
     PyObject *rng = take(c, c_rng), *entries = rng == NULL ? NULL : take(c, c_entries);
     PyObject *drawn[3] = {rng, entries, entries == NULL ? NULL : take(c, c_length)};
     chosen = call_with(sample_fn, drawn, 3); /* Cyclon.answer: sample_values(self.rng, self.entries, self.length) */
     if (chosen == NULL) goto done;
-    Py_SETREF(received, take(args[0], cs_entries)); /* self._merge(request.entries, chosen) */
-    if (received == NULL || cyclon_merge(c, received, chosen) < 0) goto done;
-    PyObject *me = take(c, c_me);
-    reply = me == NULL ? NULL : new_message(cyclon_reply_type, cr_sender, me, cr_entries, chosen);
-    Py_XDECREF(me);
-    if (reply == NULL || (sent = pair(sender, reply)) == NULL || append_to(outbox, sent) < 0
-        || offer_to_peer(self, args[0], cs_entries) < 0)
+    Py_SETREF(received, field_of(msg, cs_entries, payload)); /* self._merge(request.entries, chosen) */
+    if (received == NULL || cyclon_merge(c, received, chosen) < 0 || (me = take(c, c_me)) == NULL
+        || post(self, outbox, sender, ROW_CR, me, chosen) < 0 || offer_to_peer(self, msg, cs_entries, payload) < 0)
         goto done;
     result = Py_NewRef(Py_None);
 done:
-    Py_XDECREF(sent);
-    Py_XDECREF(reply);
+    Py_XDECREF(me);
     Py_XDECREF(chosen);
     Py_XDECREF(c);
     Py_XDECREF(sender);
@@ -501,11 +822,9 @@ done:
     return result;
 }
 
-static PyObject *on_cyclon_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_ARGS(2, "_on_cyclon_reply(msg, now)");
-    INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], cyclon_reply_type), ON_CYCLON_REPLY);
+static PyObject *complete_cyclon(PyObject *self, PyObject *msg, PyObject *row_sender, PyObject *payload) {
     /* Cyclon.complete(msg), then self.gradient.offer(msg.entries) */
-    PyObject *c = take(self, p_cyclon), *sender = take(args[0], cr_sender), *partner = take(c, c_partner);
+    PyObject *c = take(self, p_cyclon), *sender = field_of(msg, cr_sender, row_sender), *partner = take(c, c_partner);
     PyObject *replaceable = NULL, *received = NULL, *result = NULL;
     int answered = sender == NULL || partner == NULL ? -1 : truth_of(sender, partner, Py_EQ);
     if (answered < 0) goto done;
@@ -516,8 +835,9 @@ static PyObject *on_cyclon_reply(PyObject *self, PyObject *const *args, Py_ssize
     } else {
         replaceable = Py_NewRef(empty_tuple);
     }
-    received = take(args[0], cr_entries);
-    if (received == NULL || cyclon_merge(c, received, replaceable) < 0 || offer_to_peer(self, args[0], cr_entries) < 0)
+    received = field_of(msg, cr_entries, payload);
+    if (received == NULL || cyclon_merge(c, received, replaceable) < 0
+        || offer_to_peer(self, msg, cr_entries, payload) < 0)
         goto done;
     result = Py_NewRef(Py_None);
 done:
@@ -529,28 +849,23 @@ done:
     return result;
 }
 
-static PyObject *on_gradient_shuffle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_ARGS(2, "_on_gradient_shuffle(msg, now)");
-    INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], gradient_shuffle_type), ON_GRADIENT_SHUFFLE);
+static PyObject *answer_gradient(PyObject *self, PyObject *msg, PyObject *payload, PyObject *now) {
     /* self.outbox.append((msg.sender, self.gradient.answer(msg, now))) */
-    PyObject *outbox = take(self, p_outbox), *received = outbox == NULL ? NULL : take(args[0], gs_descriptors);
+    PyObject *outbox = take(self, p_outbox), *received = outbox == NULL ? NULL : field_of(msg, gs_descriptors, payload);
     PyObject *sender = received == NULL ? NULL : sender_of(received);
     PyObject *g = sender == NULL ? NULL : take(self, p_gradient);
-    PyObject *own = NULL, *view = NULL, *descriptors = NULL, *reply = NULL, *sent = NULL, *result = NULL;
+    PyObject *own = NULL, *view = NULL, *descriptors = NULL, *result = NULL;
     if (g == NULL) goto done;
     /* Gradient.answer: self._clock = now; self._pending.extend(request.descriptors);
      * return GradientReply((self.descriptor(now), *self._view)) */
-    put(g, g_clock, args[1]);
-    Py_SETREF(received, take(args[0], gs_descriptors));
-    if (received == NULL || offer(g, received) < 0 || (own = own_descriptor(g, args[1])) == NULL
-        || (view = take(g, g_view)) == NULL || (descriptors = with_first(own, view)) == NULL)
+    put(g, g_clock, now);
+    Py_SETREF(received, field_of(msg, gs_descriptors, payload));
+    if (received == NULL || offer(g, received) < 0 || (own = own_descriptor(g, now)) == NULL
+        || (view = take(g, g_view)) == NULL || (descriptors = with_first(own, view)) == NULL
+        || post(self, outbox, sender, ROW_GR, NULL, descriptors) < 0)
         goto done;
-    reply = new_message(gradient_reply_type, gr_descriptors, descriptors, 0, NULL);
-    if (reply == NULL || (sent = pair(sender, reply)) == NULL || append_to(outbox, sent) < 0) goto done;
     result = Py_NewRef(Py_None);
 done:
-    Py_XDECREF(sent);
-    Py_XDECREF(reply);
     Py_XDECREF(descriptors);
     Py_XDECREF(view);
     Py_XDECREF(own);
@@ -561,16 +876,87 @@ done:
     return result;
 }
 
-static PyObject *on_gradient_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_ARGS(2, "_on_gradient_reply(msg, now)");
-    INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], gradient_reply_type), ON_GRADIENT_REPLY);
-    PyObject *g = take(self, p_gradient), *received = g == NULL ? NULL : take(args[0], gr_descriptors);
+static PyObject *complete_gradient(PyObject *self, PyObject *msg, PyObject *payload) {
+    PyObject *g = take(self, p_gradient), *received = g == NULL ? NULL : field_of(msg, gr_descriptors, payload);
     int status = received == NULL ? -1 : offer(g, received); /* Gradient.complete */
     Py_XDECREF(received);
     Py_XDECREF(g);
     if (status < 0) return NULL;
     Py_RETURN_NONE;
 }
+
+static PyObject *on_cyclon_shuffle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_ARGS(2, "_on_cyclon_shuffle(msg, now)");
+    INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], cyclon_shuffle_type), ON_CYCLON_SHUFFLE);
+    return answer_cyclon(self, args[0], NULL);
+}
+
+static PyObject *on_cyclon_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_ARGS(2, "_on_cyclon_reply(msg, now)");
+    INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], cyclon_reply_type), ON_CYCLON_REPLY);
+    return complete_cyclon(self, args[0], NULL, NULL);
+}
+
+static PyObject *on_gradient_shuffle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_ARGS(2, "_on_gradient_shuffle(msg, now)");
+    INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], gradient_shuffle_type), ON_GRADIENT_SHUFFLE);
+    return answer_gradient(self, args[0], NULL, args[1]);
+}
+
+static PyObject *on_gradient_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_ARGS(2, "_on_gradient_reply(msg, now)");
+    INLINED_OR_REFERENCE(inlined(self) && Py_IS_TYPE(args[0], gradient_reply_type), ON_GRADIENT_REPLY);
+    return complete_gradient(self, args[0], NULL);
+}
+
+/* _on_row(mark, now): the handler of the lane's marks. It takes the front row of this actor's
+ * queue in its lane (a mark and its row out of step: RuntimeError) and handles the message the row
+ * stands for: inlined as the four handlers above, or — for a peer whose Cyclon or gradient is of
+ * another class — as the message object, through the peer's own handler of its class. */
+static PyObject *on_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_ARGS(2, "_on_row(mark, now)");
+    PyObject *held = SLOT(self, p_lane), *id = SLOT(self, p_id);
+    Lane *lane = held != NULL && Py_IS_TYPE(held, &LaneType) ? (Lane *)held : NULL;
+    Py_ssize_t d = lane == NULL || id == NULL ? -1 : actor_index(lane, id);
+    if (d < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "_on_row: a mark reached a peer outside the overlay lane");
+        return NULL;
+    }
+    Py_INCREF(lane);
+    Row row;
+    PyObject *result = NULL;
+    if (take_row(lane, d, args[0], &row) < 0) {
+        Py_DECREF(lane);
+        return NULL;
+    }
+    if (!inlined(self)) {
+        PyObject *msg = message_of(row.kind, row.sender, row.payload), *dispatch = NULL, *handler = NULL;
+        if (msg != NULL && (dispatch = PyObject_GetAttrString(self, "DISPATCH")) != NULL
+            && (handler = PyObject_GetItem(dispatch, (PyObject *)Py_TYPE(msg))) != NULL) {
+            PyObject *call[3] = {self, msg, args[1]};
+            result = PyObject_Vectorcall(handler, call, 3, NULL);
+        }
+        Py_XDECREF(handler);
+        Py_XDECREF(dispatch);
+        Py_XDECREF(msg);
+    } else if (row.kind == ROW_CS) {
+        result = answer_cyclon(self, NULL, row.payload);
+    } else if (row.kind == ROW_CR) {
+        result = complete_cyclon(self, NULL, row.sender, row.payload);
+    } else if (row.kind == ROW_GS) {
+        result = answer_gradient(self, NULL, row.payload, args[1]);
+    } else {
+        result = complete_gradient(self, NULL, row.payload);
+    }
+    Py_XDECREF(row.sender);
+    Py_DECREF(row.payload);
+    Py_DECREF(lane);
+    return result;
+}
+
+static PyMethodDef row_method_def = {"_on_row", (PyCFunction)(void (*)(void))on_row, METH_FASTCALL,
+                                     "Handle the message a mark of the overlay lane stands for (C; no Python "
+                                     "reference: a run without the extension sends message objects)."};
 
 static PyMethodDef method_defs[METHODS] = {
     {"cyclon_round", (PyCFunction)(void (*)(void))cyclon_round, METH_FASTCALL,
@@ -691,7 +1077,7 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
         || plain_message_class(gs, "(s)", "descriptors") < 0 || plain_message_class(gr, "(s)", "descriptors") < 0)
         goto done;
     const struct { PyObject *cls; const char *name; Py_ssize_t *offset; } slots[] = {
-        {peer, "id", &p_id}, {peer, "outbox", &p_outbox}, {peer, "cyclon", &p_cyclon},
+        {peer, "id", &p_id}, {peer, "lane", &p_lane}, {peer, "outbox", &p_outbox}, {peer, "cyclon", &p_cyclon},
         {peer, "gradient", &p_gradient}, {peer, "cyclon_exchanges", &p_cyclon_exchanges},
         {peer, "gradient_exchanges", &p_gradient_exchanges}, {peer, "gossip_gradient", &p_gossip_gradient},
         {peer, "feeds_gradient", &p_feeds_gradient}, {peer, "rejoin_via", &p_rejoin_via},
@@ -732,6 +1118,13 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
         }
         Py_DECREF(method);
     }
+    PyObject *row_method = PyDescr_NewMethod(peer_type, &row_method_def);
+    if (row_method == NULL || PyDict_SetItemString(result, row_method_def.ml_name, row_method) < 0) {
+        Py_XDECREF(row_method);
+        Py_CLEAR(result);
+        goto done;
+    }
+    Py_DECREF(row_method);
     Py_XSETREF(join_request, Py_NewRef(PyTuple_GET_ITEM(messages, 4)));
     Py_XSETREF(sample_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 0)));
     Py_XSETREF(merge_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 1)));
@@ -760,5 +1153,8 @@ PyMODINIT_FUNC PyInit__exchange(void) {
     minus_one = PyLong_FromLong(-1);
     empty_tuple = PyTuple_New(0);
     if (one == NULL || minus_one == NULL || empty_tuple == NULL) return NULL;
-    return PyModule_Create(&module);
+    if (PyType_Ready(&LaneType) < 0) return NULL;
+    PyObject *created = PyModule_Create(&module);
+    if (created != NULL && PyModule_AddObjectRef(created, "Lane", (PyObject *)&LaneType) < 0) Py_CLEAR(created);
+    return created;
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -73,7 +74,8 @@ class Network:
     """
 
     __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_payload", "_variable",
-                 "_base_latency", "_by_type", "_by_link", "_islands", "_down", "_faulty", "causes")
+                 "_base_latency", "_by_type", "_by_link", "_islands", "_down", "_faulty", "causes", "rows", "_carried",
+                 "_on_change")
 
     def __init__(
         self,
@@ -102,13 +104,28 @@ class Network:
         self.causes = {"loss": 0, "partition": 0, "down": 0}
         self._faulty = False
         self.fixed_us = -1
+        self.rows: dict[type, type] = {}  # a lane's marks: mark class -> the message type it stands for
+        self._carried: Callable[[type], int] | None = None
+        self._on_change: Callable[[int], None] | None = None
         self._refresh()
 
     # -- faults ---------------------------------------------------------------------------
+    def use_rows(self, stands_for: dict[type, type], carried: Callable[[type], int],
+                 on_change: Callable[[int], None]) -> None:
+        """Count a lane's marks as the messages they stand for (`stands_for`: mark class -> type),
+        with `carried(type)` the items the rows of that type carried; call `on_change(fixed_us)`
+        now and whenever the network changes (before a message is sent under the change)."""
+        self.rows = dict(stands_for)
+        self._carried = carried
+        self._on_change = on_change
+        on_change(self.fixed_us)
+
     def _refresh(self) -> None:
         self._faulty = bool(self._by_type or self._by_link or self._islands or self._down)
         constant = isinstance(self.latency, ConstantLatency) and self.loss == 0.0 and not self._faulty
         self.fixed_us = self.latency.us if constant else -1  # type: ignore[attr-defined]
+        if self._on_change is not None:
+            self._on_change(self.fixed_us)
 
     def _need_stream(self, p: float) -> None:
         if p > 0 and self._lose is None:
@@ -204,7 +221,11 @@ class Network:
                 sent[cls] += 1
                 return
         kinds = count_types(out)
+        rows = self.rows
         for cls, count in kinds.items():
+            as_row = cls in rows
+            if as_row:
+                cls = rows[cls]  # its items are the lane's to count (`tally`)
             if cls not in sent:
                 sent[cls] = 0
                 wire: tuple[Any, ...] = getattr(cls, "WIRE")
@@ -213,7 +234,7 @@ class Network:
                     self._payload[cls] = [0, 0]
             sent[cls] += count
             fields = variable.get(cls)
-            if fields is not None:
+            if fields is not None and not as_row:
                 payload = self._payload[cls]
                 for field, numbers, addresses in fields:
                     items = count_items(out, cls, field)
@@ -250,5 +271,10 @@ class Network:
             if payload is not None:
                 numbers += payload[0]
                 addresses += payload[1]
+            if self._carried is not None and cls in self.rows.values():
+                (_, per_item_numbers, per_item_addresses), = self._variable[cls]  # one tuple field each
+                items = self._carried(cls)
+                numbers += per_item_numbers * items
+                addresses += per_item_addresses * items
             out[cls.__name__] = TrafficTally(count, self._dropped.get(cls, 0), self.cost.bytes_of(count, numbers, addresses))
         return dict(sorted(out.items()))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.messages import collect_handlers, handles
@@ -40,13 +40,17 @@ from drfemu.overlay.cyclon import Cyclon
 from drfemu.overlay.gradient import NEG_INF, Gradient
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinReply, JoinRequest
 
-__all__ = ["EXCHANGE_IMPLEMENTATION", "PYTHON_EXCHANGES", "OverlayPeer", "bootstrap", "random_neighbors"]
+if TYPE_CHECKING:
+    from drfemu.nodes.runtime import Runtime
+
+__all__ = ["EXCHANGE_IMPLEMENTATION", "LANE_MARKS", "PYTHON_EXCHANGES", "LaneMark", "OverlayPeer", "attach_lane",
+           "bootstrap", "random_neighbors"]
 
 
 class OverlayPeer(Actor):
     """Node `actor_id` with a Cyclon view of `cyclon_view` and a gradient view of `view_size`."""
 
-    __slots__ = ("cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "feeds_gradient",
+    __slots__ = ("lane", "cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "feeds_gradient",
                  "rejoin_via", "idle_cyclon_every", "idle_gradient_every", "_idle_rounds", "unanswered",
                  "reconnect_every", "_cyclon_rounds")
 
@@ -64,6 +68,7 @@ class OverlayPeer(Actor):
         """`gradient` makes the gradient view, called as `Gradient` is (`overlay.gradient.Gradient`,
         the T-Man variant, or `overlay.kompics_gradient.KompicsGradient` with its options bound)."""
         super().__init__(actor_id)
+        self.lane: Any = None  # the run's overlay lane while it carries this peer's messages (`attach_lane`)
         self.cyclon = Cyclon(actor_id, cyclon_view, shuffle_length, rng)
         self.gradient = gradient(actor_id, view_size, rng, utility, max_age)
         self.cyclon_exchanges = 0
@@ -186,6 +191,42 @@ PYTHON_EXCHANGES: dict[str, Callable[..., None]] = {name: vars(OverlayPeer)[name
 """The overlay rounds and handlers in Python: the reference for `src/native/_exchange.c`."""
 
 
+class LaneMark:
+    """What a list of sends holds for an overlay message carried as a row of the lane
+    (`src/native/_exchange.c`): one object per message type, of a class of its own so that
+    dispatch, tallies and traces tell them apart; `STANDS_FOR` is that type."""
+
+    __slots__ = ()
+    STANDS_FOR: ClassVar[type]
+
+    def __repr__(self) -> str:
+        return f"<row: {self.STANDS_FOR.__name__}>"
+
+
+class CyclonShuffleMark(LaneMark):
+    __slots__ = ()
+    STANDS_FOR = CyclonShuffle
+
+
+class CyclonReplyMark(LaneMark):
+    __slots__ = ()
+    STANDS_FOR = CyclonReply
+
+
+class GradientShuffleMark(LaneMark):
+    __slots__ = ()
+    STANDS_FOR = GradientShuffle
+
+
+class GradientReplyMark(LaneMark):
+    __slots__ = ()
+    STANDS_FOR = GradientReply
+
+
+LANE_MARKS: tuple[LaneMark, ...] = (CyclonShuffleMark(), CyclonReplyMark(), GradientShuffleMark(), GradientReplyMark())
+"""The marks, in the lane's order of kinds."""
+
+
 def _compile_exchanges() -> str:
     """Put the C versions of the overlay rounds and handlers (`src/native/_exchange.c`) in
     `OverlayPeer`, where the extension was built; returns which implementation runs. They fall
@@ -200,13 +241,50 @@ def _compile_exchanges() -> str:
         PYTHON_EXCHANGES)
     for name, method in methods.items():
         setattr(OverlayPeer, name, method)
-    OverlayPeer.COMPILED_HANDLERS = {message_type: methods[name] for name, function in PYTHON_EXCHANGES.items()
-                                     for message_type in getattr(function, "__handles__", ())}
+    compiled = {message_type: methods[name] for name, function in PYTHON_EXCHANGES.items()
+                for message_type in getattr(function, "__handles__", ())}
+    OverlayPeer.COMPILED_HANDLERS = compiled | {type(mark): methods["_on_row"] for mark in LANE_MARKS}
     OverlayPeer.DISPATCH = collect_handlers(OverlayPeer)
     return "C"
 
 
 EXCHANGE_IMPLEMENTATION = _compile_exchanges()
+
+
+def attach_lane(runtime: Runtime) -> bool:
+    """Carry the overlay messages of `runtime`'s peers as rows of one lane while its network's
+    latency is fixed (`src/native/_exchange.c`, `Runtime.use_lane`); returns whether it did.
+
+    Decision (issue 57): only where the result is the same by construction — the C exchanges are
+    built, the runtime moves messages through its emulated network (not a live run's datagrams),
+    and every peer runs the inlined exchanges (Cyclon and the T-Man gradient of exactly their
+    classes, the four compiled handlers: a Kompics gradient, or a subclass that overrides a
+    handler, keeps message objects). A run without the extension sends message objects: they
+    are the lane's reference, and a test runs both and compares every event."""
+    if EXCHANGE_IMPLEMENTATION != "C" or not runtime.moves_messages_itself():
+        return False
+    from drfemu.nodes._exchange import Lane  # typed by its stub, `_exchange.pyi`
+
+    compiled = OverlayPeer.COMPILED_HANDLERS
+    peers = [actor for actor in runtime.actors if isinstance(actor, OverlayPeer)]
+    inlined = all(type(peer.cyclon) is Cyclon and type(peer.gradient) is Gradient for peer in peers)
+    if not (peers and inlined) or any(type(peer).DISPATCH.get(cls) is not compiled[cls] for peer in peers
+                                      for cls in (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply)):
+        return False
+    lane = Lane(len(runtime.actors), LANE_MARKS)
+    kinds = {mark.STANDS_FOR: kind for kind, mark in enumerate(LANE_MARKS)}
+
+    def adopt(actor: Actor) -> None:
+        if isinstance(actor, OverlayPeer):
+            actor.lane = lane
+
+    def carried(cls: type) -> int:
+        return lane.carried[kinds[cls]]
+
+    for peer in peers:
+        adopt(peer)
+    runtime.use_lane(lane, {type(mark): mark.STANDS_FOR for mark in LANE_MARKS}, carried, adopt)
+    return True
 
 
 def bootstrap(peers: Sequence[OverlayPeer], utilities: Sequence[float], seed: int) -> None:

@@ -58,6 +58,7 @@ from typing import Any, Protocol, TypeVar
 from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.latency import US_PER_S, to_us
 from drfemu.nodes.actor import Actor, WakeAfter, WakeUp
+from drfemu.nodes.lane import Lane, keep_lane_exact
 from drfemu.nodes.network import Network
 from drfemu.nodes.port import EventBus, Hook
 from drfemu.nodes.trace import EventTrace, describe_callback, trace_form
@@ -246,6 +247,29 @@ class Runtime:
         self._drivers: list[Periodic] = []
         self.down: set[int] = set()  # crashed actors (see `crash`)
         self.trace = trace
+        self._lane: Lane | None = None
+        self._adopt: Callable[[Actor], None] | None = None
+
+    # -- the lane (issue 57) ----------------------------------------------------------------
+    def moves_messages_itself(self) -> bool:
+        """Does this runtime host every actor and move every message through its emulated network
+        (not a live run's datagrams)? Only then can messages travel as a lane's rows."""
+        return self._links is None and self.hosted is None
+
+    def use_lane(self, lane: Lane, stands_for: dict[type, type], carried: Callable[[type], int],
+                 adopt: Callable[[Actor], None]) -> None:
+        """Let `lane` carry messages as rows while the network's latency is fixed. `stands_for`
+        maps each mark's class to its message type and `carried(type)` gives the items the rows
+        of that type carried (the tally's bytes); `adopt(actor)` lets an actor that restarts
+        send and receive rows.
+
+        The rows in flight are turned back into the messages they stand for before the network
+        changes, and the lane is open only while the latency is fixed (`nodes.lane`): a run with
+        faults moves message objects from its first fault on, exactly as without a lane."""
+        if not self.moves_messages_itself():
+            raise ValueError("a lane needs a runtime that hosts every actor and moves every message itself")
+        self._lane, self._adopt = lane, adopt
+        self.network.use_rows(stands_for, carried, keep_lane_exact(lane, self._mailboxes, self._instants, stands_for))
 
     def _hosted_actors(self, actors: Iterable[Actor]) -> list[Actor]:
         hosted = self.hosted
@@ -510,6 +534,8 @@ class Runtime:
         actor.port = self._port
         self.actors[actor_id] = actor
         self._inline_drain[actor_id] = type(actor).drain is Actor.drain
+        if self._adopt is not None:
+            self._adopt(actor)
         for driver in self._drivers:
             if actor_id in driver.members:
                 driver.actors = [self.actors[i] for i in driver.members if i not in self.down]
@@ -530,7 +556,7 @@ class Runtime:
         trace = self.trace
         if deliveries:
             if trace is not None:
-                for dst, msg in deliveries:
+                for dst, msg in deliveries if self._lane is None else self._lane.render(deliveries):
                     trace.record(at_us, "deliver", dst, msg)
             self.delivered += len(deliveries)
             # With a fixed latency every send of this instant is due at the same instant:

@@ -1,0 +1,203 @@
+"""The overlay lane (issue 57, `src/native/_exchange.c`): overlay messages in flight as rows change
+nothing but speed. Whole runs with the lane and with message objects give the same events, hash
+by hash, and the same results, with faults that close the lane mid-run; the lane refuses what it
+cannot carry with an error of its own."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drfemu.assembly import overlay_run as overlay_run_module
+from drfemu.assembly import run as run_module
+from drfemu.assembly.overlay_run import run_overlay
+from drfemu.nodes import lane as lane_module
+from drfemu.nodes import overlay_peer
+from drfemu.nodes.network import Network
+from drfemu.nodes.overlay_peer import LANE_MARKS, OverlayPeer
+from drfemu.nodes.runtime import Runtime
+from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
+from drfemu.schema.overlay_config import OverlayConfig
+from drfemu.tools.check import traced_run
+from drfemu.workloads.points import build_run_config, canonical_params
+from tests.conftest import compiled_or_skip
+
+exchange = compiled_or_skip("drfemu.nodes._exchange")
+
+FAULTS = """
+[[event]]
+at = "2s"
+action = "crash"
+servers = 2
+duration = "3s"
+[[event]]
+at = "6s"
+action = "latency"
+latency = "uniform:1ms:20ms"
+duration = "2s"
+[[event]]
+at = "9s"
+action = "partition"
+servers = 3
+duration = "2s"
+"""
+
+
+class Lanes:
+    """`attach_lane` as the assemblies call it, recording each lane it attaches (or, off, none)."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.runtimes: list[Runtime] = []
+
+    def __call__(self, runtime: Runtime) -> bool:
+        if not self.on:
+            return False
+        attached = overlay_peer.attach_lane(runtime)
+        if attached:
+            self.runtimes.append(runtime)
+        return attached
+
+
+def _traced(monkeypatch: pytest.MonkeyPatch, params: dict[str, Any], on: bool) -> tuple[dict[str, Any], Lanes]:
+    lanes = Lanes(on)
+    with monkeypatch.context() as patch:
+        patch.setattr(run_module, "attach_lane", lanes)
+        return traced_run(params, build_run_config), lanes
+
+
+@pytest.mark.parametrize("protocol, extra", [
+    ("pdgdrf", {}), ("dgdrf", {}), ("bdgdrf", {}), ("ddrf-gradient", {}),
+    ("dgdrf", {"gradient": "kompics"}),  # its gradient is not the compiled one: no lane
+    ("pdgdrf", {"faults": "lane-faults"}),  # a crash, a latency window, a partition: the lane closes and reopens
+])
+def test_a_run_with_the_lane_has_the_events_of_one_with_message_objects(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, protocol: str, extra: dict[str, str]) -> None:
+    if extra.get("faults") == "lane-faults":
+        faults = tmp_path / "faults.toml"
+        faults.write_text(FAULTS)
+        extra = {**extra, "faults": str(faults), "max_time": "20s"}
+    params = canonical_params({"protocol": protocol, "machines": 12, "users": 4, "neighbors": 2, **extra})
+    materialized: list[int] = []
+    materialize = lane_module.materialize
+
+    def counted(lane: Any, *tables: Any) -> None:
+        materialized.append(lane.in_flight)
+        materialize(lane, *tables)
+        assert lane.in_flight == 0
+
+    monkeypatch.setattr(lane_module, "materialize", counted)
+    with_lane, lanes = _traced(monkeypatch, params, on=True)
+    assert bool(materialized) == ("faults" in extra)  # the faults turned rows in flight into messages
+    objects, _ = _traced(monkeypatch, params, on=False)
+    assert with_lane["events"] == objects["events"] > 1000
+    assert with_lane["hashes"] == objects["hashes"]
+    assert with_lane["result"] == objects["result"]
+    if extra.get("gradient") == "kompics":
+        assert not lanes.runtimes
+    else:
+        (runtime,) = lanes.runtimes
+        lane = runtime._lane
+        assert lane is not None and sum(lane.carried) > 0
+
+
+def test_an_overlay_run_with_the_lane_gives_the_result_of_one_without(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = OverlayConfig.build(nodes=200, neighbors=5, rounds=30, observe_every=10, seed=3)
+    with_lane = run_overlay(config)
+    monkeypatch.setattr(overlay_run_module, "attach_lane", Lanes(on=False))
+    objects = run_overlay(config)
+    assert _timeless(with_lane) == _timeless(objects)
+    assert with_lane["bytes"] and with_lane["messages"]
+
+
+def _timeless(value: Any) -> Any:
+    """A result document without what the wall clock decides (times and rates)."""
+    if isinstance(value, dict):
+        return {key: _timeless(item) for key, item in value.items() if not key.endswith(("wall_s", "_per_s", "wall_time_s"))}
+    if isinstance(value, list):
+        return [_timeless(item) for item in value]
+    return value
+
+
+def _peers(n: int) -> tuple[Runtime, list[OverlayPeer]]:
+    import random
+
+    peers = [OverlayPeer(i, 3, 4, 2, random.Random(i), utility=float(i)) for i in range(n)]
+    overlay_peer.bootstrap(peers, [float(i) for i in range(n)], seed=1)
+    return Runtime(Network(), peers), peers
+
+
+def test_a_round_sends_marks_whose_rows_render_as_the_messages() -> None:
+    runtime, peers = _peers(6)
+    assert overlay_peer.attach_lane(runtime)
+    lane = runtime._lane
+    assert lane is not None and lane.open
+    peers[0].cyclon_round(1.0)
+    peers[0].gradient_round(1.0)
+    sends = peers[0].take_outbox()
+    assert [type(msg) for _, msg in sends] == [type(LANE_MARKS[0]), type(LANE_MARKS[2])]
+    assert lane.in_flight == 2
+    rendered = lane.render(sends)
+    assert [type(msg) for _, msg in rendered] == [CyclonShuffle, GradientShuffle]
+    assert rendered[0][1].entries[0][1] == 0  # the sender's own descriptor first
+    assert lane.in_flight == 2  # rendering takes nothing
+    shuffle = lane.message(sends[0][0], sends[0][1])
+    assert shuffle == rendered[0][1] and lane.in_flight == 1
+
+
+def test_a_mark_without_its_row_is_an_internal_error() -> None:
+    runtime, peers = _peers(4)
+    assert overlay_peer.attach_lane(runtime)
+    lane = runtime._lane
+    with pytest.raises(RuntimeError, match="out of step with actor 1"):
+        lane.message(1, LANE_MARKS[1])
+    with pytest.raises(RuntimeError, match="out of step with actor 2"):
+        peers[2]._on_row(LANE_MARKS[0], 1.0)
+    loose = OverlayPeer(5, 3, 4, 2, __import__("random").Random(5))
+    with pytest.raises(RuntimeError, match="outside the overlay lane"):
+        loose._on_row(LANE_MARKS[0], 1.0)
+
+
+@pytest.mark.parametrize("args, error", [
+    ((-1, LANE_MARKS), ValueError),
+    ((4, LANE_MARKS[:3]), ValueError),
+    ((4, (LANE_MARKS[0],) * 4), ValueError),
+    ((4, list(LANE_MARKS)), TypeError),
+    (("4", LANE_MARKS), TypeError),
+    ((2**62, LANE_MARKS), (ValueError, MemoryError)),
+])
+def test_the_lane_refuses_what_it_cannot_carry(args: tuple[Any, ...], error: Any) -> None:
+    with pytest.raises(error):
+        exchange.Lane(*args)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lane: lane.message(9, LANE_MARKS[0]),
+    lambda lane: lane.message("0", LANE_MARKS[0]),
+    lambda lane: lane.message(0, object()),
+    lambda lane: lane.render(((0, LANE_MARKS[0]),)),
+    lambda lane: lane.render([(0, LANE_MARKS[0])]),
+    lambda lane: lane.message(0),
+])
+def test_the_lane_answers_bad_calls_with_errors(call: Any) -> None:
+    lane = exchange.Lane(3, LANE_MARKS)
+    with pytest.raises((TypeError, ValueError, RuntimeError)):
+        call(lane)
+
+
+def test_a_lane_in_a_cycle_is_collected() -> None:
+    runtime, peers = _peers(5)
+    assert overlay_peer.attach_lane(runtime)
+    for peer in peers:
+        peer.cyclon_round(1.0)
+    assert runtime._lane is not None and runtime._lane.in_flight == 5
+    del runtime, peers
+    gc.collect()
+
+
+def test_the_marks_count_as_the_messages_they_stand_for() -> None:
+    assert [mark.STANDS_FOR for mark in LANE_MARKS] == [CyclonShuffle, CyclonReply, GradientShuffle, GradientReply]
+    assert len({type(mark) for mark in LANE_MARKS}) == 4
