@@ -75,7 +75,7 @@ class Network:
 
     __slots__ = ("latency", "loss", "cost", "fixed_us", "_lose", "_sent", "_dropped", "_payload", "_variable",
                  "_base_latency", "_by_type", "_by_link", "_islands", "_down", "_faulty", "causes", "rows", "_carried",
-                 "_on_change")
+                 "_on_change", "_plans")
 
     def __init__(
         self,
@@ -97,6 +97,7 @@ class Network:
         self._dropped: dict[type, int] = {}
         self._payload: dict[type, list[int]] = {}  # [numbers, addresses] carried in tuple fields
         self._variable: dict[type, list[tuple[str, int, int]]] = {}  # per type: (field, numbers, addresses) per item
+        self._plans: dict[type, tuple[type, list[tuple[str, int, int]] | None]] = {}  # see `_plan`
         self._by_type: dict[type, float] = {}
         self._by_link: dict[tuple[int, int], float] = {}
         self._islands: dict[int, int] = {}  # actor -> island (absent: the mainland)
@@ -116,6 +117,7 @@ class Network:
         with `carried(type)` the items the rows of that type carried; call `on_change(fixed_us)`
         now and whenever the network changes (before a message is sent under the change)."""
         self.rows = dict(stands_for)
+        self._plans.clear()
         self._carried = carried
         self._on_change = on_change
         on_change(self.fixed_us)
@@ -214,32 +216,35 @@ class Network:
 
     def count(self, out: list[tuple[int, Any]]) -> None:
         """Tally a batch of sends by message type (and items carried, for variable types)."""
-        sent, variable = self._sent, self._variable
-        if len(out) == 1:  # the common case in live runs: one message, of a fixed-size type seen before
-            cls = out[0][1].__class__
-            if cls in sent and cls not in variable:
-                sent[cls] += 1
+        sent, plans = self._sent, self._plans
+        if len(out) == 1:  # the common case in live runs: one message of a type seen before
+            plan = plans.get(out[0][1].__class__)
+            if plan is not None and plan[1] is None:
+                sent[plan[0]] += 1
                 return
-        kinds = count_types(out)
-        rows = self.rows
-        for cls, count in kinds.items():
-            as_row = cls in rows
-            if as_row:
-                cls = rows[cls]  # its items are the lane's to count (`tally`)
-            if cls not in sent:
-                sent[cls] = 0
-                wire: tuple[Any, ...] = getattr(cls, "WIRE")
-                if len(wire) > 2:
-                    variable[cls] = [(wire[k], wire[k + 1], wire[k + 2]) for k in range(2, len(wire), 3)]
-                    self._payload[cls] = [0, 0]
-            sent[cls] += count
-            fields = variable.get(cls)
-            if fields is not None and not as_row:
+        for cls, count in count_types(out).items():
+            plan = plans.get(cls) or self._plan(cls)
+            sent[plan[0]] += count
+            fields = plan[1]
+            if fields is not None:
                 payload = self._payload[cls]
                 for field, numbers, addresses in fields:
                     items = count_items(out, cls, field)
                     payload[0] += numbers * items
                     payload[1] += addresses * items
+
+    def _plan(self, cls: type) -> tuple[type, list[tuple[str, int, int]] | None]:
+        """How `count` tallies an item of class `cls`: as which message type, and the tuple fields
+        whose items it counts (None: none, or a lane's mark, whose items the lane counts)."""
+        real = self.rows.get(cls, cls)
+        if real not in self._sent:
+            self._sent[real] = 0
+            wire: tuple[Any, ...] = getattr(real, "WIRE")
+            if len(wire) > 2:
+                self._variable[real] = [(wire[k], wire[k + 1], wire[k + 2]) for k in range(2, len(wire), 3)]
+                self._payload[real] = [0, 0]
+        plan = self._plans[cls] = (real, self._variable.get(real) if real is cls else None)
+        return plan
 
     def due(self, src: int, dst: int, msg: Any, now_us: int) -> int:
         """Delivery instant of one message in µs, or -1 when the network loses it."""
