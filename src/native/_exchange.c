@@ -29,7 +29,10 @@
  *
  * Messages are made as their class's generated __init__ makes them (every field set, nothing
  * else), by allocating the instance and filling its slots; the configuration checks that the
- * classes are plain `@message` classes whose slots are exactly those fields. */
+ * classes are plain `@message` classes whose slots are exactly those fields. Where a peer's lane
+ * is open (below: `Lane`, issue 57), the same sends become rows of the lane instead, and the
+ * handlers run on a row's fields as on the message's; peer_methods then also gives `_on_row`,
+ * the handler of the lane's marks. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
