@@ -24,6 +24,7 @@ from drfemu.schema.overlay_config import OverlayConfig
 from drfemu.tools.check import traced_run
 from drfemu.workloads.points import build_run_config, canonical_params
 from tests.conftest import compiled_or_skip
+from tests.test_overlay_run import without_timing
 
 exchange = compiled_or_skip("drfemu.nodes._exchange")
 
@@ -109,17 +110,8 @@ def test_an_overlay_run_with_the_lane_gives_the_result_of_one_without(monkeypatc
     with_lane = run_overlay(config)
     monkeypatch.setattr(overlay_run_module, "attach_lane", Lanes(on=False))
     objects = run_overlay(config)
-    assert _timeless(with_lane) == _timeless(objects)
+    assert without_timing(with_lane) == without_timing(objects)
     assert with_lane["bytes"] and with_lane["messages"]
-
-
-def _timeless(value: Any) -> Any:
-    """A result document without what the wall clock decides (times and rates)."""
-    if isinstance(value, dict):
-        return {key: _timeless(item) for key, item in value.items() if not key.endswith(("wall_s", "_per_s", "wall_time_s"))}
-    if isinstance(value, list):
-        return [_timeless(item) for item in value]
-    return value
 
 
 def _peers(n: int) -> tuple[Runtime, list[OverlayPeer]]:
