@@ -167,6 +167,27 @@ def test_the_band_cap_bounds_a_big_task_by_the_smallest_task_the_home_has_seen()
     assert tick(4.0, 0.30) == [100]  # a cap wider than the band changes nothing
 
 
+def test_the_cap_when_home_full_applies_only_once_the_task_no_longer_fits_at_home() -> None:
+    """`band_cap_when="home-full"` (issue 60): the same capped case as above allocates while the
+    user's task (1, 1) still fits on its home's server, and waits once the home is full for it."""
+    def tick(band_cap_when: str, free: float) -> list[int]:
+        s = node(BdgdrfRule(band=0.5, band_cap=1.0, band_cap_when=band_cap_when), capacity=(10.0, 10.0),
+                 homed={100: 0.3, 101: 0.05}, view=2)
+        s.receive(request(100, 0, 0.30), 0.0)
+        s.receive(request(101, 0, 0.5), 0.0)
+        s.gradient.offer([(-0.2, 1, 0.0), (-0.4, 2, 0.0)])
+        s.free[:] = [free, free]
+        s.take_outbox()
+        s.on_tick(0.1)
+        return [dst for dst, m in s.take_outbox() if isinstance(m, Proposal)]
+
+    assert tick("always", 10.0) == []  # capped, as in the test above
+    assert tick("home-full", 10.0) == [100]  # its task fits at home: the band is not capped
+    assert tick("home-full", 0.5) == []  # the home cannot hold it: capped
+    with pytest.raises(ValueError, match="band_cap_when must be one of always, home-full"):
+        BdgdrfRule(band_cap_when="sometimes")
+
+
 def test_a_server_knows_the_smallest_task_of_its_users_and_of_the_mix_it_scores_by() -> None:
     plain = node(BdgdrfRule(), homed={100: 0.3, 101: 0.0}, view=2)
     assert plain.smallest_task_share() == 0.3  # a task that asks nothing is left out
@@ -188,5 +209,10 @@ def test_the_band_cap_runs_through_the_cli_and_is_echoed(tmp_path: Path) -> None
 
     plain, capped = run(), run("--band-cap", "1")
     assert plain["band_cap"] == 0.0 and capped["band_cap"] == 1.0
+    assert plain["band_cap_when"] == capped["band_cap_when"] == "always"
     assert capped["overlay"]["band_allocations"] < plain["overlay"]["band_allocations"]
+    when_full = run("--band-cap", "1", "--band-cap-when", "home-full")
+    assert when_full["band_cap_when"] == "home-full"
+    assert when_full["overlay"]["band_allocations"] != capped["overlay"]["band_allocations"]
     assert main(["run", "--protocol", "bdgdrf", "--band-cap", "-1"]) == 2
+    assert main(["run", "--protocol", "bdgdrf", "--band-cap-when", "sometimes"]) == 2

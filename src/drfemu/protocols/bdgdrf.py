@@ -57,6 +57,16 @@ band and big tasks"): with `k = 1` every draw of E10 and every keep-room Google 
 thesis sweep reaches 0.98 of DRF's minimum share, but the narrower band waits on the stale
 minimum more often and the runs take longer, on Google cases up to several times DRF's
 run-time; so it is an option, not the default.
+
+When the cap applies (`--band-cap-when`): `always` (the default, the cap as first measured), or
+`home-full` — only while the user's next task does not fit on its home's own server. Why: an
+early allocation only costs the users at the minimum once the room they will need is running
+out, and a home that can no longer hold its user's task has seen that happen for the task's
+class; until then the wide band keeps the homes allocating in parallel. Decision, measured
+(`docs/results.md`, E12): with `k = 1.5`, `home-full` falls below 0.98 of DRF's minimum share on
+1 of 180 openb draws and is never slower than DRF there (the default band: 6 below, 1 slower;
+`always`: 3 below, 3 slower); on the Google cases it is fairer than the default band but slower
+(18 of 60 runs slower than DRF, against 4), so neither is the default.
 """
 
 from __future__ import annotations
@@ -72,9 +82,11 @@ from drfemu.protocols.placement import KEEP_ROOM
 from drfemu.protocols.rule import Server, ServerRule
 from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
-__all__ = ["BDGDRF", "BdgdrfRule", "MinimumNotice", "UtilityNotice"]
+__all__ = ["BDGDRF", "CAP_WHEN", "BdgdrfRule", "MinimumNotice", "UtilityNotice"]
 
 NEVER = -math.inf
+ALWAYS, HOME_FULL = "always", "home-full"
+CAP_WHEN = (ALWAYS, HOME_FULL)  # when the band's cap applies (`--band-cap-when`)
 
 @message
 class UtilityNotice:
@@ -98,6 +110,9 @@ class BdgdrfRule(ServerRule):
                     "this many of its own task shares.", gt=0, le=1e6, echo="band"),
               Param("band_cap", Kind.FLOAT, 0.0, "bdgdrf: when above 0, the band is also at most this many tasks "
                     "of the smallest task the home has seen (0: no cap).", ge=0, le=1e6, echo="band_cap"),
+              Param("band_cap_when", Kind.TEXT, ALWAYS, "bdgdrf: when the band's cap applies: always, or home-full "
+                    "(only while the user's next task does not fit on its home's server).", choices=CAP_WHEN,
+                    echo="band_cap_when"),
               Param("notify", Kind.BOOL, True, "bdgdrf: a home pushes its new utility to its gradient view's members.",
                     echo="notify"),
               Param("rumour_fanout", Kind.INT, 2, "bdgdrf: servers a home tells the centre's minimum share each tick "
@@ -105,15 +120,20 @@ class BdgdrfRule(ServerRule):
     DEFAULTS = {"placement": KEEP_ROOM}
     TICKS_ALL = True  # servers without users pass the rumour on
 
-    __slots__ = ("band", "band_cap", "notify", "fanout", "minimum", "learnt", "told", "allocations", "notices",
-                 "rumours")
+    __slots__ = ("band", "band_cap", "cap_when_full", "notify", "fanout", "minimum", "learnt", "told", "allocations",
+                 "notices", "rumours")
 
-    def __init__(self, band: float = 0.5, notify: bool = True, rumour_fanout: int = 2, band_cap: float = 0.0) -> None:
-        """`band_cap` comes last so that a rule built positionally before it existed means the same."""
+    def __init__(self, band: float = 0.5, notify: bool = True, rumour_fanout: int = 2, band_cap: float = 0.0,
+                 band_cap_when: str = ALWAYS) -> None:
+        """`band_cap` and `band_cap_when` come last so that a rule built positionally before they
+        existed means the same."""
+        if band_cap_when not in CAP_WHEN:
+            raise ValueError(f"band_cap_when must be one of {', '.join(CAP_WHEN)}, got {band_cap_when!r}")
         self.band = band
         self.notify = notify
         self.fanout = rumour_fanout
         self.band_cap = band_cap
+        self.cap_when_full = band_cap_when == HOME_FULL
         self.minimum = 0.0  # the freshest rumoured minimum share
         self.learnt = NEVER  # when the centre that told it learnt it
         self.told = NEVER  # the `learnt` of the last rumour this home passed on
@@ -151,7 +171,8 @@ class BdgdrfRule(ServerRule):
         share, user = ready
         record = homes.records[user]
         reach = self.band * record.task_share
-        if self.band_cap:
+        task = record.pending
+        if self.band_cap and not (self.cap_when_full and task is not None and server.fits(task.demand)):
             reach = min(reach, self.band_cap * server.smallest_task_share())
         if share < minimum + reach:
             self.allocations += 1

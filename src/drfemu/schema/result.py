@@ -17,7 +17,7 @@ follow the echo in the document and are read as `result["key"]`.
 Versioning (`SCHEMA_VERSION`, the document's first key): a change that only adds keys (or a
 value of `status`: 1.4 added `blocked`; 1.5 the optional `samples`; 1.6 the delays per user and the
 optional `reference`; 1.7 typed the inner blocks, the documents unchanged; 1.8 the echo's
-`band_cap`) raises the minor
+`band_cap`; 1.9 its `band_cap_when`) raises the minor
 number; one that renames, removes or retypes a key raises the major number.
 Decision: keys that only some runs have (distributed runs' `placement` and `overlay`, finite
 workloads' `series` and `swm`, live runs' `live`, sampled runs' `samples`) are optional and absent from the documents of
@@ -67,7 +67,7 @@ __all__ = ["SCHEMA_ID", "SCHEMA_VERSION", "Cost", "Distributed", "Echo", "Endles
            "ReferenceRun", "RunResult", "SampleTable", "Samples", "Section", "Setup", "TimeAveraged", "Timeline",
            "finite_or_none", "result_schema"]
 
-SCHEMA_VERSION = "1.8"
+SCHEMA_VERSION = "1.9"
 SCHEMA_ID = f"https://drfemu.invalid/schema/run-result/{SCHEMA_VERSION}"
 
 

@@ -40,6 +40,7 @@ class EchoFields(Section):
     centre_ties: str | None = echoes("centre_ties")
     band: Number = echoes("band")
     band_cap: Number = echoes("band_cap")
+    band_cap_when: str | None = echoes("band_cap_when")
     notify: bool | None = echoes("notify")
     rumour_fanout: int | None = echoes("rumour_fanout")
     adrf_alpha: Number = echoes("adrf_alpha")

@@ -57,6 +57,7 @@ class RunKeywords(TypedDict, total=False):
     centre_ties: str | None
     band: float | None
     band_cap: float | None
+    band_cap_when: str | None
     notify: bool | None
     rumour_fanout: int | None
     adrf_alpha: float | None
