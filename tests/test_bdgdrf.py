@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+import drfemu
+from drfemu import UnreadOptionWarning
+
 from drfemu.cli import main
 from drfemu.kernel.messages import Proposal
 from drfemu.protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice
@@ -216,3 +219,5 @@ def test_the_band_cap_runs_through_the_cli_and_is_echoed(tmp_path: Path) -> None
     assert when_full["overlay"]["band_allocations"] != capped["overlay"]["band_allocations"]
     assert main(["run", "--protocol", "bdgdrf", "--band-cap", "-1"]) == 2
     assert main(["run", "--protocol", "bdgdrf", "--band-cap-when", "sometimes"]) == 2
+    with pytest.warns(UnreadOptionWarning, match="--band-cap-when is not read under --band-cap 0.0"):
+        drfemu.run(protocol="bdgdrf", machines=20, users=8, neighbors=2, max_time="1s", band_cap_when="home-full")

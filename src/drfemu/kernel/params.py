@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, dataclass_transform
 
-__all__ = ["Declared", "Duration", "Kind", "Param", "ReadBy", "param", "params_of"]
+__all__ = ["Above", "Declared", "Duration", "Kind", "Param", "ReadBy", "param", "params_of"]
 
 
 class Kind(StrEnum):
@@ -49,6 +49,20 @@ class ReadBy(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Above:
+    """The numbers above `bound`, as the values of `Param.when` under which a parameter is read:
+    `("band_cap", Above(0.0))` — read only while the cap is on."""
+
+    bound: float
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and value > self.bound
+
+    def __str__(self) -> str:
+        return f"above {self.bound:g}"
+
+
+@dataclass(frozen=True, slots=True)
 class Param:
     """One parameter.
 
@@ -59,7 +73,8 @@ class Param:
     the echo. `flag`
     overrides the option name (default `--name-with-dashes`). `read_by` says which protocols of a
     run read it, and `when` — (another parameter, its values) — that it is read only while that
-    parameter takes one of those values (`("placement", ("best-fit", …))`, `("mode", ("event",))`):
+    parameter takes one of those values (`("placement", ("best-fit", …))`, `("mode", ("event",))`,
+    or a number above a bound: `Above`):
     declared here, so an option that would not be read is named from the declaration alone
     (`schema.params.unread`, `unread_choices`).
     """
@@ -76,7 +91,7 @@ class Param:
     echo: str | None = None
     flag: str | None = None
     read_by: ReadBy = ReadBy.EVERY
-    when: tuple[str, tuple[str, ...]] | None = None
+    when: tuple[str, tuple[str, ...] | Above] | None = None
 
     @property
     def option(self) -> str:
@@ -111,12 +126,12 @@ class _Declared:
     echo: str | None
     flag: str | None
     read_by: ReadBy
-    when: tuple[str, tuple[str, ...]] | None
+    when: tuple[str, tuple[str, ...] | Above] | None
 
 
 def param(*, default: Any, help: str, ge: float | None = None, gt: float | None = None, le: float | None = None,
           choices: tuple[str, ...] = (), unit: str = "", echo: str | None = None, flag: str | None = None,
-          read_by: ReadBy = ReadBy.EVERY, when: tuple[str, tuple[str, ...]] | None = None) -> Any:
+          read_by: ReadBy = ReadBy.EVERY, when: tuple[str, tuple[str, ...] | Above] | None = None) -> Any:
     """Declare a field of a `Declared` class (see `Param` for the arguments)."""
     return _Declared(default, help, ge, gt, le, tuple(choices), unit, echo, flag, read_by, when)
 

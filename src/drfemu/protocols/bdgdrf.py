@@ -75,7 +75,7 @@ import math
 from typing import Annotated
 
 from drfemu.kernel.messages import Wire, handles, message
-from drfemu.kernel.params import Kind, Param
+from drfemu.kernel.params import Above, Kind, Param
 from drfemu.overlay.messages import Descriptor
 from drfemu.protocols.centre import sees_top
 from drfemu.protocols.placement import KEEP_ROOM
@@ -112,7 +112,7 @@ class BdgdrfRule(ServerRule):
                     "of the smallest task the home has seen (0: no cap).", ge=0, le=1e6, echo="band_cap"),
               Param("band_cap_when", Kind.TEXT, ALWAYS, "bdgdrf: when the band's cap applies: always, or home-full "
                     "(only while the user's next task does not fit on its home's server).", choices=CAP_WHEN,
-                    echo="band_cap_when"),
+                    echo="band_cap_when", when=("band_cap", Above(0.0))),
               Param("notify", Kind.BOOL, True, "bdgdrf: a home pushes its new utility to its gradient view's members.",
                     echo="notify"),
               Param("rumour_fanout", Kind.INT, 2, "bdgdrf: servers a home tells the centre's minimum share each tick "
