@@ -10,7 +10,6 @@ import pytest
 
 import drfemu
 from drfemu import UnreadOptionWarning
-
 from drfemu.cli import main
 from drfemu.kernel.messages import Proposal
 from drfemu.protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice

@@ -78,6 +78,7 @@ from drfemu.kernel.messages import Wire, handles, message
 from drfemu.kernel.params import Above, Kind, Param
 from drfemu.overlay.messages import Descriptor
 from drfemu.protocols.centre import sees_top
+from drfemu.protocols.homes import HomeUser
 from drfemu.protocols.placement import KEEP_ROOM
 from drfemu.protocols.rule import Server, ServerRule
 from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
@@ -171,12 +172,16 @@ class BdgdrfRule(ServerRule):
         share, user = ready
         record = homes.records[user]
         reach = self.band * record.task_share
-        task = record.pending
-        if self.band_cap and not (self.cap_when_full and task is not None and server.fits(task.demand)):
+        if self.band_cap and not (self.cap_when_full and self._fits_at_home(server, record)):
             reach = min(reach, self.band_cap * server.smallest_task_share())
         if share < minimum + reach:
             self.allocations += 1
             server.allocate(user, record)
+
+    @staticmethod
+    def _fits_at_home(server: Server, record: HomeUser) -> bool:
+        """Does the user's next task fit on its home's server (`--band-cap-when home-full`)?"""
+        return record.pending is not None and server.fits(record.pending.demand)
 
     def _spread(self, server: Server) -> None:
         if not self.fanout or self.learnt == self.told:
