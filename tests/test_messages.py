@@ -50,6 +50,19 @@ def test_variable_wire_size() -> None:
     assert network.tally()["TaskRequest"].bytes == (5 + 3) * 8 + 2 * 6 + 2 * 28
 
 
+def test_one_send_at_a_time_is_tallied_as_a_batch_of_them() -> None:
+    """`Network.count` takes a batch of one message of a type it has seen by a path of its own
+    (a walk's hop, a live run's datagram): the tallies are those of the same sends in one batch."""
+    sends = [(0, TaskRequest(1, 0, (1.0, 2.0, 3.0), 0.0)), (1, Sample(1, (2.0,))), (0, TaskRequest(1, 1, (1.0,), 0.0)),
+             (2, TaskRequest(2, 0, (), 0.0)), (1, Sample(2, ()))]
+    one_by_one, batched = Network(), Network()
+    for send in sends:
+        one_by_one.count([send])
+    batched.count(sends)
+    assert one_by_one.tally() == batched.tally()
+    assert one_by_one.tally()["TaskRequest"].sent == 3
+
+
 def test_wire_declarations_are_checked() -> None:
     with pytest.raises(TypeError, match="WIRE must be"):
         @message

@@ -1,5 +1,6 @@
 /* Cyclon's view, merge and subset draws (overlay.cyclon.merge_python, pop_oldest_python,
- * sample_python, sample_values_python) in C: run by every server every tick. Same contract as
+ * sample_python, sample_values_python) in C: run by every server every tick; and a walk's hop over
+ * the view (frontier_hop_python), run at every hop of a placement walk. Same contract as
  * the Python versions, which stay the reference; tests check that the two agree on arbitrary
  * inputs and that whole runs give the same events.
  *
@@ -14,6 +15,7 @@
  *   from the last. The rest join the view in the order received.
  * pop_oldest(entries) -> node or None: the oldest entry leaves the view.
  * sample_values(draw, entries, k) -> tuple: k random entries.
+ * frontier_hop(visited, frontier, peers, draw) -> a walk's next hop over a Cyclon view (below).
  *
  * merge is the overlay kernel's rule (`_overlay_kernel.h`), carried out on the View.
  * The functions take their fast path on a View of plain data only: descriptors exact tuples
@@ -32,9 +34,11 @@
 #include "_overlay_kernel.h"
 #include "_stock_draw.h"
 
-static PyObject *references[3]; /* overlay.cyclon's merge_python, pop_oldest_python, sample_values_python */
-static const char *reference_names[3] = {"merge_python", "pop_oldest_python", "sample_values_python"};
-enum { MERGE, POP_OLDEST, SAMPLE_VALUES };
+static PyObject *references[4]; /* overlay.cyclon's merge_python, pop_oldest_python, sample_values_python,
+                                    frontier_hop_python */
+static const char *reference_names[4] = {"merge_python", "pop_oldest_python", "sample_values_python",
+                                         "frontier_hop_python"};
+enum { MERGE, POP_OLDEST, SAMPLE_VALUES, FRONTIER_HOP };
 
 static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *function = imported(&references[which], "drfemu.overlay.cyclon", reference_names[which]);
@@ -479,6 +483,104 @@ static PyObject *sample_values(PyObject *Py_UNUSED(self), PyObject *const *args,
     return result;
 }
 
+/* -- frontier_hop: a walk's hop over the Cyclon graph ------------------------------------------
+ * frontier_hop(visited, frontier, peers, draw) -> (next, visited + (next,), rest) or None: the
+ * frontier grown by the nodes of `peers`, in view order, that are neither in `visited` nor in
+ * `frontier`; None when that is empty, else its node at int(draw.random() * len(grown)), with
+ * `visited` extended by it and `rest` the grown frontier without it. Fast path: `visited` and
+ * `frontier` exact tuples of exact ints of 64 bits, `peers` a View whose nodes are exact ints,
+ * a stock draw; the draw is taken only when the grown frontier is not empty, as the reference
+ * takes it. Anything else goes, untouched, to overlay.cyclon.frontier_hop_python. */
+static int known_insert(long long *keys, unsigned char *used, size_t slots, long long id) { /* 1 if new */
+    size_t h = ((unsigned long long)id * 0x9E3779B97F4A7C15ULL) >> 32;
+    for (;; h++) {
+        h &= slots - 1;
+        if (!used[h]) {
+            used[h] = 1;
+            keys[h] = id;
+            return 1;
+        }
+        if (keys[h] == id) return 0;
+    }
+}
+
+static int known_has(const long long *keys, const unsigned char *used, size_t slots, long long id) {
+    size_t h = ((unsigned long long)id * 0x9E3779B97F4A7C15ULL) >> 32;
+    for (;; h++) {
+        h &= slots - 1;
+        if (!used[h]) return 0;
+        if (keys[h] == id) return 1;
+    }
+}
+
+static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyTuple_CheckExact(args[0]) || !PyTuple_CheckExact(args[1]) || !View_Check(args[2]))
+        return call_reference(FRONTIER_HOP, args, nargs);
+    PyObject *visited = args[0], *frontier = args[1], *draw = args[3];
+    ViewObject *peers = (ViewObject *)args[2];
+    int stock = is_stock_draw(draw);
+    if (stock <= 0) return stock < 0 ? NULL : call_reference(FRONTIER_HOP, args, nargs);
+    Py_ssize_t nv = PyTuple_GET_SIZE(visited), nf = PyTuple_GET_SIZE(frontier), np = peers->len;
+    for (Py_ssize_t i = 0; i < np; i++)
+        if (!PyLong_CheckExact(PyTuple_GET_ITEM(peers->descriptors[i], 1))) return call_reference(FRONTIER_HOP, args, nargs);
+    size_t slots = 16;
+    while (slots < 2 * (size_t)(nv + nf)) slots <<= 1;
+    long long *keys = PyMem_Malloc(sizeof(long long) * slots);
+    unsigned char *used = PyMem_Calloc(slots, 1);
+    Py_ssize_t *fresh = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(np > 0 ? np : 1));
+    PyObject *result = NULL;
+    if (keys == NULL || used == NULL || fresh == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nv + nf; i++) { /* no Python code runs: the ints are exact */
+        PyObject *node = i < nv ? PyTuple_GET_ITEM(visited, i) : PyTuple_GET_ITEM(frontier, i - nv);
+        int overflow = 0;
+        long long id = PyLong_CheckExact(node) ? PyLong_AsLongLongAndOverflow(node, &overflow) : 0;
+        if (!PyLong_CheckExact(node) || overflow) {
+            result = call_reference(FRONTIER_HOP, args, nargs);
+            goto done;
+        }
+        known_insert(keys, used, slots, id);
+    }
+    Py_ssize_t added = 0;
+    for (Py_ssize_t i = 0; i < np; i++)
+        if (!known_has(keys, used, slots, peers->nodes[i])) fresh[added++] = i;
+    Py_ssize_t m = nf + added;
+    if (m == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    double r;
+    if (stock_uniform(draw, &r) < 0) goto done;
+    Py_ssize_t k = (Py_ssize_t)(r * (double)m); /* int(draw.random() * len(grown)) */
+    if (k >= m) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        goto done;
+    }
+#define GROWN(j) ((j) < nf ? PyTuple_GET_ITEM(frontier, (j)) : PyTuple_GET_ITEM(peers->descriptors[fresh[(j) - nf]], 1))
+    PyObject *next = GROWN(k);
+    PyObject *walked = PyTuple_New(nv + 1), *rest = PyTuple_New(m - 1);
+    if (walked == NULL || rest == NULL) {
+        Py_XDECREF(walked);
+        Py_XDECREF(rest);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nv; i++) PyTuple_SET_ITEM(walked, i, Py_NewRef(PyTuple_GET_ITEM(visited, i)));
+    PyTuple_SET_ITEM(walked, nv, Py_NewRef(next));
+    for (Py_ssize_t j = 0, at = 0; j < m; j++)
+        if (j != k) PyTuple_SET_ITEM(rest, at++, Py_NewRef(GROWN(j)));
+#undef GROWN
+    result = PyTuple_Pack(3, next, walked, rest);
+    Py_DECREF(walked);
+    Py_DECREF(rest);
+done:
+    PyMem_Free(keys);
+    PyMem_Free(used);
+    PyMem_Free(fresh);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"sample_values", (PyCFunction)(void (*)(void))sample_values, METH_FASTCALL,
      "sample_values(draw, entries, k) -> sample(draw, list(entries.values()), k), without the list"},
@@ -486,6 +588,8 @@ static PyMethodDef methods[] = {
      "merge(entries, me, size, received, replaceable): Cyclon's merge rule, in place"},
     {"pop_oldest", pop_oldest, METH_O,
      "pop_oldest(entries) -> the node of the oldest entry, removed from the view (None if it is empty)"},
+    {"frontier_hop", (PyCFunction)(void (*)(void))frontier_hop, METH_FASTCALL,
+     "frontier_hop(visited, frontier, peers, draw) -> (next, visited + (next,), rest), or None: a walk's hop"},
     {NULL, NULL, 0, NULL},
 };
 

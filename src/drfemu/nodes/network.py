@@ -217,10 +217,18 @@ class Network:
     def count(self, out: list[tuple[int, Any]]) -> None:
         """Tally a batch of sends by message type (and items carried, for variable types)."""
         sent, plans = self._sent, self._plans
-        if len(out) == 1:  # the common case in live runs: one message of a type seen before
-            plan = plans.get(out[0][1].__class__)
-            if plan is not None and plan[1] is None:
+        if len(out) == 1:  # the common case in live runs and on walks: one message of a type seen before
+            msg = out[0][1]
+            plan = plans.get(msg.__class__)
+            if plan is not None:
                 sent[plan[0]] += 1
+                fields = plan[1]
+                if fields is not None:
+                    payload = self._payload[plan[0]]
+                    for field, numbers, addresses in fields:
+                        items = len(getattr(msg, field))
+                        payload[0] += numbers * items
+                        payload[1] += addresses * items
                 return
         for cls, count in count_types(out).items():
             plan = plans.get(cls) or self._plan(cls)

@@ -1,8 +1,9 @@
 """Types of `src/native/_cyclon.c`; the Python references are in `overlay.cyclon`
-(`merge_python`, `pop_oldest_python`, `sample_values_python`; a `View` behaves as a dict)."""
+(`merge_python`, `pop_oldest_python`, `sample_values_python`, `frontier_hop_python`; a `View` behaves as a
+dict)."""
 
 import random
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from typing import final
 
 from drfemu.overlay.messages import Descriptor
@@ -20,3 +21,5 @@ def merge(entries: MutableMapping[int, Descriptor], me: int, size: int, received
           replaceable: Sequence[Descriptor]) -> None: ...
 def pop_oldest(entries: MutableMapping[int, Descriptor]) -> int | None: ...
 def sample_values(draw: random.Random, entries: MutableMapping[int, Descriptor], k: int) -> tuple[Descriptor, ...]: ...
+def frontier_hop(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int],
+                 draw: random.Random) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None: ...

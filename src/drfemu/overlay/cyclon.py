@@ -43,8 +43,8 @@ from typing import Any, TypeVar
 from drfemu.kernel.compiled import compiled_module
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, Descriptor
 
-__all__ = ["ARRAY_VIEW_MAX", "Cyclon", "merge", "merge_python", "new_view", "pop_oldest", "pop_oldest_python", "sample",
-           "sample_python", "sample_values", "sample_values_python"]
+__all__ = ["ARRAY_VIEW_MAX", "Cyclon", "frontier_hop", "frontier_hop_python", "merge", "merge_python", "new_view",
+           "pop_oldest", "pop_oldest_python", "sample", "sample_python", "sample_values", "sample_values_python"]
 
 STAMP = itemgetter(2)
 T = TypeVar("T")
@@ -102,6 +102,23 @@ def pop_oldest_python(entries: MutableMapping[int, Descriptor]) -> int | None:
     return oldest
 
 
+def frontier_hop_python(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int],
+                        draw: random.Random) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """A walk's hop over the Cyclon graph (`protocols.placement`): the walk's `frontier` grown by
+    the nodes of `peers` (a Cyclon view, in its order) it has neither `visited` nor queued; None
+    when that is empty, else a uniformly random node of it, `(it, visited with it, the grown
+    frontier without it)`. The reference for `src/native/_cyclon.c`'s `frontier_hop`, which reads
+    the nodes of a `View` where the Python iterates them."""
+    known = set(visited)
+    known.update(frontier)
+    grown = frontier + tuple(node for node in peers if node not in known)
+    if not grown:
+        return None
+    k = int(draw.random() * len(grown))
+    nxt = grown[k]
+    return nxt, visited + (nxt,), grown[:k] + grown[k + 1:]
+
+
 ARRAY_VIEW_MAX = 64
 """The largest Cyclon view kept as C arrays (`overlay._cyclon.View`); a larger one is a dict.
 
@@ -111,9 +128,9 @@ views; the thesis's `c` is 10 (`--cyclon-view`, at most 10,000)."""
 _COMPILED = compiled_module("drfemu.overlay._cyclon") is not None
 sample = sample_python  # no hot path draws from a plain sequence: not compiled
 if _COMPILED:  # typed by its stub, `_cyclon.pyi`
-    from drfemu.overlay._cyclon import View, pop_oldest, sample_values
+    from drfemu.overlay._cyclon import View, frontier_hop, pop_oldest, sample_values
 else:
-    sample_values, pop_oldest = sample_values_python, pop_oldest_python
+    sample_values, pop_oldest, frontier_hop = sample_values_python, pop_oldest_python, frontier_hop_python
 
 
 def new_view(size: int) -> MutableMapping[int, Descriptor]:

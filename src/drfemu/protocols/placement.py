@@ -46,6 +46,7 @@ from collections.abc import Iterable
 from drfemu.kernel.messages import Address, Addresses, WalkFailed, WalkTask, message
 from drfemu.kernel.params import Declared, ReadBy, param
 from drfemu.kernel.resources import improves
+from drfemu.overlay.cyclon import frontier_hop
 
 __all__ = [
     "BEST_FIT",
@@ -92,29 +93,14 @@ class PlacementParams(Declared):
 PLACEMENT, FRAGMENTATION_MIX = PlacementParams.PARAMS
 
 
-def _frontier(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int]) -> tuple[int, ...]:
-    """The walk's frontier grown by the servers in `peers` it has neither visited nor queued."""
-    known = set(visited)
-    known.update(frontier)
-    return frontier + tuple(node for node in peers if node not in known)
-
-
-def _hop(visited: tuple[int, ...], frontier: tuple[int, ...],
-         rng: random.Random) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
-    """A uniformly random frontier server: `(it, visited with it, frontier without it)`."""
-    k = int(rng.random() * len(frontier))
-    nxt = frontier[k]
-    return nxt, visited + (nxt,), frontier[:k] + frontier[k + 1:]
-
-
 def walk_step(walk: WalkTask, peers: Iterable[int], ttl: int, rng: random.Random) -> tuple[int, WalkTask | WalkFailed]:
     """The next message of a walk at a server with no room whose Cyclon view names `peers`:
     `(next server, the walk one hop on)`, or `(home, WalkFailed)` when it is out of hops or
     frontier."""
-    frontier = _frontier(walk.visited, walk.frontier, peers)
-    if walk.hops >= ttl or not frontier:
+    hop = None if walk.hops >= ttl else frontier_hop(walk.visited, walk.frontier, peers, rng)
+    if hop is None:
         return walk.home, WalkFailed(walk.user, walk.task)
-    nxt, visited, frontier = _hop(walk.visited, frontier, rng)
+    nxt, visited, frontier = hop
     return nxt, WalkTask(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited, frontier)
 
 
@@ -158,11 +144,11 @@ def fit_walk_step(walk: FitWalk, here: int, h_here: float | None, peers: Iterabl
         left -= 1
         if improves(h_here, best_h):  # ties within rounding stay with the server seen first
             best, best_h = here, h_here
-    frontier = _frontier(walk.visited, walk.frontier, peers)
-    if left <= 0 or walk.hops >= ttl or not frontier:
+    hop = None if left <= 0 or walk.hops >= ttl else frontier_hop(walk.visited, walk.frontier, peers, rng)
+    if hop is None:
         if best < 0:
             return walk.home, WalkFailed(walk.user, walk.task)
         return best, FitPlace(walk.user, walk.task, walk.demand, walk.home)
-    nxt, visited, frontier = _hop(walk.visited, frontier, rng)
+    nxt, visited, frontier = hop
     return nxt, FitWalk(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited, frontier, best, best_h,
                         left)
