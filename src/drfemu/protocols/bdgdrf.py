@@ -166,7 +166,10 @@ class BdgdrfRule(ServerRule):
             minimum = self.minimum
         if minimum is None:
             return
-        ready = min(((record.share, user) for user, record in homes.counted() if record.idle()), default=None)
+        ready = None  # the lowest (G_i, user) with a task to place: `min` of a generator, without its frames
+        for user, record in homes.counted():
+            if record.idle() and (ready is None or (record.share, user) < ready):
+                ready = (record.share, user)
         if ready is None:
             return
         share, user = ready

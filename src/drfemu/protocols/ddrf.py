@@ -107,10 +107,12 @@ class DdrfRule(ServerRule):
         if self._round % self.STALE_ROUNDS == 0:
             self._forget_silent(server)
         bound = min(self.reported.values(), default=INF)  # eq. 3.8 as Algorithm 5 tests it: G_i ≤ bound
-        for user, record in sorted(homes.counted(), key=lambda item: (item[1].share, item[0])):
-            if record.idle() and record.share <= bound:
-                server.allocate(user, record)
-                break
+        chosen: tuple[float, int] | None = None  # the lowest (G_i, user) that is idle within the bound
+        for user, record in homes.counted():
+            if record.idle() and record.share <= bound and (chosen is None or (record.share, user) < chosen):
+                chosen = (record.share, user)
+        if chosen is not None:
+            server.allocate(chosen[1], homes.records[chosen[1]])
         request = MinShareRequest(server.id, homes.min_share())
         for neighbour in server.neighbors:
             server.send(neighbour, request)

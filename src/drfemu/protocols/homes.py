@@ -92,7 +92,11 @@ class HomeUsers:
         """`min G_i` over the counted users; `+∞` when there are none."""
         if not self.records:  # most servers home no user, and every poll asks
             return INF
-        return min((r.share for _, r in self.counted()), default=INF)
+        low = None  # `min(share of counted(), default=INF)`, without a generator's frames: every poll asks
+        for record in self.records.values():
+            if record.active and not record.saturated and (low is None or record.share < low):
+                low = record.share
+        return INF if low is None else low
 
     def utility(self) -> float:
         """Eq. 4.2: `−min G_i`, `−∞` for a server without (counted) users."""

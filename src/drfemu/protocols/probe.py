@@ -245,8 +245,13 @@ class ProbeRule(ServerRule):
         is computed once a tick and kept up to date by `hear` (a tick can make entries too old)."""
         if not self.low_known:
             now = self.ticks
-            self.low = min(((share, user, task) for user, (share, last, since, task) in self.heard.items()
-                            if now - last <= HEARD_TICKS and now - since <= STUCK_TICKS), default=None)
+            low = None
+            for user, (share, last, since, task) in self.heard.items():  # `min` of a generator, without its frames
+                if now - last <= HEARD_TICKS and now - since <= STUCK_TICKS:
+                    entry = (share, user, task)
+                    if low is None or entry < low:
+                        low = entry
+            self.low = low
             self.low_known = True
         return self.low
 
