@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from drfemu.kernel.messages import Proposal, WalkFailed
 from drfemu.protocols.cluster import ClusterView, drfh_heuristic
-from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step
+from drfemu.protocols.placement import FitPlace, FitWalk
+from drfemu.protocols.walks import fit_walk_step
 from tests.test_distributed_roles import node
 
 amounts = st.floats(min_value=0.05, max_value=10.0, allow_nan=False)

@@ -79,7 +79,8 @@ from drfemu.protocols.cluster import drfh_heuristic
 from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.fragmentation import DemandMix
 from drfemu.protocols.homes import HomeUser, HomeUsers
-from drfemu.protocols.placement import FitPlace, FitWalk, fit_walk_step, walk_step
+from drfemu.protocols.placement import FitPlace, FitWalk
+from drfemu.protocols.walks import fit_walk_step, walk_step
 from drfemu.protocols.room import room_score
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.rule import ServerRule

@@ -40,13 +40,8 @@ whole-server task needs while another server holds it as well.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterable
-
-from drfemu.kernel.messages import Address, Addresses, WalkFailed, WalkTask, message
+from drfemu.kernel.messages import Address, Addresses, message
 from drfemu.kernel.params import Declared, ReadBy, param
-from drfemu.kernel.resources import improves
-from drfemu.overlay.cyclon import frontier_hop
 
 __all__ = [
     "BEST_FIT",
@@ -60,8 +55,6 @@ __all__ = [
     "SCORED_BY_MIX",
     "FitPlace",
     "FitWalk",
-    "fit_walk_step",
-    "walk_step",
 ]
 
 FIRST_FIT, BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM = "first-fit", "best-fit", "min-fragmentation", "keep-room"
@@ -93,17 +86,6 @@ class PlacementParams(Declared):
 PLACEMENT, FRAGMENTATION_MIX = PlacementParams.PARAMS
 
 
-def walk_step(walk: WalkTask, peers: Iterable[int], ttl: int, rng: random.Random) -> tuple[int, WalkTask | WalkFailed]:
-    """The next message of a walk at a server with no room whose Cyclon view names `peers`:
-    `(next server, the walk one hop on)`, or `(home, WalkFailed)` when it is out of hops or
-    frontier."""
-    hop = None if walk.hops >= ttl else frontier_hop(walk.visited, walk.frontier, peers, rng)
-    if hop is None:
-        return walk.home, WalkFailed(walk.user, walk.task)
-    nxt, visited, frontier = hop
-    return nxt, WalkTask(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited, frontier)
-
-
 @message
 class FitWalk:
     """A best-fit placement walk (`--placement best-fit` or `min-fragmentation`): it visits servers as
@@ -131,24 +113,3 @@ class FitPlace:
     task: int
     demand: tuple[float, ...]
     home: Address
-
-
-def fit_walk_step(walk: FitWalk, here: int, h_here: float | None, peers: Iterable[int], ttl: int,
-                  rng: random.Random) -> tuple[int, FitWalk | FitPlace | WalkFailed]:
-    """The next message of a best-fit walk at server `here`, where the task fits with heuristic
-    `h_here` (None: it does not fit): the walk one hop on, or, once it has gathered enough
-    fitting servers or is out of hops or frontier, a `FitPlace` to the best one it saw (to
-    `here` itself when that is the best), or `WalkFailed` to the home when none fitted."""
-    best, best_h, left = walk.best, walk.best_h, walk.left
-    if h_here is not None:
-        left -= 1
-        if improves(h_here, best_h):  # ties within rounding stay with the server seen first
-            best, best_h = here, h_here
-    hop = None if left <= 0 or walk.hops >= ttl else frontier_hop(walk.visited, walk.frontier, peers, rng)
-    if hop is None:
-        if best < 0:
-            return walk.home, WalkFailed(walk.user, walk.task)
-        return best, FitPlace(walk.user, walk.task, walk.demand, walk.home)
-    nxt, visited, frontier = hop
-    return nxt, FitWalk(walk.user, walk.task, walk.demand, walk.home, walk.hops + 1, visited, frontier, best, best_h,
-                        left)
