@@ -53,9 +53,19 @@ def ratio_20_20(values: Sequence[float]) -> float:
     return richest / poorest
 
 
+_SQUARES_SAFE = (1e-100, 1e100)
+"""Values whose largest lies outside this range are scaled by it before `jain` squares them."""
+
+
 def jain(values: Sequence[float]) -> float:
-    """Jain's fairness index."""
+    """Jain's fairness index, `(Σx)² / (n·Σx²)`. It does not change with scale, so when the largest
+    value is so small (or large) that squares would fall into the subnormal range (or overflow),
+    the values are divided by it first; hypothesis found two equal shares of 6e-161 rated 0.9999.
+    Values in `_SQUARES_SAFE` are used as they are, so every ordinary run's index keeps its bits."""
     xs = _check(values)
+    top = max(xs)
+    if top > 0 and not _SQUARES_SAFE[0] < top < _SQUARES_SAFE[1]:
+        xs = [x / top for x in xs]
     squares = math.fsum(x * x for x in xs)
     if squares == 0:
         return 1.0

@@ -80,10 +80,10 @@ from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.fragmentation import DemandMix
 from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.protocols.placement import FitPlace, FitWalk
-from drfemu.protocols.walks import fit_walk_step, walk_step
 from drfemu.protocols.room import room_score
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.rule import ServerRule
+from drfemu.protocols.walks import fit_walk_step, walk_step
 
 __all__ = ["PLACEMENT_COUNTERS", "ServerConfig", "ServerNode", "server_class"]
 

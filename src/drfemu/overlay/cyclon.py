@@ -104,7 +104,7 @@ def pop_oldest_python(entries: MutableMapping[int, Descriptor]) -> int | None:
 
 def frontier_hop_python(visited: tuple[int, ...], frontier: tuple[int, ...], peers: Iterable[int],
                         draw: random.Random) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
-    """A walk's hop over the Cyclon graph (`protocols.placement`): the walk's `frontier` grown by
+    """A placement walk's hop over the Cyclon graph (`protocols.walks`): the walk's `frontier` grown by
     the nodes of `peers` (a Cyclon view, in its order) it has neither `visited` nor queued; None
     when that is empty, else a uniformly random node of it, `(it, visited with it, the grown
     frontier without it)`. The reference for `src/native/_cyclon.c`'s `frontier_hop`, which reads

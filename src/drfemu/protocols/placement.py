@@ -36,6 +36,9 @@ GPU tasks would have gone (`docs/results.md`). **Keep room** (`--placement keep-
 `protocols.room`, BDGDRF's default) walks the same way and scores a fitting server by the room the
 task costs the demand mix that server knows — so a small task does not break a server that a
 whole-server task needs while another server holds it as well.
+
+This module declares the placements, their parameters and the walks' messages; what a walk does
+at each server is `protocols.walks`.
 """
 
 from __future__ import annotations
