@@ -217,20 +217,9 @@ class Network:
     def count(self, out: list[tuple[int, Any]]) -> None:
         """Tally a batch of sends by message type (and items carried, for variable types)."""
         sent, plans = self._sent, self._plans
-        if len(out) == 1:  # the common case in live runs and on walks: one message of a type seen before
-            msg = out[0][1]
-            plan = plans.get(msg.__class__)
-            if plan is not None:
-                sent[plan[0]] += 1
-                fields = plan[1]
-                if fields is not None:
-                    payload = self._payload[plan[0]]
-                    for field, numbers, addresses in fields:
-                        items = len(getattr(msg, field))
-                        payload[0] += numbers * items
-                        payload[1] += addresses * items
-                return
-        for cls, count in count_types(out).items():
+        one = out[0][1].__class__ if len(out) == 1 else None
+        # one message of a type seen before (a live run's datagram, a walk's hop): no `count_types` dict
+        for cls, count in ((one, 1),) if one in plans else count_types(out).items():
             plan = plans.get(cls) or self._plan(cls)
             sent[plan[0]] += count
             fields = plan[1]
