@@ -590,7 +590,7 @@ def rule_handler_case(kind: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
 @pytest.mark.parametrize("kind", ["plain", "keywords", "all keywords", "too few", "too many", "unknown keyword",
                                   "no rule", "rule raises", "handler raises", "not callable"])
 def test_rule_handler_matches_its_reference_on_any_call(kind: str) -> None:
-    from drfemu.nodes.server import to_rule_python
+    from drfemu.nodes.rule_dispatch import to_rule_python
     engine: Any = _engine
     results = []
     for make in (engine.rule_handler, to_rule_python):

@@ -355,6 +355,7 @@ def test_a_probe_answers_every_poll_with_what_holds_now() -> None:
     first, second = (m for _, m in s.take_outbox())
     assert first == second == LoadReply(s.id, 0.0) and first is second
     s.free[0] = 1.0
+    s.republish()  # what the server's own methods do whenever they change `free`
     s.receive(LoadRequest(3), 0.1)
     assert s.take_outbox() == [(3, LoadReply(s.id, 0.75))]
 

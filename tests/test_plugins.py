@@ -15,11 +15,28 @@ from pathlib import Path
 import pytest
 
 PLUGIN = '''
-"""A protocol of a package of the user's own: homes allocate every `demo_every`-th tick."""
+"""A protocol of a package of the user's own: each tick a home polls two random peers for the
+lowest share homed there (a poll the engine carries, `drfemu.protocols.polls`), and allocates
+every `demo_every`-th tick for its lowest user if that user is no richer than what the peers told."""
 
+import math
+
+from drfemu.kernel.messages import Address, message
 from drfemu.kernel.params import Kind, Param
+from drfemu.protocols.polls import Answer, Record
 from drfemu.protocols.registry import Gateway, ProtocolSpec
 from drfemu.protocols.rule import Server, ServerRule
+
+
+@message
+class DemoAsk:
+    sender: Address
+
+
+@message
+class DemoTell:
+    sender: Address
+    share: float
 
 
 class DemoRule(ServerRule):
@@ -29,15 +46,28 @@ class DemoRule(ServerRule):
     def __init__(self, demo_every: int = 2) -> None:
         self.every = demo_every
         self.ticks = 0
+        self.mine = math.inf  # the lowest share homed here, as of the last tick: what this server publishes
+        self.told: dict[int, float] = {}  # peer -> the lowest share it told since the last tick
 
     def on_tick(self, server: Server, now: float) -> None:
         self.ticks += 1
         lowest = server.homes.lowest()
-        if self.ticks % self.every == 0 and lowest is not None and lowest[1].idle():
+        bound = min(self.told.values(), default=math.inf)
+        self.mine = lowest[1].share if lowest is not None else math.inf
+        server.republish()  # what it publishes changed
+        self.told = {}
+        for peer in server.peers()[:2]:
+            server.send(peer, DemoAsk(server.id))
+        if self.ticks % self.every == 0 and lowest is not None and lowest[1].idle() and lowest[1].share <= bound:
             server.allocate(*lowest)
 
+    def tell(self, server: Server) -> tuple[DemoTell]:
+        return (DemoTell(server.id, self.mine),)
 
-SPEC = ProtocolSpec("demo", "a plug-in's protocol: homes allocate every few ticks", Gateway.HOME,
+    POLLS = (Answer(DemoAsk, tell), Record(DemoTell, "told", "share"))
+
+
+SPEC = ProtocolSpec("demo", "a plug-in's protocol: homes poll two peers and allocate every few ticks", Gateway.HOME,
                     server_rule=DemoRule)
 '''
 
@@ -113,6 +143,7 @@ def test_an_installed_package_adds_a_protocol_with_its_own_parameter(site: Path,
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     assert result["protocol"] == "demo" and result["demo_every"] == 3 and result["allocations"] > 0
+    assert result["messages"]["DemoAsk"] == result["messages"]["DemoTell"] > 0  # every poll answered by the engine
     refused = _drfemu(site, "run", "--protocol", "demo", "--demo-every", "0", cwd=tmp_path)
     assert refused.returncode == 2 and "--demo-every must be at least 1" in refused.stderr
 

@@ -25,8 +25,15 @@
  *   is skipped (the attribute read and its truth taken as Python does).
  *
  * rule_handler(handler) -> a callable h with h(node, msg, now) == handler(node.rule, node, msg,
- *   now) and None returned (nodes.server.to_rule_python: how a server hands a message to its
+ *   now) and None returned (nodes.rule_dispatch.to_rule_python: how a server hands a message to its
  *   rule's handler, without a Python frame of its own); a call of another shape goes to the
+ *   reference's closure.
+ *
+ * poll_answer(replies), poll_record(table, field) -> a server's dispatch entry for a poll's request
+ *   or reply (protocols.polls; nodes.rule_dispatch.answer_python and record_python, the references): each
+ *   runs its reference's Python operations in the same order — attribute reads, `dict.get` or
+ *   `get`, `tuple()`, item assignment, `node.send` — on whatever objects it is given, so a hostile
+ *   node or message gets Python's answer or exception; a call of another shape goes to the
  *   reference's closure.
  *
  * `deliver`, `count_types` and `count_items` first check, without running any Python code, that
@@ -45,15 +52,18 @@
 #include "_accelerator.h"
 
 static PyObject *str_dispatch, *str_outbox, *str_drain, *str_check_handled, *str_class, *str_rule, *str_idle_tick;
+static PyObject *str_published, *str_sender, *str_send, *str_get;
 static PyObject *object_class; /* object's `__class__` descriptor */
 
-enum { DELIVER, COUNT_TYPES, COUNT_ITEMS, TO_RULE, REFERENCES };
+enum { DELIVER, COUNT_TYPES, COUNT_ITEMS, TO_RULE, ANSWER, RECORD, REFERENCES };
 static PyObject *references[REFERENCES];
 static const struct { const char *module, *name; } reference_names[REFERENCES] = {
     {"drfemu.nodes.runtime", "deliver_python"},
     {"drfemu.nodes.network", "count_types_python"},
     {"drfemu.nodes.network", "count_items_python"},
-    {"drfemu.nodes.server", "to_rule_python"},
+    {"drfemu.nodes.rule_dispatch", "to_rule_python"},
+    {"drfemu.nodes.rule_dispatch", "answer_python"},
+    {"drfemu.nodes.rule_dispatch", "record_python"},
 };
 
 static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nargs) {
@@ -379,23 +389,28 @@ static PyObject *fire_each(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     Py_RETURN_NONE;
 }
 
-/* rule_handler(handler): a server's dispatch entry for a handler of its rule. */
+/* rule_handler(handler), poll_answer(replies), poll_record(table, field): a server's dispatch entries,
+ * one type whose call is the entry's kind (TO_RULE, ANSWER or RECORD). */
 typedef struct {
     PyObject_HEAD
-    PyObject *handler;
+    PyObject *first;  /* the handler, the replies function, or the table's name */
+    PyObject *second; /* NULL, or the field's name (None: the reply itself) */
+    int which;        /* TO_RULE, ANSWER or RECORD: its reference */
     vectorcallfunc vectorcall;
-} RuleHandler;
+} Entry;
+
+static PyObject *by_reference(Entry *entry, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    PyObject *made[2] = {entry->first, entry->second}; /* the reference's closure says what a call means */
+    PyObject *closure = call_reference(entry->which, made, entry->second == NULL ? 1 : 2);
+    PyObject *done = closure == NULL ? NULL : PyObject_Vectorcall(closure, args, nargsf, kwnames);
+    Py_XDECREF(closure);
+    return done;
+}
 
 static PyObject *rule_handler_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    PyObject *handler = Py_NewRef(((RuleHandler *)self)->handler);
-    PyObject *done = NULL;
-    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) { /* the reference's closure says what it means */
-        PyObject *closure = call_reference(TO_RULE, &handler, 1);
-        if (closure != NULL) done = PyObject_Vectorcall(closure, args, nargsf, kwnames);
-        Py_XDECREF(closure);
-        Py_DECREF(handler);
-        return done;
-    }
+    Entry *entry = (Entry *)self;
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
+    PyObject *handler = Py_NewRef(entry->first), *done = NULL;
     PyObject *rule = PyObject_GetAttr(args[0], str_rule);
     if (rule != NULL) {
         PyObject *call[4] = {rule, args[0], args[1], args[2]};
@@ -408,51 +423,161 @@ static PyObject *rule_handler_call(PyObject *self, PyObject *const *args, size_t
     Py_RETURN_NONE;
 }
 
-static int rule_handler_traverse(PyObject *self, visitproc visit, void *arg) {
-    Py_VISIT(((RuleHandler *)self)->handler);
+static PyObject *class_of(PyObject *obj) { /* obj.__class__, a new reference */
+    return plain_class(Py_TYPE(obj)) ? Py_NewRef((PyObject *)Py_TYPE(obj)) : PyObject_GetAttr(obj, str_class);
+}
+
+static PyObject *lookup(PyObject *mapping, PyObject *key) { /* mapping.get(key), a new reference */
+    if (PyDict_CheckExact(mapping)) {
+        PyObject *value = PyDict_GetItemWithError(mapping, key);
+        return value == NULL ? (PyErr_Occurred() ? NULL : Py_NewRef(Py_None)) : Py_NewRef(value);
+    }
+    return PyObject_CallMethodOneArg(mapping, str_get, key);
+}
+
+/* The answers node.published holds for the request's class, or replies(node.rule, node) as a tuple,
+ * stored there (node.published read again, as the reference's chained assignment does). */
+static PyObject *answers_for(PyObject *replies, PyObject *node, PyObject *cls) {
+    PyObject *published = PyObject_GetAttr(node, str_published);
+    PyObject *answers = published == NULL ? NULL : lookup(published, cls);
+    Py_XDECREF(published);
+    if (answers != Py_None) return answers;
+    Py_DECREF(answers);
+    PyObject *rule = PyObject_GetAttr(node, str_rule);
+    if (rule == NULL) return NULL;
+    PyObject *call[2] = {rule, node};
+    PyObject *made = PyObject_Vectorcall(replies, call, 2, NULL);
+    Py_DECREF(rule);
+    answers = made == NULL ? NULL : PySequence_Tuple(made);
+    Py_XDECREF(made);
+    if (answers == NULL) return NULL;
+    published = PyObject_GetAttr(node, str_published);
+    if (published == NULL || PyObject_SetItem(published, cls, answers) < 0) Py_CLEAR(answers);
+    Py_XDECREF(published);
+    return answers;
+}
+
+static int send_each(PyObject *node, PyObject *sender, PyObject *answers) { /* for reply in answers: node.send(sender, reply) */
+    PyObject *iterator = PyObject_GetIter(answers), *reply;
+    if (iterator == NULL) return -1;
+    while ((reply = PyIter_Next(iterator)) != NULL) {
+        PyObject *call[3] = {node, sender, reply};
+        PyObject *done = PyObject_VectorcallMethod(str_send, call, 3, NULL);
+        Py_DECREF(reply);
+        if (done == NULL) break;
+        Py_DECREF(done);
+    }
+    Py_DECREF(iterator);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *poll_answer_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Entry *entry = (Entry *)self;
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
+    PyObject *replies = Py_NewRef(entry->first), *node = args[0], *msg = args[1];
+    PyObject *cls = class_of(msg);
+    PyObject *answers = cls == NULL ? NULL : answers_for(replies, node, cls);
+    PyObject *sender = answers == NULL ? NULL : PyObject_GetAttr(msg, str_sender);
+    int status = sender == NULL ? -1 : send_each(node, sender, answers);
+    Py_XDECREF(sender);
+    Py_XDECREF(answers);
+    Py_XDECREF(cls);
+    Py_DECREF(replies);
+    if (status < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *poll_record_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Entry *entry = (Entry *)self;
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
+    PyObject *table_name = Py_NewRef(entry->first), *field = Py_NewRef(entry->second), *node = args[0], *msg = args[1];
+    PyObject *value = field == Py_None ? Py_NewRef(msg) : PyObject_GetAttr(msg, field);
+    PyObject *rule = value == NULL ? NULL : PyObject_GetAttr(node, str_rule);
+    PyObject *table = rule == NULL ? NULL : PyObject_GetAttr(rule, table_name);
+    PyObject *key = table == NULL ? NULL : PyObject_GetAttr(msg, str_sender);
+    int status = key == NULL ? -1 : PyObject_SetItem(table, key, value);
+    Py_XDECREF(key);
+    Py_XDECREF(table);
+    Py_XDECREF(rule);
+    Py_XDECREF(value);
+    Py_DECREF(field);
+    Py_DECREF(table_name);
+    if (status < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static int entry_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(((Entry *)self)->first);
+    Py_VISIT(((Entry *)self)->second);
     return 0;
 }
 
-static int rule_handler_clear(PyObject *self) {
-    Py_CLEAR(((RuleHandler *)self)->handler);
+static int entry_clear(PyObject *self) {
+    Py_CLEAR(((Entry *)self)->first);
+    Py_CLEAR(((Entry *)self)->second);
     return 0;
 }
 
-static void rule_handler_dealloc(PyObject *self) {
+static void entry_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
-    rule_handler_clear(self);
+    entry_clear(self);
     PyObject_GC_Del(self);
 }
 
-static PyObject *rule_handler_repr(PyObject *self) {
-    PyObject *handler = ((RuleHandler *)self)->handler;
-    return handler == NULL ? PyUnicode_FromString("<rule_handler>") : PyUnicode_FromFormat("<rule_handler %R>", handler);
+static PyObject *entry_repr(PyObject *self) {
+    Entry *entry = (Entry *)self;
+    static const char *names[REFERENCES] = {[TO_RULE] = "rule_handler", [ANSWER] = "poll_answer", [RECORD] = "poll_record"};
+    if (entry->first == NULL) return PyUnicode_FromFormat("<%s>", names[entry->which]);
+    if (entry->second == NULL) return PyUnicode_FromFormat("<%s %R>", names[entry->which], entry->first);
+    return PyUnicode_FromFormat("<%s %R, %R>", names[entry->which], entry->first, entry->second);
 }
 
-static PyTypeObject RuleHandlerType = {
+static PyTypeObject EntryType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "drfemu.nodes._engine.RuleHandler",
-    .tp_basicsize = sizeof(RuleHandler),
+    .tp_name = "drfemu.nodes._engine.Entry",
+    .tp_basicsize = sizeof(Entry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_vectorcall_offset = offsetof(RuleHandler, vectorcall),
+    .tp_vectorcall_offset = offsetof(Entry, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_traverse = rule_handler_traverse,
-    .tp_clear = rule_handler_clear,
-    .tp_dealloc = rule_handler_dealloc,
-    .tp_repr = rule_handler_repr,
-    .tp_doc = "A server's dispatch entry: h(node, msg, now) calls handler(node.rule, node, msg, now).",
+    .tp_traverse = entry_traverse,
+    .tp_clear = entry_clear,
+    .tp_dealloc = entry_dealloc,
+    .tp_repr = entry_repr,
+    .tp_doc = "A server's dispatch entry, called as h(node, msg, now): a rule's handler, or a poll's answer or record.",
 };
 
-static PyObject *rule_handler(PyObject *Py_UNUSED(self), PyObject *handler) {
-    RuleHandler *made = PyObject_GC_New(RuleHandler, &RuleHandlerType);
+static PyObject *new_entry(int which, PyObject *first, PyObject *second, vectorcallfunc call) {
+    Entry *made = PyObject_GC_New(Entry, &EntryType);
     if (made == NULL) return NULL;
-    made->handler = Py_NewRef(handler);
-    made->vectorcall = rule_handler_call;
+    made->first = Py_NewRef(first);
+    made->second = Py_XNewRef(second);
+    made->which = which;
+    made->vectorcall = call;
     PyObject_GC_Track(made);
     return (PyObject *)made;
 }
 
+static PyObject *rule_handler(PyObject *Py_UNUSED(self), PyObject *handler) {
+    return new_entry(TO_RULE, handler, NULL, rule_handler_call);
+}
+
+static PyObject *poll_answer(PyObject *Py_UNUSED(self), PyObject *replies) {
+    return new_entry(ANSWER, replies, NULL, poll_answer_call);
+}
+
+static PyObject *poll_record(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !(args[1] == Py_None || PyUnicode_Check(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "poll_record(table, field): a table's name and a field's name or None");
+        return NULL;
+    }
+    return new_entry(RECORD, args[0], args[1], poll_record_call);
+}
+
 static PyMethodDef methods[] = {
+    {"poll_answer", poll_answer, METH_O,
+     "poll_answer(replies) -> h, with h(node, msg, now) sending node's published answers to msg.sender"},
+    {"poll_record", (PyCFunction)(void (*)(void))poll_record, METH_FASTCALL,
+     "poll_record(table, field) -> h, with h(node, msg, now) storing msg (or its field) in node.rule.<table>"},
     {"rule_handler", rule_handler, METH_O,
      "rule_handler(handler) -> h, with h(node, msg, now) calling handler(node.rule, node, msg, now)"},
     {"send_method", send_method, METH_O, "send_method(cls) -> the C `send` method for class cls (an Actor)"},
@@ -478,7 +603,12 @@ PyMODINIT_FUNC PyInit__engine(void) {
     str_idle_tick = PyUnicode_InternFromString("idle_tick");
     if (!str_dispatch || !str_outbox || !str_drain || !str_check_handled || !str_class || !str_rule || !str_idle_tick)
         return NULL;
-    if (PyType_Ready(&RuleHandlerType) < 0) return NULL;
+    str_published = PyUnicode_InternFromString("published");
+    str_sender = PyUnicode_InternFromString("sender");
+    str_send = PyUnicode_InternFromString("send");
+    str_get = PyUnicode_InternFromString("get");
+    if (!str_published || !str_sender || !str_send || !str_get) return NULL;
+    if (PyType_Ready(&EntryType) < 0) return NULL;
     if (main_interpreter_only("drfemu.nodes._engine") < 0) return NULL;
     object_class = _PyType_Lookup(&PyBaseObject_Type, str_class);
     if (object_class == NULL) {

@@ -49,7 +49,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.events import TaskAllocated, TaskFinished
 from drfemu.kernel.messages import (
     Accept,
@@ -58,7 +57,6 @@ from drfemu.kernel.messages import (
     PeerDown,
     PeerUp,
     Proposal,
-    RequestAck,
     ShareAck,
     TaskEnded,
     TaskExit,
@@ -72,6 +70,7 @@ from drfemu.kernel.messages import (
 )
 from drfemu.kernel.resources import CapacityViolation, Vector, fits, give, take
 from drfemu.kernel.streams import NodeStreams
+from drfemu.nodes.rule_dispatch import acknowledging, answer_entry, record_entry, rule_entry
 from drfemu.nodes.wakes import PlacementTimeout, RepeatEnd, RepeatProposal, ResendHop, RetryWalk, ServerWake
 from drfemu.nodes.overlay_peer import OverlayPeer
 from drfemu.overlay.gradient import NEG_INF, Gradient
@@ -80,6 +79,7 @@ from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.fragmentation import DemandMix
 from drfemu.protocols.homes import HomeUser, HomeUsers
 from drfemu.protocols.placement import FitPlace, FitWalk
+from drfemu.protocols.polls import Answer
 from drfemu.protocols.room import room_score
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
 from drfemu.protocols.rule import ServerRule
@@ -162,7 +162,8 @@ class ServerNode(OverlayPeer):
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
                  "rto", "prompt_rto", "notices", "mix", "keep_room", "_streams", "_reserved", "_running", "_ended",
-                 "_fixed", "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices", "_held_devices")
+                 "_fixed", "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices", "_held_devices",
+                 "published")
 
     def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
                  streams: NodeStreams, config: ServerConfig) -> None:
@@ -203,6 +204,7 @@ class ServerNode(OverlayPeer):
         self._heard: set[tuple[Any, ...]] = set()  # the walk copies heard lately (resilience on) ...
         self._heard_order: deque[tuple[float, tuple[Any, ...]]] = deque()  # ... with when to forget each
         self.acknowledged: dict[int, int] = {}  # user -> the task whose request it acknowledged last
+        self.published: dict[type, tuple[Any, ...]] = {}  # a poll's request type -> the replies it gets (`republish`)
         self.gradient.set_utility(self.homes.utility())
 
     def start(self, neighbors: Sequence[int] = ()) -> None:
@@ -244,6 +246,10 @@ class ServerNode(OverlayPeer):
                 smallest = min(smallest, float(positive.min()))
         return smallest
 
+    def republish(self) -> None:
+        """The rule's published state may have changed (`protocols.polls`); also called as free resources change."""
+        self.published.clear()
+
     def propose(self, user: int, task: int, demand: Vector) -> None:
         """Reserve `demand` here and offer the task to its user."""
         key = (user, task)
@@ -258,6 +264,7 @@ class ServerNode(OverlayPeer):
             self.devices.take(amount, chosen)
             self._held_devices[key] = chosen
         take(self.free, demand)
+        self.published.clear()
         self._reserved[(user, task)] = demand
         self.placement["proposals"] += 1
         self.send(user, Proposal(task, self.id))
@@ -323,6 +330,7 @@ class ServerNode(OverlayPeer):
                 return  # a repeated answer
         demand = self._reserved.pop(key)
         give(self.free, demand)
+        self.published.clear()
         if self.devices is not None:
             self.devices.give(demand[self.devices.resource], self._held_devices.pop(key))
         self.placement["declined"] += 1
@@ -331,6 +339,7 @@ class ServerNode(OverlayPeer):
     def on_task_exit(self, msg: TaskExit, now: float) -> None:
         demand = self._running.pop((msg.user, msg.task))
         give(self.free, demand)
+        self.published.clear()
         if self.devices is not None:
             self.devices.give(demand[self.devices.resource], self._held_devices.pop((msg.user, msg.task)))
         if not self._running and not self._reserved:
@@ -554,35 +563,6 @@ class ServerNode(OverlayPeer):
         self.rule.on_tick(self, now)
 
 
-def to_rule_python(handler: Callable[..., None]) -> Callable[[ServerNode, Any, float], None]:
-    """A server's dispatch entry for its rule's `handler`: `handler(node.rule, node, msg, now)`.
-    The reference for `nodes._engine.rule_handler`, which makes the same entry without a Python
-    frame of its own (one per message a rule handles)."""
-    def dispatch(node: ServerNode, msg: Any, now: float) -> None:
-        handler(node.rule, node, msg, now)
-
-    return dispatch
-
-
-_to_rule: Callable[[Callable[..., None]], Callable[[ServerNode, Any, float], None]] = to_rule_python
-if compiled_module("drfemu.nodes._engine") is not None:  # typed by its stub, `_engine.pyi`
-    from drfemu.nodes._engine import rule_handler as _to_rule
-
-
-def _acknowledging(handler: Callable[[ServerNode, Any, float], None]) -> Callable[[ServerNode, Any, float], None]:
-    """`handler` of `TaskRequest`, preceded (resilience on) by the `RequestAck` every allocator
-    sends when a task's request first arrives, whichever rule handles it (a repeat is not
-    acknowledged again: a user repeats a held request now and then, and acknowledging each
-    repeat doubled the central protocols' messages under faults)."""
-    def dispatch(node: ServerNode, msg: TaskRequest, now: float) -> None:
-        if node.rto and node.acknowledged.get(msg.user) != msg.task:
-            node.acknowledged[msg.user] = msg.task
-            node.send(msg.user, RequestAck(msg.task, node.id))
-        handler(node, msg, now)
-
-    return dispatch
-
-
 _SERVER_CLASSES: dict[type[ServerRule], type[ServerNode]] = {}
 
 
@@ -593,8 +573,16 @@ def server_class(rule: type[ServerRule]) -> type[ServerNode]:
     if made is not None:
         return made
     cls: type[ServerNode] = type(f"{rule.__name__}Server", (ServerNode,), {"__slots__": (), "__module__": __name__})
-    dispatch = {**ServerNode.DISPATCH, **{t: _to_rule(h) for t, h in rule.HANDLERS.items()}}
-    dispatch[TaskRequest] = _acknowledging(dispatch[TaskRequest])
+    dispatch = {**ServerNode.DISPATCH, **{t: rule_entry(h) for t, h in rule.HANDLERS.items()}}
+    dispatch[TaskRequest] = acknowledging(dispatch[TaskRequest])
+    for poll in rule.POLLS:  # `protocols.polls`
+        if isinstance(poll, Answer):
+            kind, entry = poll.request, answer_entry(poll.replies)
+        else:
+            kind, entry = poll.reply, record_entry(poll.table, poll.field)
+        if kind in dispatch:
+            raise TypeError(f"{rule.__name__} declares a poll on {kind.__name__}, which its server already handles")
+        dispatch[kind] = entry
     cls.DISPATCH = dispatch  # set after the class is made: making it collects the dispatch of its own handlers
     _SERVER_CLASSES[rule] = cls  # (`nodes.actor`)
     return cls

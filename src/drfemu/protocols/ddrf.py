@@ -61,6 +61,7 @@ from drfemu.kernel.messages import Address, handles, message
 from drfemu.kernel.params import Kind, Param
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.protocols.homes import INF
+from drfemu.protocols.polls import Record
 from drfemu.protocols.rule import Server, ServerRule
 from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
@@ -143,9 +144,7 @@ class DdrfRule(ServerRule):
             reply = self._said = MinShareReply(server.id, share)
         server.send(msg.sender, reply)
 
-    @handles(MinShareReply)
-    def on_min_share_reply(self, server: Server, msg: MinShareReply, now: float) -> None:
-        self.reported[msg.sender] = msg.share
+    POLLS = (Record(MinShareReply, "reported", "share"),)  # a reply's share goes to `reported` (`protocols.polls`)
 
 
 def _allocating(view: list[tuple[float, int, float]]) -> bool:

@@ -69,6 +69,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.messages import Address, TaskRequest, handles, message
 from drfemu.kernel.params import Kind, Param
 from drfemu.kernel.resources import Vector, dominant_share, fits
+from drfemu.protocols.polls import Answer, Record
 from drfemu.protocols.rule import Server, ServerRule
 from drfemu.protocols.spec import Gateway, ProtocolSpec
 
@@ -233,8 +234,10 @@ class ProbeRule(ServerRule):
         if self.low_known:  # keep the minimum up to date: only this user's entry changed this tick
             if self.low is not None and self.low[1] == user:
                 self.low_known = False
+                server.republish()
             elif self.ticks - since <= STUCK_TICKS and (self.low is None or (share, user, task) < self.low):
                 self.low = (share, user, task)
+                server.republish()
 
     def _could_hold(self, server: Server, demand: Vector) -> bool:
         """Could this server ever hold the task (always, in the thesis's probe)?"""
@@ -284,6 +287,7 @@ class ProbeRule(ServerRule):
     def on_tick(self, server: Server, now: float) -> None:
         self.ticks += 1
         self.low_known = False
+        server.republish()  # the lowest share it publishes is that of the new tick
         if self.poll_every == 1 or self.ticks % self.poll_every == 1:
             poll = LoadRequest(server.id)
             for neighbour in server.neighbors:
@@ -305,28 +309,30 @@ class ProbeRule(ServerRule):
             server.propose(user, task, demand)
             return
 
-    @handles(LoadRequest)
-    def on_load_request(self, server: Server, msg: LoadRequest, now: float) -> None:
+    def load_replies(self, server: Server) -> tuple[LoadReply | LoadsReply | LowestShare, ...]:
+        """What a load request gets (the poll's `Answer`): this server's load and, with the band, the
+        lowest share it heard lately (`LowestShare`). Messages are immutable: the last ones made are
+        sent again while what they say holds (a server answers each neighbour every tick, mostly
+        unchanged)."""
+        load: LoadReply | LoadsReply
         if self.mode != "cpu":
-            server.send(msg.sender, LoadsReply(server.id, used_fractions(server.free, server.capacity),
-                                               tuple(server.free)))
+            load = LoadsReply(server.id, used_fractions(server.free, server.capacity), tuple(server.free))
         else:
-            load, reply = cpu_load(server), self.said_load
-            if reply is None or reply.load != load:
-                reply = self.said_load = LoadReply(server.id, load)
-            server.send(msg.sender, reply)
-        if self.band:
-            lowest = self.low if self.low_known else self._lowest()
-            if lowest is not None:
-                said, notice = self.said_lowest
-                if notice is None or said is not lowest:
-                    notice = LowestShare(lowest[1], lowest[2], lowest[0])
-                    self.said_lowest = (lowest, notice)
-                server.send(msg.sender, notice)
+            cpu, last = cpu_load(server), self.said_load
+            load = last if last is not None and last.load == cpu else LoadReply(server.id, cpu)
+            self.said_load = load
+        if not self.band:
+            return (load,)
+        lowest = self.low if self.low_known else self._lowest()
+        if lowest is None:
+            return (load,)
+        said, notice = self.said_lowest
+        if notice is None or said is not lowest:
+            notice = LowestShare(lowest[1], lowest[2], lowest[0])
+            self.said_lowest = (lowest, notice)
+        return (load, notice)
 
-    @handles(LoadReply, LoadsReply)
-    def on_load_reply(self, server: Server, msg: LoadReply | LoadsReply, now: float) -> None:
-        self.reports[msg.sender] = msg
+    POLLS = (Answer(LoadRequest, load_replies), Record(LoadReply, "reports"), Record(LoadsReply, "reports"))
 
 
 PROBE = ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", Gateway.RANDOM,

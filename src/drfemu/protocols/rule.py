@@ -22,6 +22,8 @@ A rule declares
 - `STRANDS`: whether a task can wait for ever on servers where it does not fit while another
   has room (so a run with endless tasks may end as stalled whatever the faults or the seed);
 - handlers: methods `(self, server, msg, now)` marked with `kernel.messages.handles`;
+- `POLLS`: the polls whose messages the engine handles for it (`protocols.polls`): the requests
+  it answers with what it publishes, and the replies it records in a table;
 - `counters()`: its figures, summed over servers into the result's `overlay` section;
 - optionally `check_params(values)`, a static method that rejects combinations of run
   parameters it cannot run with (`ValueError`, one line naming the options);
@@ -33,12 +35,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from drfemu.kernel.messages import collect_handlers
 from drfemu.kernel.params import Param
 from drfemu.kernel.resources import Vector
 from drfemu.protocols.homes import HomeUser, HomeUsers
+
+if TYPE_CHECKING:
+    from drfemu.protocols.polls import Poll
 
 __all__ = ["GradientView", "Server", "ServerRule"]
 
@@ -98,6 +103,8 @@ class Server(Protocol):
 
     def thaw_neighbors(self) -> None: ...
 
+    def republish(self) -> None: ...  # what the rule publishes may have changed (`protocols.polls`)
+
 
 class ServerRule:
     """Base class of distributed rules; see the module docstring."""
@@ -108,6 +115,7 @@ class ServerRule:
     ROUND_TRIP_WITHIN_TICK: ClassVar[bool] = False
     STRANDS: ClassVar[bool] = False
     HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {}
+    POLLS: ClassVar[tuple[Poll, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -1,0 +1,206 @@
+"""Polls as an engine primitive (issue 58, `protocols.polls`): the dispatch entries that answer a
+request from what a rule published and record a reply in its table, compiled and in Python, do
+the same Python operations in the same order on any input; a rule cannot both handle and poll
+one message type. (That runs with polls are the runs before them, event for event, is held by
+`drfemu check` and `tests/test_engine_c.py`.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from drfemu.kernel.messages import Address, handles, message
+from drfemu.nodes import rule_dispatch
+from drfemu.nodes.rule_dispatch import answer_python, record_python
+from drfemu.nodes.server import server_class
+from drfemu.protocols.polls import Answer, Record
+from drfemu.protocols.rule import ServerRule
+
+ENTRIES: list[tuple[str, Any, Any]] = [("python", answer_python, record_python)]
+if rule_dispatch.answer_entry is not answer_python:
+    ENTRIES.append(("c", rule_dispatch.answer_entry, rule_dispatch.record_entry))
+
+
+@message
+class Ask:
+    sender: Address
+
+
+@message
+class Tell:
+    sender: Address
+    value: float
+
+
+class Rule:
+    def __init__(self, log: list[Any]) -> None:
+        self.log = log
+        self.table: dict[Any, Any] = {}
+        self.version = 0
+
+    def replies(self, node: Any) -> Any:
+        self.log.append(("replies", self.version))
+        return [Tell(node.id, float(self.version)), Tell(node.id, -1.0)]  # any iterable: kept as a tuple
+
+
+class Node:
+    def __init__(self, log: list[Any]) -> None:
+        self.id = 7
+        self.rule = Rule(log)
+        self.published: dict[type, tuple[Any, ...]] = {}
+        self.sent: list[tuple[int, Any]] = []
+        self.log = log
+
+    def send(self, dst: int, msg: Any) -> None:
+        self.log.append(("send", dst, msg))
+        self.sent.append((dst, msg))
+
+
+def _answer_twice(answer: Any) -> list[Any]:
+    log: list[Any] = []
+    node = Node(log)
+    entry = answer(Rule.replies)
+    assert entry(node, Ask(3), 0.0) is None
+    entry(node, Ask(4), 0.0)  # the same published replies, not asked again
+    node.rule.version = 1
+    node.published.clear()  # what `republish` does
+    entry(node, Ask(5), 0.0)
+    assert node.published == {Ask: (Tell(7, 1.0), Tell(7, -1.0))}
+    return log
+
+
+@pytest.mark.parametrize(("name", "answer", "record"), ENTRIES)
+def test_an_answered_request_gets_what_the_rule_published_asked_once_until_republished(name: str, answer: Any,
+                                                                                       record: Any) -> None:
+    log = _answer_twice(answer)
+    assert log == [("replies", 0), ("send", 3, Tell(7, 0.0)), ("send", 3, Tell(7, -1.0)),
+                   ("send", 4, Tell(7, 0.0)), ("send", 4, Tell(7, -1.0)),
+                   ("replies", 1), ("send", 5, Tell(7, 1.0)), ("send", 5, Tell(7, -1.0))]
+
+
+@pytest.mark.parametrize(("name", "answer", "record"), ENTRIES)
+def test_a_recorded_reply_goes_to_the_rules_table_under_its_sender(name: str, answer: Any, record: Any) -> None:
+    node = Node([])
+    record("table", None)(node, Tell(2, 0.5), 0.0)
+    record("table", "value")(node, Tell(3, 0.25), 0.0)
+    assert node.rule.table == {2: Tell(2, 0.5), 3: 0.25}
+
+
+class Hostile:
+    """Attributes that log when they are read, to hold the order of reads to the reference's."""
+
+    def __init__(self, log: list[Any], **values: Any) -> None:
+        object.__setattr__(self, "_log", log)
+        object.__setattr__(self, "_values", values)
+
+    def __getattr__(self, name: str) -> Any:
+        self._log.append(("read", name))
+        if name not in self._values:
+            raise AttributeError(name)
+        return self._values[name]
+
+
+class LoggingTable(dict[Any, Any]):
+    def __init__(self, log: list[Any]) -> None:
+        super().__init__()
+        self.log = log
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.log.append(("get", key))
+        return super().get(key, default)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.log.append(("set", key, value))
+        super().__setitem__(key, value)
+
+
+def _outcome(call: Any) -> tuple[str, Any]:
+    try:
+        return "ok", call()
+    except Exception as error:  # noqa: BLE001 - the outcome is compared
+        return type(error).__name__, str(error)
+
+
+def _hostile_cases() -> list[Any]:
+    def node_without_published(log: list[Any]) -> tuple[Any, Any]:
+        return Hostile(log, rule=Rule(log), send=lambda d, m: log.append(("send", d, m))), Hostile(log, sender=1)
+
+    def published_of_its_own(log: list[Any]) -> tuple[Any, Any]:
+        rule = Rule(log)
+        return Hostile(log, rule=rule, published=LoggingTable(log), id=1,
+                       send=lambda d, m: log.append(("send", d, m))), Hostile(log, sender=9)
+
+    def message_without_sender(log: list[Any]) -> tuple[Any, Any]:
+        return Hostile(log, rule=Rule(log), published={}, id=1, send=lambda d, m: None), Hostile(log)
+
+    def replies_not_iterable(log: list[Any]) -> tuple[Any, Any]:
+        rule = Hostile(log)
+        return Hostile(log, rule=rule, published={}, id=1, send=lambda d, m: None), Hostile(log, sender=2)
+
+    def send_raises(log: list[Any]) -> tuple[Any, Any]:
+        def send(d: Any, m: Any) -> None:
+            log.append(("send", d, m))
+            raise RuntimeError("no")
+        return Hostile(log, rule=Rule(log), published={}, id=1, send=send), Hostile(log, sender=2)
+
+    def published_not_a_mapping(log: list[Any]) -> tuple[Any, Any]:
+        return Hostile(log, rule=Rule(log), published=[], id=1, send=lambda d, m: None), Hostile(log, sender=2)
+
+    return [node_without_published, published_of_its_own, message_without_sender, replies_not_iterable, send_raises,
+            published_not_a_mapping]
+
+
+@pytest.mark.skipif(len(ENTRIES) < 2, reason="the compiled entries are not built")
+@pytest.mark.parametrize("case", _hostile_cases(), ids=lambda case: case.__name__)
+def test_the_compiled_answer_matches_its_reference_on_hostile_input(case: Any) -> None:
+    def replies(rule: Any, node: Any) -> Any:
+        if isinstance(rule, Hostile):
+            return 5  # not iterable
+        return Rule.replies(rule, node)
+
+    runs = []
+    for _, answer, _ in ENTRIES:
+        log: list[Any] = []
+        node, msg = case(log)
+        runs.append((_outcome(lambda: answer(replies)(node, msg, 0.0)), log))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.skipif(len(ENTRIES) < 2, reason="the compiled entries are not built")
+@pytest.mark.parametrize(("table", "field", "has"), [("table", None, {"sender": 1}), ("table", "value", {"sender": 1}),
+                                                     ("table", "value", {"value": 2}), ("missing", None, {"sender": 1}),
+                                                     ("table", None, {})])
+def test_the_compiled_record_matches_its_reference_on_hostile_input(table: str, field: str | None,
+                                                                    has: dict[str, Any]) -> None:
+    runs = []
+    for _, _, record in ENTRIES:
+        log: list[Any] = []
+        rule = Hostile(log, table=LoggingTable(log))
+        node, msg = Hostile(log, rule=rule), Hostile(log, **has)
+        outcome = _outcome(lambda: record(table, field)(node, msg, 0.0))
+        runs.append((outcome, [entry if entry[0] != "set" else entry[:2] for entry in log]))
+    assert runs[0] == runs[1]
+
+
+def test_a_rule_cannot_both_handle_and_poll_a_message() -> None:
+    class Both(ServerRule):
+        @handles(Tell)
+        def on_tell(self, server: Any, msg: Tell, now: float) -> None:
+            pass
+
+        POLLS = (Record(Tell, "table"),)
+
+    with pytest.raises(TypeError, match="declares a poll on Tell"):
+        server_class(Both)
+
+
+def test_a_rule_with_polls_gets_their_entries_in_its_servers_dispatch() -> None:
+    class Polling(ServerRule):
+        def replies(self, server: Any) -> tuple[Tell]:
+            return (Tell(server.id, 0.0),)
+
+        POLLS = (Answer(Ask, replies), Record(Tell, "table", "value"))
+
+    dispatch = server_class(Polling).DISPATCH
+    assert dispatch[Ask] is not None and dispatch[Tell] is not None
