@@ -264,7 +264,7 @@ class ServerNode(OverlayPeer):
             self.devices.take(amount, chosen)
             self._held_devices[key] = chosen
         take(self.free, demand)
-        self.published.clear()
+        self.republish()
         self._reserved[(user, task)] = demand
         self.placement["proposals"] += 1
         self.send(user, Proposal(task, self.id))
@@ -330,7 +330,7 @@ class ServerNode(OverlayPeer):
                 return  # a repeated answer
         demand = self._reserved.pop(key)
         give(self.free, demand)
-        self.published.clear()
+        self.republish()
         if self.devices is not None:
             self.devices.give(demand[self.devices.resource], self._held_devices.pop(key))
         self.placement["declined"] += 1
@@ -339,7 +339,7 @@ class ServerNode(OverlayPeer):
     def on_task_exit(self, msg: TaskExit, now: float) -> None:
         demand = self._running.pop((msg.user, msg.task))
         give(self.free, demand)
-        self.published.clear()
+        self.republish()
         if self.devices is not None:
             self.devices.give(demand[self.devices.resource], self._held_devices.pop((msg.user, msg.task)))
         if not self._running and not self._reserved:

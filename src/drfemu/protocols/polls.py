@@ -23,8 +23,8 @@ per-type loss rules, tallies and trace events as any other — and only its hand
 engine: a compiled entry answers or records it without a Python frame where `nodes._engine` was
 built (`nodes.rule_dispatch.answer_python` and `record_python` are the reference).
 
-A message type is handled once: a rule that both declares a poll on a type and handles it with
-`@handles` is refused when its server class is made.
+A message type is handled once: a rule that declares a poll on a type it handles with `@handles`,
+or that its server handles, or twice, is refused when its server class is made.
 """
 
 from __future__ import annotations
