@@ -166,14 +166,11 @@ class BdgdrfRule(ServerRule):
             minimum = self.minimum
         if minimum is None:
             return
-        ready = None  # the lowest (G_i, user) with a task to place: `min` of a generator, without its frames
-        for user, record in homes.counted():
-            if record.idle() and (ready is None or (record.share, user) < ready):
-                ready = (record.share, user)
+        ready = homes.lowest(idle=True)
         if ready is None:
             return
-        share, user = ready
-        record = homes.records[user]
+        user, record = ready
+        share = record.share
         reach = self.band * record.task_share
         if self.band_cap and not (self.cap_when_full and self._fits_at_home(server, record)):
             reach = min(reach, self.band_cap * server.smallest_task_share())

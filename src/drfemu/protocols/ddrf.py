@@ -108,12 +108,9 @@ class DdrfRule(ServerRule):
         if self._round % self.STALE_ROUNDS == 0:
             self._forget_silent(server)
         bound = min(self.reported.values(), default=INF)  # eq. 3.8 as Algorithm 5 tests it: G_i ≤ bound
-        chosen: tuple[float, int] | None = None  # the lowest (G_i, user) that is idle within the bound
-        for user, record in homes.counted():
-            if record.idle() and record.share <= bound and (chosen is None or (record.share, user) < chosen):
-                chosen = (record.share, user)
+        chosen = homes.lowest(idle=True, at_most=bound)
         if chosen is not None:
-            server.allocate(chosen[1], homes.records[chosen[1]])
+            server.allocate(*chosen)
         request = MinShareRequest(server.id, homes.min_share())
         for neighbour in server.neighbors:
             server.send(neighbour, request)

@@ -102,11 +102,13 @@ class HomeUsers:
         """Eq. 4.2: `−min G_i`, `−∞` for a server without (counted) users."""
         return -self.min_share()
 
-    def lowest(self) -> tuple[int, HomeUser] | None:
-        """The counted user with the lowest `(G_i, id)`, or None (run by every home every tick)."""
+    def lowest(self, idle: bool = False, at_most: float = INF) -> tuple[int, HomeUser] | None:
+        """The counted user with the lowest `(G_i, id)`, or None (run by every home every tick); with
+        `idle`, of the users with a task to place; with `at_most`, of those with `G_i ≤ at_most`."""
         best_user, best = -1, None
         for user, record in self.records.items():  # ascending ids: a tie keeps the first
-            if record.active and not record.saturated and (best is None or record.share < best.share):
+            if record.active and not record.saturated and record.share <= at_most \
+                    and (best is None or record.share < best.share) and (not idle or record.idle()):
                 best_user, best = user, record
         return None if best is None else (best_user, best)
 
