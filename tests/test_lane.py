@@ -6,6 +6,7 @@ cannot carry with an error of its own."""
 from __future__ import annotations
 
 import gc
+import random
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from drfemu.nodes import lane as lane_module
 from drfemu.nodes import overlay_peer
 from drfemu.nodes.network import Network
 from drfemu.nodes.overlay_peer import LANE_MARKS, OverlayPeer
+from drfemu.nodes import runtime as runtime_module
 from drfemu.nodes.runtime import Runtime
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from drfemu.schema.overlay_config import OverlayConfig
@@ -114,10 +116,12 @@ def test_an_overlay_run_with_the_lane_gives_the_result_of_one_without(monkeypatc
     assert with_lane["bytes"] and with_lane["messages"]
 
 
-def _peers(n: int) -> tuple[Runtime, list[OverlayPeer]]:
-    import random
+class Roomy(OverlayPeer):
+    """A peer with an instance dict: `getattr` may find an instance's own DISPATCH first."""
 
-    peers = [OverlayPeer(i, 3, 4, 2, random.Random(i), utility=float(i)) for i in range(n)]
+
+def _peers(n: int, roomy: int = -1) -> tuple[Runtime, list[OverlayPeer]]:
+    peers = [(Roomy if i == roomy else OverlayPeer)(i, 3, 4, 2, random.Random(i), utility=float(i)) for i in range(n)]
     overlay_peer.bootstrap(peers, [float(i) for i in range(n)], seed=1)
     return Runtime(Network(), peers), peers
 
@@ -193,3 +197,155 @@ def test_a_lane_in_a_cycle_is_collected() -> None:
 def test_the_marks_count_as_the_messages_they_stand_for() -> None:
     assert [mark.STANDS_FOR for mark in LANE_MARKS] == [CyclonShuffle, CyclonReply, GradientShuffle, GradientReply]
     assert len({type(mark) for mark in LANE_MARKS}) == 4
+
+
+class Declining:
+    """A lane that never delivers an instant itself: the runtime's own `deliver` gets its marks."""
+
+    def __init__(self, lane: Any) -> None:
+        self.__dict__["lane"] = lane
+
+    def deliver(self, *args: Any) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.lane, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.lane, name, value)
+
+
+@pytest.mark.parametrize("protocol, faults", [
+    ("pdgdrf", False), ("dgdrf", False), ("bdgdrf", False), ("ddrf-gradient", False), ("pdgdrf", True),
+])
+def test_the_lane_delivers_an_instant_that_carries_marks_as_the_runtime_would(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, protocol: str, faults: bool) -> None:
+    extra: dict[str, Any] = {}
+    if faults:
+        (tmp_path / "faults.toml").write_text(FAULTS)
+        extra = {"faults": str(tmp_path / "faults.toml"), "max_time": "20s"}
+    params = canonical_params({"protocol": protocol, "machines": 12, "users": 4, "neighbors": 2, **extra})
+    delivered: list[bool] = []
+    fused, _ = _traced(monkeypatch, params, on=True)
+    use_lane = Runtime.use_lane
+
+    def declining(runtime: Runtime, lane: Any, *rest: Any) -> None:
+        use_lane(runtime, lane, *rest)
+        runtime._lane = Declining(lane)
+        delivered.append(True)
+
+    monkeypatch.setattr(Runtime, "use_lane", declining)
+    plain, _ = _traced(monkeypatch, params, on=True)
+    assert delivered
+    assert fused["events"] == plain["events"] > 1000
+    assert fused["hashes"] == plain["hashes"]
+    assert fused["result"] == plain["result"]
+
+
+class ChangesTheNetwork(random.Random):
+    """A Cyclon draw (not the stock one, so the reference draws with it) that crashes actor `down`
+    on the network at its first draw: a network change in the middle of a delivery phase."""
+
+    def __init__(self, state: Any, runtime: Runtime, down: int) -> None:
+        super().__init__()
+        self.setstate(state)
+        self.runtime, self.down = runtime, down
+
+    def random(self) -> float:
+        if self.down >= 0:
+            self.runtime.network.set_down(self.down, True)
+            self.down = -1
+        return super().random()
+
+
+def _an_instant_of_shuffles(fused: bool, hostile: bool, roomy: int = -1) -> tuple[Any, ...]:
+    """Eight peers start a Cyclon shuffle each; their marks are delivered at one instant by the lane
+    (`fused`) or by the runtime's deliver. With `hostile`, the first actor woken with one mark and
+    later ones after it changes the network as it answers; with `roomy`, that peer's class has an
+    instance dict (the lane hands its messages to the runtime's deliver)."""
+    runtime, peers = _peers(8, roomy)
+    heard: list[int] = []
+    if roomy >= 0:  # its own DISPATCH, which only getattr finds, counts what it handles
+        row_handler = OverlayPeer.DISPATCH[type(LANE_MARKS[0])]
+
+        def counted(actor: OverlayPeer, mark: Any, now: float) -> None:
+            heard.append(actor.id)
+            row_handler(actor, mark, now)
+
+        peers[roomy].DISPATCH = {**OverlayPeer.DISPATCH, type(LANE_MARKS[0]): counted}
+    assert overlay_peer.attach_lane(runtime)
+    lane = runtime._lane
+    assert lane is not None
+    for peer in peers:
+        peer.cyclon_round(1.0)
+    deliveries = [item for peer in peers for item in peer.take_outbox()]
+    woken = list(dict.fromkeys(d for d, _ in deliveries))
+    if hostile:
+        x = next(d for d in woken[:-1] if sum(1 for dst, _ in deliveries if dst == d) == 1)
+        peers[x].cyclon.rng = ChangesTheNetwork(peers[x].cyclon.rng.getstate(), runtime, woken[-1] ^ 1)
+    batch: list[tuple[int, Any]] = []
+    args = (deliveries, runtime._mailboxes, runtime.actors, runtime._inline_drain, 1.001, batch)
+    if fused:
+        assert lane.deliver(*args)
+    else:
+        runtime_module.deliver(*args, runtime._flush)
+    settled = [type(msg).__name__ for _, msg in deliveries]
+    return (lane.render(batch) if lane.open else batch, [list(peer.cyclon.entries.items()) for peer in peers],
+            lane.in_flight, lane.open, heard, settled)
+
+
+@pytest.mark.parametrize("hostile, roomy", [(False, -1), (True, -1), (False, 5), (True, 5)])
+def test_the_lane_delivering_an_instant_does_what_the_runtime_would(hostile: bool, roomy: int) -> None:
+    fused = _an_instant_of_shuffles(True, hostile, roomy)
+    plain = _an_instant_of_shuffles(False, hostile, roomy)
+    assert fused[:5] == plain[:5]
+    assert fused[0]  # replies were sent
+    assert bool(fused[4]) == (roomy >= 0)  # the peer with a DISPATCH of its own was woken through it
+    if hostile and roomy < 0:  # the marks not yet handled became messages where the lane was delivering
+        assert "CyclonShuffle" in fused[5] and not fused[3]
+
+
+@pytest.mark.parametrize("spoil", [
+    lambda args: ((0, LANE_MARKS[0]), *args[1:]),  # deliveries not a list
+    lambda args: ([(0, object())], *args[1:]),  # not a mark
+    lambda args: ([(9, LANE_MARKS[0])], *args[1:]),  # not an actor of the lane
+    lambda args: ([], *args[1:]),  # nothing to deliver
+    lambda args: (*args[:5], None),  # no batch: the latency is not fixed
+    lambda args: (args[0], [[object()] for _ in args[1]], *args[2:]),  # a mailbox not empty
+])
+def test_the_lane_declines_an_instant_it_does_not_take(spoil: Any) -> None:
+    runtime, peers = _peers(4)
+    assert overlay_peer.attach_lane(runtime)
+    lane = runtime._lane
+    peers[0].cyclon_round(1.0)
+    sends = peers[0].take_outbox()
+    args = spoil((sends, runtime._mailboxes, runtime.actors, runtime._inline_drain, 1.0, []))
+    assert lane.deliver(*args) is False
+    assert lane.in_flight == 1
+    with pytest.raises(TypeError):
+        lane.deliver(*args[:5])
+
+
+@pytest.mark.parametrize("spoil", [
+    lambda actors, drains: actors.__setitem__(slice(None), [object()] * len(actors)),  # not actors at all
+    lambda actors, drains: drains.__setitem__(slice(None), [False] * len(drains)),  # drains of their own
+    lambda actors, drains: drains.__setitem__(slice(None), []),  # a list too short
+    lambda actors, drains: setattr(actors[0], "outbox", ()),  # an outbox that is not a list
+])
+def test_the_lane_hands_what_it_cannot_wake_to_the_runtime(spoil: Any) -> None:
+    outcomes = []
+    for fused in (True, False):
+        runtime, peers = _peers(4)
+        assert overlay_peer.attach_lane(runtime)
+        for peer in peers:
+            peer.cyclon_round(1.0)
+        deliveries = [item for peer in peers for item in peer.take_outbox()]
+        spoil(runtime.actors, runtime._inline_drain)
+        args = (deliveries, runtime._mailboxes, runtime.actors, runtime._inline_drain, 1.001, [])
+        try:
+            done = runtime._lane.deliver(*args) if fused else runtime_module.deliver(*args, runtime._flush)
+            outcomes.append(("done", fused and done, len(args[5])))
+        except Exception as error:  # noqa: BLE001 - the two must fail alike
+            outcomes.append((type(error).__name__, str(error)))
+    fused_outcome, plain_outcome = outcomes
+    assert fused_outcome[0] == plain_outcome[0] and fused_outcome[-1] == plain_outcome[-1]

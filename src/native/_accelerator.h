@@ -29,4 +29,20 @@ static inline PyObject *imported(PyObject **cache, const char *module_name, cons
     return *cache;
 }
 
+/* `batch += outbox; outbox.clear()`, as the runtime's deliver moves an actor's outbox once it has
+ * handled its messages; the outbox must be a list (else TypeError). */
+static inline int outbox_is_list(PyObject *outbox) {
+    if (PyList_Check(outbox)) return 1;
+    PyErr_SetString(PyExc_TypeError, "an actor's outbox is a list");
+    return 0;
+}
+
+static inline int outbox_to_batch(PyObject *outbox, PyObject *batch) {
+    if (!outbox_is_list(outbox)) return -1;
+    if (PyList_GET_SIZE(outbox) == 0) return 0;
+    Py_ssize_t end = PyList_GET_SIZE(batch);
+    if (PyList_SetSlice(batch, end, end, outbox) < 0) return -1;
+    return PyList_SetSlice(outbox, 0, PyList_GET_SIZE(outbox), NULL);
+}
+
 #endif

@@ -143,19 +143,14 @@ static int move_outbox(PyObject *actor, PyObject *batch, PyObject *flush) {
     PyObject *outbox = PyObject_GetAttr(actor, str_outbox);
     if (outbox == NULL) return -1;
     int status = 0;
-    if (!PyList_Check(outbox)) {
-        PyErr_SetString(PyExc_TypeError, "an actor's outbox is a list");
+    if (batch != Py_None) {
+        status = outbox_to_batch(outbox, batch);
+    } else if (!outbox_is_list(outbox)) {
         status = -1;
     } else if (PyList_GET_SIZE(outbox) > 0) {
-        if (batch == Py_None) {
-            PyObject *done = PyObject_CallOneArg(flush, actor);
-            status = done == NULL ? -1 : 0;
-            Py_XDECREF(done);
-        } else {
-            Py_ssize_t end = PyList_GET_SIZE(batch);
-            status = PyList_SetSlice(batch, end, end, outbox);
-            if (status == 0) status = PyList_SetSlice(outbox, 0, PyList_GET_SIZE(outbox), NULL);
-        }
+        PyObject *done = PyObject_CallOneArg(flush, actor);
+        status = done == NULL ? -1 : 0;
+        Py_XDECREF(done);
     }
     Py_DECREF(outbox);
     return status;

@@ -2,11 +2,12 @@
 
 A lane (`nodes.overlay_peer.attach_lane`, the `Lane` type of `src/native/_exchange.c`) carries a
 message to actor `d` as a row in `d`'s queue, and the lists of sends hold a mark of its type in
-the message's place. The k-th mark `d` receives stands for the k-th row of its queue as long as
-every send of an instant arrives at one later instant in the order sent: a fixed latency. So
-before the network changes, `keep_lane_exact`'s callback puts in place of every mark still in a
-mailbox or an instant the message its row stands for (`materialize`), and it keeps the lane open
-only while the latency is fixed. (`docs/architecture.md`, "Overlay messages as rows".)
+the message's place; an instant that carries marks, the lane delivers itself (`Lane.deliver`).
+The k-th mark `d` receives stands for the k-th row of its queue as long as every send of an
+instant arrives at one later instant in the order sent: a fixed latency. So before the network
+changes, `keep_lane_exact`'s callback puts in place of every mark still in a mailbox or an
+instant the message its row stands for (`materialize`), and it keeps the lane open only while
+the latency is fixed. (`docs/architecture.md`, "Overlay messages as rows".)
 """
 
 from __future__ import annotations
@@ -33,6 +34,15 @@ class Lane(Protocol):
     def render(self, sends: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         """`sends` with every mark replaced by the message its row stands for (nothing taken)."""
 
+    def deliver(self, deliveries: list[tuple[int, Any]], mailboxes: list[list[Any]], actors: list[Any],
+                inline_drain: list[bool], now: float, batch: list[tuple[int, Any]]) -> bool:
+        """An instant's delivery phase that carries marks, as the runtime's `deliver` would do it
+        (True); False, with nothing done, when it is not one the lane takes."""
+
+    def settle(self) -> None:
+        """While `deliver` runs, the marks it has not handled become, in the deliveries, the
+        messages they stand for (their rows taken, in order)."""
+
 
 class Pending(Protocol):
     """An instant to come, as the runtime keeps it: its deliveries in order."""
@@ -43,8 +53,9 @@ class Pending(Protocol):
 
 def materialize(lane: Lane, mailboxes: list[list[Any]], instants: Mapping[int, Pending], marks: dict[type, type]) -> None:
     """Put in place of every mark (an object of a class in `marks`) in the mailboxes and the
-    instants to come the message its row stands for, in the order they arrive: the mailboxes
-    (this instant's), then instant by instant."""
+    instants to come the message its row stands for, in the order they arrive: this instant's
+    (those the lane is delivering, then the mailboxes), then instant by instant."""
+    lane.settle()
     for dst, mailbox in enumerate(mailboxes):
         for at, msg in enumerate(mailbox):
             if msg.__class__ in marks:

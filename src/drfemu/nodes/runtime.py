@@ -562,7 +562,10 @@ class Runtime:
             # With a fixed latency every send of this instant is due at the same instant:
             # collect them in one batch (same order as flushing actor by actor).
             batch: list[tuple[int, Any]] | None = [] if self._batched() else None
-            deliver(deliveries, self._mailboxes, self.actors, self._inline_drain, now, batch, self._flush)
+            lane = self._lane  # an instant that carries overlay marks, the lane delivers itself (`nodes.lane`)
+            if lane is None or batch is None or not lane.deliver(deliveries, self._mailboxes, self.actors,
+                                                                 self._inline_drain, now, batch):
+                deliver(deliveries, self._mailboxes, self.actors, self._inline_drain, now, batch, self._flush)
             if batch:
                 self._post(batch)
             if self._port:
