@@ -1,7 +1,8 @@
 """The overlay lane (issue 57, `src/native/_exchange.c`): overlay messages in flight as rows change
 nothing but speed. Whole runs with the lane and with message objects give the same events, hash
-by hash, and the same results, with faults that close the lane mid-run; the lane refuses what it
-cannot carry with an error of its own."""
+by hash, and the same results, with faults that close the lane mid-run; so do runs whose instants
+the lane delivers itself and runs where the runtime's deliver does; the lane refuses what it
+cannot carry with an error of its own, and hands what it does not take to the runtime."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from drfemu.assembly import run as run_module
 from drfemu.assembly.overlay_run import run_overlay
 from drfemu.nodes import lane as lane_module
 from drfemu.nodes import overlay_peer
+from drfemu.nodes import runtime as runtime_module
 from drfemu.nodes.network import Network
 from drfemu.nodes.overlay_peer import LANE_MARKS, OverlayPeer
-from drfemu.nodes import runtime as runtime_module
 from drfemu.nodes.runtime import Runtime
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
 from drfemu.schema.overlay_config import OverlayConfig

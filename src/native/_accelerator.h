@@ -29,14 +29,15 @@ static inline PyObject *imported(PyObject **cache, const char *module_name, cons
     return *cache;
 }
 
-/* `batch += outbox; outbox.clear()`, as the runtime's deliver moves an actor's outbox once it has
- * handled its messages; the outbox must be a list (else TypeError). */
+/* 1 if an actor's outbox is a list; else 0, with the runtime's deliver's TypeError. */
 static inline int outbox_is_list(PyObject *outbox) {
     if (PyList_Check(outbox)) return 1;
     PyErr_SetString(PyExc_TypeError, "an actor's outbox is a list");
     return 0;
 }
 
+/* `batch += outbox; outbox.clear()`, as the runtime's deliver moves an actor's outbox once it has
+ * handled its messages: 0, or -1 with Python's error. */
 static inline int outbox_to_batch(PyObject *outbox, PyObject *batch) {
     if (!outbox_is_list(outbox)) return -1;
     if (PyList_GET_SIZE(outbox) == 0) return 0;
