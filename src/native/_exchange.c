@@ -1011,17 +1011,16 @@ static PyObject *on_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * delivery a (d, message) pair, d an actor of the lane with an empty mailbox, and one message
  * at least a mark: then the runtime's deliver runs. Otherwise True, once it has woken each actor
  * that received something, in the order of its first message, to handle its messages in arrival
- * order, and moved its outbox to `batch`. An actor of a plain subclass of the configured peer
- * (slots, no instance dict, no __getattr__), with the inline drain and its DISPATCH a dict,
- * it wakes itself: `_on_row` called directly for each mark its DISPATCH maps to it, any other
- * handler called as deliver calls it. Any other actor (a user, a peer class with a dict) gets
- * the runtime's deliver, for its messages alone, at its turn. */
+ * order, and moved its outbox to `batch`. An actor of a plain class (slots, no instance dict, no
+ * __getattr__), with the inline drain and its DISPATCH a dict, it wakes itself: `_on_row` called
+ * directly for each mark its DISPATCH maps to it, any other handler called as deliver calls it.
+ * Any other actor (a class with a dict, a drain of its own) gets the runtime's deliver, for its
+ * messages alone, at its turn. */
 static int wakes_here(Lane *self, PyObject *actors, PyObject *inline_drain, Py_ssize_t d, PyObject **dispatch) {
     if (d >= PyList_GET_SIZE(actors) || d >= PyList_GET_SIZE(inline_drain) || PyList_GET_ITEM(inline_drain, d) != Py_True)
         return 0;
     PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(actors, d));
-    if (!PyType_IsSubtype(type, peer_type) || type->tp_getattro != PyObject_GenericGetAttr || type->tp_dictoffset != 0)
-        return 0;
+    if (type->tp_getattro != PyObject_GenericGetAttr || type->tp_dictoffset != 0) return 0;
     *dispatch = _PyType_Lookup(type, str_dispatch); /* what getattr(actor, "DISPATCH") gives for such a class */
     return *dispatch != NULL && PyDict_CheckExact(*dispatch);
 }
