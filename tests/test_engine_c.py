@@ -262,6 +262,9 @@ def test_a_run_with_every_python_reference_has_the_same_events(protocol: str, ex
 
 descriptors = st.lists(st.tuples(st.sampled_from([float("-inf"), 0.0, 0.25, 0.5, 1.0]), st.integers(0, 7),
                                  st.sampled_from([0.0, 1.0, 2.0, 3.0])), min_size=1, max_size=6).map(tuple)
+# What the C merge must hand to the reference rather than rank itself: an int utility or stamp, a NaN.
+odd_descriptors = st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1, float("nan")]), st.integers(0, 7),
+                                     st.sampled_from([0.0, 2.0, 3, float("nan")])), min_size=1, max_size=6).map(tuple)
 steps = st.lists(st.one_of(
     st.tuples(st.just("cyclon_round"), st.floats(0, 3, allow_nan=False)),
     st.tuples(st.just("gradient_round"), st.floats(0, 3, allow_nan=False)),
@@ -270,6 +273,7 @@ steps = st.lists(st.one_of(
     st.tuples(st.just("partner_reply"), descriptors),  # from the partner of the exchange under way
     st.tuples(st.just("gradient_shuffle"), descriptors),
     st.tuples(st.just("gradient_reply"), descriptors),
+    st.tuples(st.just("gradient_reply"), odd_descriptors),
     st.tuples(st.just("utility"), st.sampled_from([0.0, 0.5, 2.0])),
     st.tuples(st.just("gossip"), st.booleans()),
     st.tuples(st.just("rejoin"), st.integers(-1, 3)),
@@ -283,15 +287,17 @@ def _peer_state(peer: OverlayPeer) -> tuple[Any, ...]:
             peer.gradient_exchanges, cyclon.rng.getstate())
 
 
-@given(steps, st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32))
+@given(steps, st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32),
+       st.sampled_from([2.0, 2, float("inf")]))
 def test_the_c_exchanges_do_what_their_python_references_do(program: list[tuple[Any, ...]], view: int,
-                                                           cyclon_view: int, seed: int) -> None:
+                                                           cyclon_view: int, seed: int, max_age: float) -> None:
     """Two peers in the same state, one driven by the C methods of `src/native/_exchange.c`, the other
-    by their Python references: after every step, the same views, queues, draws and outboxes."""
+    by their Python references: after every step, the same views, queues, draws and outboxes. Odd
+    descriptors and an int `max_age` send the C merge to the reference; the rest it ranks itself."""
     peers = []
     for _ in range(2):
         peer = OverlayPeer(3, view, cyclon_view, max(1, cyclon_view // 2), random.Random(seed), utility=0.5,
-                           max_age=2.0)
+                           max_age=max_age)
         peer.join([(0.1 * p, p, 0.0) for p in range(8)])
         peers.append(peer)
     compiled, python = peers

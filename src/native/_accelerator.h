@@ -29,6 +29,31 @@ static inline PyObject *imported(PyObject **cache, const char *module_name, cons
     return *cache;
 }
 
+/* *out = the value of `number`, an int (its layout, whatever its class), when it fits in 64 bits:
+ * 1; else 0, with no error. An int of one digit (30 bits), nearly every node id and index, is
+ * read without a call: PyLong_AsLongLongAndOverflow was 1.4 % of a walking run. */
+static inline int int64_of(PyObject *number, long long *out) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)number)) {
+        *out = (long long)PyUnstable_Long_CompactValue((PyLongObject *)number);
+        return 1;
+    }
+#else
+    Py_ssize_t size = Py_SIZE(number);
+    if (size == 0) {
+        *out = 0;
+        return 1;
+    }
+    if (size == 1 || size == -1) {
+        *out = (long long)size * (long long)((PyLongObject *)number)->ob_digit[0];
+        return 1;
+    }
+#endif
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(number, &overflow);
+    return !overflow; /* an int raises nothing here */
+}
+
 /* 1 if an actor's outbox is a list; else 0, with the runtime's deliver's TypeError. */
 static inline int outbox_is_list(PyObject *outbox) {
     if (PyList_Check(outbox)) return 1;

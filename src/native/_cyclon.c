@@ -70,12 +70,9 @@ typedef struct {
 static PyTypeObject View_Type;
 #define View_Check(op) Py_IS_TYPE(op, &View_Type)
 
-static int node_id(PyObject *node, long long *id) { /* 1 with *id for an int of 64 bits, else 0; -1 on error */
+static int node_id(PyObject *node, long long *id) { /* 1 with *id for an int of 64 bits, else 0 */
     if (!PyLong_Check(node)) return 0;
-    int overflow;
-    *id = PyLong_AsLongLongAndOverflow(node, &overflow);
-    if (overflow) return 0;
-    return *id == -1 && PyErr_Occurred() ? -1 : 1;
+    return int64_of(node, id);
 }
 
 static Py_ssize_t view_find(ViewObject *v, long long id) {
@@ -535,9 +532,8 @@ static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, 
     }
     for (Py_ssize_t i = 0; i < nv + nf; i++) { /* no Python code runs: the ints are exact */
         PyObject *node = i < nv ? PyTuple_GET_ITEM(visited, i) : PyTuple_GET_ITEM(frontier, i - nv);
-        int overflow = 0;
-        long long id = PyLong_CheckExact(node) ? PyLong_AsLongLongAndOverflow(node, &overflow) : 0;
-        if (!PyLong_CheckExact(node) || overflow) {
+        long long id;
+        if (!PyLong_CheckExact(node) || !int64_of(node, &id)) {
             result = call_reference(FRONTIER_HOP, args, nargs);
             goto done;
         }

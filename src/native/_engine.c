@@ -169,11 +169,10 @@ static PyObject *deliver(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     Py_ssize_t n = PyList_GET_SIZE(deliveries), boxes = PyList_GET_SIZE(mailboxes);
     for (Py_ssize_t i = 0; i < n; i++) { /* plain, or the reference delivers (nothing has moved yet) */
         PyObject *item = PyList_GET_ITEM(deliveries, i);
-        int overflow = 0;
         Py_ssize_t dst = -1;
+        long long raw;
         if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2 && PyLong_CheckExact(PyTuple_GET_ITEM(item, 0))) {
-            long long raw = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(item, 0), &overflow);
-            dst = overflow || raw < -(long long)boxes || raw >= (long long)boxes ? -1
+            dst = !int64_of(PyTuple_GET_ITEM(item, 0), &raw) || raw < -(long long)boxes || raw >= (long long)boxes ? -1
                                                                                  : list_index((Py_ssize_t)raw, boxes);
         }
         if (dst < 0 || !PyList_CheckExact(PyList_GET_ITEM(mailboxes, dst))) return call_reference(DELIVER, args, nargs);

@@ -11,7 +11,8 @@
  *   peer, cyclon, gradient: the classes OverlayPeer, Cyclon, Gradient (state in __slots__);
  *   messages: (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest);
  *   functions: (sample_values, merge, pop_oldest, rank), as overlay.cyclon and overlay.gradient
- *   use them;
+ *   use them (where `rank` is overlay._rank's, the gradient's merge ranks its plain pending list and
+ *   view with the overlay kernel itself, as that rank would, without joining the two lists first);
  *   references: {name: the Python method}.
  * The configuration is written once: a call that fails leaves the module unconfigured (no
  * methods exist to run on what it checked so far); once configured, a call with the same
@@ -38,6 +39,7 @@
 #include <structmember.h>
 
 #include "_accelerator.h"
+#include "_overlay_kernel.h"
 #include "_stock_draw.h"
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
@@ -45,6 +47,7 @@
 static PyTypeObject *peer_type, *cyclon_type, *gradient_type;
 static PyTypeObject *cyclon_shuffle_type, *cyclon_reply_type, *gradient_shuffle_type, *gradient_reply_type;
 static PyObject *join_request, *sample_fn, *merge_fn, *pop_oldest_fn, *rank_fn;
+static int rank_is_kernel; /* rank_fn is overlay._rank's rank: the merge may run the kernel on its lists itself */
 static Py_ssize_t compact_at = PY_SSIZE_T_MAX; /* Gradient.COMPACT_AT, read when configured */
 static PyObject *configured_with; /* the arguments of the one configuration, to compare a repeat with */
 static PyObject *configured_methods;
@@ -612,12 +615,35 @@ static int offer_to_peer(PyObject *self, PyObject *msg, Py_ssize_t field, PyObje
     return status;
 }
 
-static int gradient_merge(PyObject *g) { /* Gradient._merge */
+/* The ranked view of Gradient._merge as rank_fn would give it, on the pending list followed by the
+ * view as they are, when rank_fn is the kernel's and every input is plain: a new list; NULL with
+ * Python's error; or NULL without one when an input is not plain (nothing has changed). The same
+ * view as `pending += view; rank(...)`: the kernel takes the two lists as one, and the old pending
+ * list, which that extends, is dropped either way. */
+static PyObject *rank_on_kernel(PyObject *g) {
+    PyObject *pending = SLOT(g, g_pending), *view = SLOT(g, g_view), *ranked = NULL;
+    PyObject *me_obj = SLOT(g, g_me), *utility_obj = SLOT(g, g_utility), *size_obj = SLOT(g, g_size);
+    PyObject *clock_obj = SLOT(g, g_clock), *max_age_obj = SLOT(g, g_max_age);
+    long long me, size;
+    double utility, clock, max_age;
+    int plain = 0; /* an unset slot is not plain: the call path raises its AttributeError */
+    if (pending != NULL && PyList_CheckExact(pending) && view != NULL && PyList_CheckExact(view) && me_obj != NULL
+        && kernel_plain_int(me_obj, &me) && utility_obj != NULL && kernel_plain_float(utility_obj, &utility)
+        && size_obj != NULL && kernel_plain_int(size_obj, &size) && size >= 0 && size <= PY_SSIZE_T_MAX
+        && clock_obj != NULL && kernel_plain_float(clock_obj, &clock) && max_age_obj != NULL
+        && kernel_plain_float(max_age_obj, &max_age) && clock - max_age == clock - max_age) /* `oldest` not NaN */
+        ranked = kernel_rank_lists(me, utility, pending, view, (Py_ssize_t)size, clock - max_age, &plain);
+    return plain ? ranked : NULL;
+}
+
+/* The ranked view of Gradient._merge, as its Python code computes it: `candidates = self._pending;
+ * candidates += self._view; rank(...)` with rank_fn; a new list, or NULL with Python's error. */
+static PyObject *rank_by_call(PyObject *g) {
     PyObject *pending = take(g, g_pending), *view = pending == NULL ? NULL : take(g, g_view);
     PyObject *candidates = view == NULL ? NULL : PyNumber_InPlaceAdd(pending, view); /* candidates += self._view */
     Py_XDECREF(pending);
     Py_XDECREF(view);
-    if (candidates == NULL) return -1;
+    if (candidates == NULL) return NULL;
     PyObject *me = take(g, g_me), *utility = me == NULL ? NULL : take(g, g_utility);
     PyObject *size = utility == NULL ? NULL : take(g, g_size), *clock = size == NULL ? NULL : take(g, g_clock);
     PyObject *max_age = clock == NULL ? NULL : take(g, g_max_age);
@@ -633,6 +659,12 @@ static int gradient_merge(PyObject *g) { /* Gradient._merge */
     Py_XDECREF(utility);
     Py_XDECREF(me);
     Py_DECREF(candidates);
+    return ranked;
+}
+
+static int gradient_merge(PyObject *g) { /* Gradient._merge */
+    PyObject *ranked = rank_is_kernel ? rank_on_kernel(g) : NULL;
+    if (ranked == NULL && !PyErr_Occurred()) ranked = rank_by_call(g);
     if (ranked == NULL) return -1;
     put_new(g, g_view, ranked);
     PyObject *fresh = PyList_New(0);
@@ -1382,6 +1414,12 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
     Py_XSETREF(merge_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 1)));
     Py_XSETREF(pop_oldest_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 2)));
     Py_XSETREF(rank_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 3)));
+    PyObject *compiled_rank = PyImport_ImportModule("drfemu.overlay._rank"), *kernel_rank_fn = NULL;
+    if (compiled_rank != NULL) kernel_rank_fn = PyObject_GetAttrString(compiled_rank, "rank");
+    PyErr_Clear(); /* no compiled rank: the merge calls rank_fn */
+    rank_is_kernel = kernel_rank_fn != NULL && kernel_rank_fn == rank_fn;
+    Py_XDECREF(kernel_rank_fn);
+    Py_XDECREF(compiled_rank);
     compact_at = compact;
     for (int i = 0; i < METHODS; i++) Py_XSETREF(references[i], Py_NewRef(chosen[i]));
     configured_methods = Py_NewRef(result);

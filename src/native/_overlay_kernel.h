@@ -4,15 +4,19 @@
  * overlay.gradient.rank_python (with overlay.gradient.freshest_python for the compaction). Every
  * compiled overlay uses this header and nothing else for them: the event-driven overlay's
  * accelerators (_cyclon.c's merge on a View, _rank.c's rank and freshest on lists of descriptor
- * tuples) and the cycle-driven engine (_cycle.c, on its arrays). Each caller checks its input
- * is plain and reads it into these arrays; the kernel runs no Python code and calls no
- * allocator: every array it writes is the caller's, of the size stated.
+ * tuples, and _exchange.c's merge of a gradient's pending candidates and view) and the cycle-driven
+ * engine (_cycle.c, on its arrays). Each caller checks its input is plain and reads it into these
+ * arrays; the kernel runs no Python code and calls no allocator: every array it writes is the
+ * caller's, of the size stated. The last section reads the gradient's descriptor tuples for the
+ * callers that hold them in lists, and ranks such lists (`kernel_rank_lists`, which allocates).
  */
 #ifndef DRFEMU_OVERLAY_KERNEL_H
 #define DRFEMU_OVERLAY_KERNEL_H
 
 #include <Python.h>
 #include <string.h>
+
+#include "_accelerator.h"
 
 typedef struct {
     double utility;
@@ -146,6 +150,74 @@ static inline Py_ssize_t kernel_rank(long long me, double my_utility, const Kern
     for (Py_ssize_t i = 0; i < n_above; i++) out[length++] = above[i];
     for (Py_ssize_t i = 0; i < n_below && length < size; i++) out[length++] = below[i];
     return length;
+}
+
+/* -- The gradient's descriptors as Python keeps them: (utility, node, stamp) tuples in lists ------- */
+
+static inline int kernel_plain_float(PyObject *number, double *out) { /* an exact float other than NaN */
+    if (!PyFloat_CheckExact(number)) return 0;
+    *out = PyFloat_AS_DOUBLE(number);
+    return *out == *out;
+}
+
+static inline int kernel_plain_int(PyObject *number, long long *out) { /* an exact int of 64 bits */
+    return PyLong_CheckExact(number) && int64_of(number, out);
+}
+
+/* The items of `list` read as descriptors, if every one is a plain descriptor (an exact 3-tuple of
+ * an exact float, an exact int of 64 bits and an exact float, neither float NaN); else 0, and
+ * nothing read is kept. Runs no Python code. */
+static inline int kernel_read_descriptors(PyObject *list, KernelDescriptor *out) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *d = PyList_GET_ITEM(list, i);
+        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) != 3
+            || !kernel_plain_float(PyTuple_GET_ITEM(d, 0), &out[i].utility)
+            || !kernel_plain_int(PyTuple_GET_ITEM(d, 1), &out[i].node)
+            || !kernel_plain_float(PyTuple_GET_ITEM(d, 2), &out[i].stamp))
+            return 0;
+    }
+    return 1;
+}
+
+#define KERNEL_SMALL 128 /* candidates ranked without an allocation */
+
+/* overlay.gradient.rank_python on the list `first` followed by `second` (NULL: none), two exact
+ * lists, as one list of candidates: a new list of the chosen descriptor objects; NULL with
+ * Python's error; or NULL with no error and *plain 0 when a candidate is not a plain descriptor
+ * (then nothing has run: the caller hands off to the reference). Runs no Python code. */
+static inline PyObject *kernel_rank_lists(long long me, double my_utility, PyObject *first, PyObject *second,
+                                          Py_ssize_t size, double oldest, int *plain) {
+    Py_ssize_t m = PyList_GET_SIZE(first), n = m + (second != NULL ? PyList_GET_SIZE(second) : 0);
+    Py_ssize_t cap = size < n ? size : n;
+    size_t slots = kernel_slots(n);
+    /* descriptors: the candidates read, those kept; indices: the table, where each kept one is,
+     * above, below and the ranked view */
+    KernelDescriptor small[2 * KERNEL_SMALL];
+    Py_ssize_t small_indices[6 * KERNEL_SMALL];
+    int fits = n <= KERNEL_SMALL && slots <= 2 * KERNEL_SMALL;
+    KernelDescriptor *read = fits ? small : PyMem_Malloc(sizeof(KernelDescriptor) * (size_t)(2 * n + 1));
+    Py_ssize_t *table = fits ? small_indices : PyMem_Malloc(sizeof(Py_ssize_t) * (slots + (size_t)(n + 3 * cap)));
+    PyObject *result = NULL;
+    *plain = 1;
+    if (read == NULL || table == NULL) {
+        PyErr_NoMemory();
+    } else if (!kernel_read_descriptors(first, read)
+               || (second != NULL && !kernel_read_descriptors(second, read + m))) {
+        *plain = 0;
+    } else {
+        Py_ssize_t *kept_at = table + slots, *above = kept_at + n, *below = above + cap, *out = below + cap;
+        Py_ssize_t length = kernel_rank(me, my_utility, read, n, NULL, 0, 0, size, oldest, read + n, kept_at, table,
+                                        above, below, out);
+        result = PyList_New(length);
+        for (Py_ssize_t k = 0; result != NULL && k < length; k++) {
+            Py_ssize_t at = kept_at[out[k]];
+            PyObject *chosen = at < m ? PyList_GET_ITEM(first, at) : PyList_GET_ITEM(second, at - m);
+            PyList_SET_ITEM(result, k, Py_NewRef(chosen));
+        }
+    }
+    if (read != NULL && read != small) PyMem_Free(read);
+    if (table != NULL && table != small_indices) PyMem_Free(table);
+    return result;
 }
 
 /* Node ids as the caller keeps them: the i-th at `first + i * stride` (a plain array: stride 1;
