@@ -75,11 +75,10 @@ static int node_id(PyObject *node, long long *id) { /* 1 with *id for an int of 
     return int64_of(node, id);
 }
 
-static Py_ssize_t view_find(ViewObject *v, long long id) {
-    const long long *nodes = v->nodes;
-    for (Py_ssize_t i = 0, n = v->len; i < n; i++)
-        if (nodes[i] == id) return i;
-    return -1;
+static Py_ssize_t view_find(ViewObject *v, long long id) { /* the place of `id` in the view, or -1 */
+    KernelNodes nodes = {v->nodes, 1};
+    Py_ssize_t at = kernel_find(nodes, v->len, id);
+    return at < v->len ? at : -1;
 }
 
 static void view_remove_at(ViewObject *v, Py_ssize_t i) {

@@ -1390,6 +1390,18 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
             PyErr_SetString(PyExc_TypeError, "peer_methods: the functions are callables");
             goto done;
         }
+    int kernel_ranks = 0; /* `rank` is overlay._rank's */
+    PyObject *compiled_rank = PyImport_ImportModule("drfemu.overlay._rank");
+    if (compiled_rank == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_ImportError)) goto done;
+        PyErr_Clear(); /* not built: the merge calls `rank` */
+    } else {
+        PyObject *kernel_rank_fn = PyObject_GetAttrString(compiled_rank, "rank");
+        Py_DECREF(compiled_rank);
+        if (kernel_rank_fn == NULL) goto done;
+        kernel_ranks = kernel_rank_fn == PyTuple_GET_ITEM(functions, 3);
+        Py_DECREF(kernel_rank_fn);
+    }
     result = PyDict_New();
     if (result == NULL) goto done;
     for (int i = 0; i < METHODS; i++) {
@@ -1414,12 +1426,7 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
     Py_XSETREF(merge_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 1)));
     Py_XSETREF(pop_oldest_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 2)));
     Py_XSETREF(rank_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 3)));
-    PyObject *compiled_rank = PyImport_ImportModule("drfemu.overlay._rank"), *kernel_rank_fn = NULL;
-    if (compiled_rank != NULL) kernel_rank_fn = PyObject_GetAttrString(compiled_rank, "rank");
-    PyErr_Clear(); /* no compiled rank: the merge calls rank_fn */
-    rank_is_kernel = kernel_rank_fn != NULL && kernel_rank_fn == rank_fn;
-    Py_XDECREF(kernel_rank_fn);
-    Py_XDECREF(compiled_rank);
+    rank_is_kernel = kernel_ranks;
     compact_at = compact;
     for (int i = 0; i < METHODS; i++) Py_XSETREF(references[i], Py_NewRef(chosen[i]));
     configured_methods = Py_NewRef(result);

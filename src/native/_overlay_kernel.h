@@ -234,6 +234,14 @@ static inline KernelNodes kernel_descriptor_nodes(const KernelDescriptor *descri
     return nodes;
 }
 
+/* The place of `node` among the distinct nodes[0..k), or k. The scan does not stop at the match:
+ * on a view of a few nodes, a loop without an early exit costs less than the mispredicted exit. */
+static inline Py_ssize_t kernel_find(KernelNodes nodes, Py_ssize_t k, long long node) {
+    Py_ssize_t at = k;
+    for (Py_ssize_t j = 0; j < k; j++) at = KERNEL_NODE(nodes, j) == node ? j : at;
+    return at;
+}
+
 /* Cyclon's merge rule (overlay.cyclon.merge_python) as a plan over node ids: the view holds
  * `view[0..k)` (distinct) of at most `size`; `received[0..m)` and `replaceable[0..r)` are the
  * nodes of the descriptors received and of those sent in the exchange. The received that name
@@ -252,17 +260,12 @@ static inline Py_ssize_t kernel_merge_plan(long long me, long long size, KernelN
     Py_ssize_t count = 0;
     for (Py_ssize_t i = 0; i < m; i++) {
         long long node = KERNEL_NODE(received, i);
-        if (node == me) continue;
-        Py_ssize_t j = 0;
-        while (j < k && KERNEL_NODE(view, j) != node) j++;
-        if (j == k) fresh[count++] = i;
+        if (node != me && kernel_find(view, k, node) == k) fresh[count++] = i;
     }
     long long room = size - (long long)k;
     if (count == 0 || count <= room) return count;
     for (Py_ssize_t s = 0; s < r; s++) { /* in the order the entries were sent */
-        long long node = KERNEL_NODE(replaceable, s);
-        Py_ssize_t j = 0;
-        while (j < k && KERNEL_NODE(view, j) != node) j++;
+        Py_ssize_t j = kernel_find(view, k, KERNEL_NODE(replaceable, s));
         if (j == k) continue;
         Py_ssize_t e = 0; /* a node sent twice leaves once */
         while (e < *n_evict && evict[e] != j) e++;
