@@ -172,8 +172,9 @@ static PyObject *deliver(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
         Py_ssize_t dst = -1;
         long long raw;
         if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2 && PyLong_CheckExact(PyTuple_GET_ITEM(item, 0))) {
-            dst = !int64_of(PyTuple_GET_ITEM(item, 0), &raw) || raw < -(long long)boxes || raw >= (long long)boxes ? -1
-                                                                                 : list_index((Py_ssize_t)raw, boxes);
+            int outside = !int64_of(PyTuple_GET_ITEM(item, 0), &raw) || raw < -(long long)boxes
+                          || raw >= (long long)boxes;
+            dst = outside ? -1 : list_index((Py_ssize_t)raw, boxes);
         }
         if (dst < 0 || !PyList_CheckExact(PyList_GET_ITEM(mailboxes, dst))) return call_reference(DELIVER, args, nargs);
     }
