@@ -183,7 +183,9 @@ static PyObject *deliver(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
     Py_ssize_t woken = 0;
     for (Py_ssize_t i = 0; i < n; i++) { /* no Python code runs in this loop */
         PyObject *item = PyList_GET_ITEM(deliveries, i);
-        Py_ssize_t given = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0)); /* within ±boxes, as checked */
+        long long raw;
+        int64_of(PyTuple_GET_ITEM(item, 0), &raw); /* an exact int within ±boxes, as checked */
+        Py_ssize_t given = (Py_ssize_t)raw;
         PyObject *mailbox = PyList_GET_ITEM(mailboxes, list_index(given, boxes));
         if (PyList_GET_SIZE(mailbox) == 0) ready[woken++] = given;
         if (PyList_Append(mailbox, PyTuple_GET_ITEM(item, 1)) < 0) goto fail;

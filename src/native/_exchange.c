@@ -380,13 +380,9 @@ static int kind_of(Lane *lane, PyObject *mark) { /* the kind `mark` stands for, 
 }
 
 static Py_ssize_t actor_index(Lane *lane, PyObject *d) { /* d as an index of the lane's actors, or -1 (no error) */
-    if (!PyLong_CheckExact(d)) return -1;
-    Py_ssize_t at = PyLong_AsSsize_t(d);
-    if (at == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return -1;
-    }
-    return at >= 0 && at < lane->n ? at : -1;
+    long long at;
+    if (!PyLong_CheckExact(d) || !int64_of(d, &at)) return -1;
+    return at >= 0 && at < (long long)lane->n ? (Py_ssize_t)at : -1;
 }
 
 /* Take the front row of d's queue, which must be of mark's kind; 0, or -1 with RuntimeError. */
