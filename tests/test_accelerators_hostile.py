@@ -692,7 +692,8 @@ def test_the_exchange_configuration_is_written_once() -> None:
     from drfemu.overlay import gradient as gradient_module
     from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinRequest
     messages = (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest)
-    functions = (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank)
+    functions = (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank,
+                 gradient_module.descriptors)
     peer, cyclon, gradient = overlay_peer.OverlayPeer, cyclon_module.Cyclon, gradient_module.Gradient
     names = (*overlay_peer.PYTHON_EXCHANGES, "_on_row")  # the exchanges and the lane's handler (no reference)
     in_use = {name: getattr(peer, name) for name in names}
@@ -724,7 +725,7 @@ class Peer:
                  "gossip_gradient", "feeds_gradient", "rejoin_via")
 refs = {name: print for name in ("cyclon_round", "gradient_round", "_on_cyclon_shuffle", "_on_cyclon_reply",
                                  "_on_gradient_shuffle", "_on_gradient_reply")}
-functions = (cyclon.sample_values, cyclon.merge, cyclon.pop_oldest, gradient.rank)
+functions = (cyclon.sample_values, cyclon.merge, cyclon.pop_oldest, gradient.rank, gradient.descriptors)
 try:
     exchange.peer_methods(Peer, cyclon.Cyclon, gradient.Gradient,
                           (CyclonReply, CyclonShuffle, GradientShuffle, GradientReply, JoinRequest), functions, refs)

@@ -214,7 +214,9 @@ def test_compacting_the_pending_candidates_changes_no_merge(offers: list[list[tu
                                                            utility: float) -> None:
     """Each node's freshest descriptor (at equal stamps the later) is all a merge takes of the
     pending candidates, so a gradient that compacts them merges to the same view, the same
-    descriptor objects, as the full list would, stale ones and ties with the view included."""
+    descriptors to the bit, as the full list would, stale ones and ties with the view included.
+    (The same descriptor objects where the gradient keeps lists; where it keeps C arrays,
+    `overlay._rank.Descriptors`, Python reads tuples rebuilt from the values.)"""
     g = SmallCompactions(3, 2, random.Random(1), utility, max_age)
     g._clock = 3.0
     g._view = rank_python(3, utility, list(view), 2)  # a view is what a merge made
@@ -228,7 +230,9 @@ def test_compacting_the_pending_candidates_changes_no_merge(offers: list[list[tu
     expected = rank_python(3, utility, everything + list(view), 2, 3.0 - max_age)
     g._stale = True  # merge even if nothing was offered
     merged = g.view
-    assert merged == expected and all(a is b for a, b in zip(merged, expected))
+    assert merged == expected and repr(merged) == repr(expected)
+    if type(g._view) is list:
+        assert all(a is b for a, b in zip(merged, expected))
 
 
 def test_a_gradient_offered_more_nodes_than_compact_at_compacts_rarely(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,9 +10,11 @@
  * peer_methods(peer, cyclon, gradient, messages, functions, references) -> {name: method}
  *   peer, cyclon, gradient: the classes OverlayPeer, Cyclon, Gradient (state in __slots__);
  *   messages: (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest);
- *   functions: (sample_values, merge, pop_oldest, rank), as overlay.cyclon and overlay.gradient
- *   use them (where `rank` is overlay._rank's, the gradient's merge ranks its plain pending list and
- *   view with the overlay kernel itself, as that rank would, without joining the two lists first);
+ *   functions: (sample_values, merge, pop_oldest, rank, descriptors), as overlay.cyclon and
+ *   overlay.gradient use them (where `rank` is overlay._rank's, the gradient's merge ranks its plain
+ *   pending candidates and view with the overlay kernel itself, as that rank would, without joining
+ *   the two first; where `descriptors` is overlay._rank's Descriptors, the gradient's view, pending
+ *   candidates and messages are C arrays, `_descriptors.h`, which the methods work on directly);
  *   references: {name: the Python method}.
  * The configuration is written once: a call that fails leaves the module unconfigured (no
  * methods exist to run on what it checked so far); once configured, a call with the same
@@ -39,6 +41,7 @@
 #include <structmember.h>
 
 #include "_accelerator.h"
+#include "_descriptors.h"
 #include "_overlay_kernel.h"
 #include "_stock_draw.h"
 
@@ -47,6 +50,13 @@
 static PyTypeObject *peer_type, *cyclon_type, *gradient_type;
 static PyTypeObject *cyclon_shuffle_type, *cyclon_reply_type, *gradient_shuffle_type, *gradient_reply_type;
 static PyObject *join_request, *sample_fn, *merge_fn, *pop_oldest_fn, *rank_fn;
+static PyObject *descriptors_fn;          /* overlay.gradient.descriptors: what a gradient keeps descriptors in */
+static PyTypeObject *descriptors_type;    /* descriptors_fn when it is overlay._rank's Descriptors, else NULL */
+
+static int is_store(PyObject *obj) { return descriptors_type != NULL && Py_IS_TYPE(obj, descriptors_type); }
+
+static int is_plain_store(PyObject *obj) { return is_store(obj) && descriptors_plain((Descriptors *)obj); }
+
 static int rank_is_kernel; /* rank_fn is overlay._rank's rank: the merge may run the kernel on its lists itself */
 static Py_ssize_t compact_at = PY_SSIZE_T_MAX; /* Gradient.COMPACT_AT, read when configured */
 static PyObject *configured_with; /* the arguments of the one configuration, to compare a repeat with */
@@ -104,6 +114,8 @@ static PyObject *item(PyObject *sequence, Py_ssize_t i) { /* sequence[i] for a s
 }
 
 static PyObject *sender_of(PyObject *descriptors) { /* descriptors[0][1]: a message's `sender` property */
+    if (is_plain_store(descriptors) && ((Descriptors *)descriptors)->length > 0)
+        return PyLong_FromLongLong(((Descriptors *)descriptors)->items[0].node);
     PyObject *first = item(descriptors, 0);
     PyObject *sender = first == NULL ? NULL : item(first, 1);
     Py_XDECREF(first);
@@ -155,6 +167,24 @@ static PyObject *with_first(PyObject *first, PyObject *rest) { /* (first, *rest)
     return result;
 }
 
+/* (own, *view): a plain store when `view` is one and `own` a plain descriptor (the message's tuple,
+ * kept as C data; `message_of` makes the tuple where a message object is needed), else the tuple. */
+static PyObject *with_own(PyObject *own, PyObject *view) {
+    KernelDescriptor mine;
+    if (is_plain_store(view) && PyTuple_CheckExact(own) && PyTuple_GET_SIZE(own) == 3
+        && kernel_plain_float(PyTuple_GET_ITEM(own, 0), &mine.utility)
+        && kernel_plain_int(PyTuple_GET_ITEM(own, 1), &mine.node)
+        && kernel_plain_float(PyTuple_GET_ITEM(own, 2), &mine.stamp)) {
+        Descriptors *from = (Descriptors *)view, *sent = descriptors_new(descriptors_type, from->length + 1);
+        if (sent == NULL) return NULL;
+        sent->items[0] = mine;
+        memcpy(sent->items + 1, from->items, sizeof(KernelDescriptor) * (size_t)from->length);
+        sent->length = from->length + 1;
+        return (PyObject *)sent;
+    }
+    return with_first(own, view);
+}
+
 static PyObject *new_message(PyTypeObject *type, Py_ssize_t offset0, PyObject *value0, Py_ssize_t offset1,
                              PyObject *value1) { /* value1 may be NULL for a one-field message; borrows */
     PyObject *msg = type->tp_alloc(type, 0);
@@ -202,7 +232,7 @@ enum { ROW_CS, ROW_CR, ROW_GS, ROW_GR, ROW_KINDS };
 typedef struct {
     int kind;
     PyObject *sender;  /* CyclonReply's sender; NULL for the others (their sender is in the payload) */
-    PyObject *payload; /* the entries or descriptors: an exact tuple */
+    PyObject *payload; /* the entries or descriptors: an exact tuple, or a plain store of descriptors */
 } Row;
 
 typedef struct {
@@ -364,7 +394,14 @@ static void lane_dealloc(Lane *self) {
 
 static PyObject *envelope(Lane *lane, Py_ssize_t d, int kind) { return lane->envelopes[d * ROW_KINDS + kind]; }
 
-static PyObject *message_of(int kind, PyObject *sender, PyObject *payload) { /* the message a row stands for */
+/* The message a row (or a send) stands for; its payload, a tuple or a gradient's store (`(own,
+ * *view)` kept as C data: the message gets the tuple it stands for). */
+static PyObject *message_of(int kind, PyObject *sender, PyObject *payload) {
+    if (is_store(payload)) {
+        PyObject *items = PySequence_Tuple(payload), *msg = items == NULL ? NULL : message_of(kind, sender, items);
+        Py_XDECREF(items);
+        return msg;
+    }
     switch (kind) {
     case ROW_CS: return new_message(cyclon_shuffle_type, cs_entries, payload, 0, NULL);
     case ROW_CR: return new_message(cyclon_reply_type, cr_sender, sender, cr_entries, payload);
@@ -507,10 +544,11 @@ static Lane *lane_of(PyObject *self) { /* the peer's lane if it is open, else NU
 }
 
 /* self.outbox.append((dst, <kind>(...))): as a row when the peer's lane is open and dst is one of
- * its actors (payload an exact tuple), else as the message object itself. */
+ * its actors (payload an exact tuple or a plain store), else as the message object itself. */
 static int post(PyObject *self, PyObject *outbox, PyObject *dst, int kind, PyObject *sender, PyObject *payload) {
     Lane *lane = lane_of(self);
-    Py_ssize_t d = lane == NULL || !PyList_CheckExact(outbox) || !PyTuple_CheckExact(payload) ? -1 : actor_index(lane, dst);
+    int carries = PyTuple_CheckExact(payload) || is_plain_store(payload);
+    Py_ssize_t d = lane == NULL || !PyList_CheckExact(outbox) || !carries ? -1 : actor_index(lane, dst);
     if (d >= 0) {
         if (PyList_Append(outbox, envelope(lane, d, kind)) < 0) return -1;
         if (queue_push(&lane->queues[d], kind, sender, payload) < 0) { /* no mark without its row */
@@ -519,7 +557,7 @@ static int post(PyObject *self, PyObject *outbox, PyObject *dst, int kind, PyObj
             return -1;
         }
         lane->in_flight++;
-        lane->carried[kind] += PyTuple_GET_SIZE(payload);
+        lane->carried[kind] += PyTuple_CheckExact(payload) ? PyTuple_GET_SIZE(payload) : ((Descriptors *)payload)->length;
         return 0;
     }
     PyObject *msg = message_of(kind, sender, payload), *sent = msg == NULL ? NULL : pair(dst, msg);
@@ -570,17 +608,24 @@ fail:
 }
 
 static int offer(PyObject *g, PyObject *descriptors) {
-    /* Gradient.offer: self._pending.extend(descriptors); self._bound_pending() (its test inlined:
+    /* Gradient.offer: self._pending.extend(descriptors); self._bound_pending() (its test inlined, for
+     * `descriptors` a list or overlay._rank's Descriptors:
      * the compaction itself is the Python method, run once in thousands of offers) */
     PyObject *pending = take(g, g_pending);
-    int status = pending == NULL ? -1 : extend(pending, descriptors);
+    int status = pending == NULL ? -1
+                 : is_store(pending) ? descriptors_extend((Descriptors *)pending, descriptors) : extend(pending, descriptors);
     Py_XDECREF(pending);
     if (status < 0) return -1;
     pending = take(g, g_pending);
     if (pending == NULL) return -1;
-    int over = PyList_CheckExact(pending) && PyList_GET_SIZE(pending) > compact_at;
+    /* type(pending) is descriptors and len(pending) > self.COMPACT_AT */
+    Py_ssize_t held = (PyObject *)Py_TYPE(pending) != descriptors_fn ? 0
+                      : is_store(pending)            ? descriptors_length((Descriptors *)pending)
+                      : PyList_CheckExact(pending)   ? PyList_GET_SIZE(pending)
+                                                     : PyObject_Length(pending);
     Py_DECREF(pending);
-    if (!over) return 0;
+    if (held < 0) return -1;
+    if (held <= compact_at) return 0;
     PyObject *done = PyObject_CallMethod(g, "_compact", NULL);
     Py_XDECREF(done);
     return done == NULL ? -1 : 0;
@@ -611,11 +656,12 @@ static int offer_to_peer(PyObject *self, PyObject *msg, Py_ssize_t field, PyObje
     return status;
 }
 
-/* The ranked view of Gradient._merge as rank_fn would give it, on the pending list followed by the
- * view as they are, when rank_fn is the kernel's and every input is plain: a new list; NULL with
- * Python's error; or NULL without one when an input is not plain (nothing has changed). The same
- * view as `pending += view; rank(...)`: the kernel takes the two lists as one, and the old pending
- * list, which that extends, is dropped either way. */
+/* The ranked view of Gradient._merge as rank_fn would give it, on the pending candidates followed by
+ * the view as they are, when rank_fn is the kernel's and every input is plain: a new list (of two
+ * lists) or store (of two plain stores); NULL with Python's error; or NULL without one when an
+ * input is not plain (nothing has changed). The same view as `pending += view; rank(...)`: the
+ * kernel takes the two as one, and the old pending candidates, which that extends, are dropped
+ * either way. */
 static PyObject *rank_on_kernel(PyObject *g) {
     PyObject *pending = SLOT(g, g_pending), *view = SLOT(g, g_view), *ranked = NULL;
     PyObject *me_obj = SLOT(g, g_me), *utility_obj = SLOT(g, g_utility), *size_obj = SLOT(g, g_size);
@@ -623,23 +669,36 @@ static PyObject *rank_on_kernel(PyObject *g) {
     long long me, size;
     double utility, clock, max_age;
     int plain = 0; /* an unset slot is not plain: the call path raises its AttributeError */
-    if (pending != NULL && PyList_CheckExact(pending) && view != NULL && PyList_CheckExact(view) && me_obj != NULL
-        && kernel_plain_int(me_obj, &me) && utility_obj != NULL && kernel_plain_float(utility_obj, &utility)
-        && size_obj != NULL && kernel_plain_int(size_obj, &size) && size >= 0 && size <= PY_SSIZE_T_MAX
-        && clock_obj != NULL && kernel_plain_float(clock_obj, &clock) && max_age_obj != NULL
-        && kernel_plain_float(max_age_obj, &max_age) && clock - max_age == clock - max_age) /* `oldest` not NaN */
-        ranked = kernel_rank_lists(me, utility, pending, view, (Py_ssize_t)size, clock - max_age, &plain);
+    int lists = pending != NULL && PyList_CheckExact(pending) && view != NULL && PyList_CheckExact(view);
+    int stores = pending != NULL && is_plain_store(pending) && view != NULL && is_plain_store(view);
+    if ((lists || stores) && me_obj != NULL && kernel_plain_int(me_obj, &me) && utility_obj != NULL
+        && kernel_plain_float(utility_obj, &utility) && size_obj != NULL && kernel_plain_int(size_obj, &size)
+        && size >= 0 && size <= PY_SSIZE_T_MAX && clock_obj != NULL && kernel_plain_float(clock_obj, &clock)
+        && max_age_obj != NULL && kernel_plain_float(max_age_obj, &max_age)
+        && clock - max_age == clock - max_age) { /* `oldest` not NaN */
+        if (lists) {
+            ranked = kernel_rank_lists(me, utility, pending, view, (Py_ssize_t)size, clock - max_age, &plain);
+        } else {
+            ranked = (PyObject *)descriptors_rank(descriptors_type, me, utility, (Descriptors *)pending,
+                                                  (Descriptors *)view, (Py_ssize_t)size, clock - max_age);
+            plain = 1;
+        }
+    }
     return plain ? ranked : NULL;
 }
 
 /* The ranked view of Gradient._merge, as its Python code computes it: `candidates = self._pending;
- * candidates += self._view; rank(...)` with rank_fn; a new list, or NULL with Python's error. */
+ * candidates.extend(self._view); rank(...)` with rank_fn; what rank_fn returns, or NULL with Python's
+ * error. */
 static PyObject *rank_by_call(PyObject *g) {
-    PyObject *pending = take(g, g_pending), *view = pending == NULL ? NULL : take(g, g_view);
-    PyObject *candidates = view == NULL ? NULL : PyNumber_InPlaceAdd(pending, view); /* candidates += self._view */
-    Py_XDECREF(pending);
+    PyObject *candidates = take(g, g_pending), *view = candidates == NULL ? NULL : take(g, g_view);
+    int extended = view == NULL ? -1
+                   : is_store(candidates) ? descriptors_extend((Descriptors *)candidates, view) : extend(candidates, view);
     Py_XDECREF(view);
-    if (candidates == NULL) return NULL;
+    if (extended < 0) {
+        Py_XDECREF(candidates);
+        return NULL;
+    }
     PyObject *me = take(g, g_me), *utility = me == NULL ? NULL : take(g, g_utility);
     PyObject *size = utility == NULL ? NULL : take(g, g_size), *clock = size == NULL ? NULL : take(g, g_clock);
     PyObject *max_age = clock == NULL ? NULL : take(g, g_max_age);
@@ -658,14 +717,26 @@ static PyObject *rank_by_call(PyObject *g) {
     return ranked;
 }
 
+static PyObject *new_store(void) { /* descriptors(): a new, empty store */
+    if (descriptors_type != NULL) return (PyObject *)descriptors_new(descriptors_type, 0);
+    return descriptors_fn == (PyObject *)&PyList_Type ? PyList_New(0) : PyObject_CallNoArgs(descriptors_fn);
+}
+
 static int gradient_merge(PyObject *g) { /* Gradient._merge */
     PyObject *ranked = rank_is_kernel ? rank_on_kernel(g) : NULL;
     if (ranked == NULL && !PyErr_Occurred()) ranked = rank_by_call(g);
     if (ranked == NULL) return -1;
     put_new(g, g_view, ranked);
-    PyObject *fresh = PyList_New(0);
-    if (fresh == NULL) return -1;
-    put_new(g, g_pending, fresh);
+    /* self._pending = descriptors(): the plain store the slot alone holds is emptied in place, which
+     * no one can tell from a new one */
+    PyObject *pending = SLOT(g, g_pending);
+    if (pending != NULL && is_plain_store(pending) && Py_REFCNT(pending) == 1) {
+        descriptors_clear((Descriptors *)pending);
+    } else {
+        PyObject *fresh = new_store();
+        if (fresh == NULL) return -1;
+        put_new(g, g_pending, fresh);
+    }
     put(g, g_stale, Py_False);
     return 0;
 }
@@ -683,17 +754,25 @@ static int merge_if_needed(PyObject *g) { /* if self._pending or self._stale: se
 }
 
 /* view[int(self.rng.random() * len(view))][1], as Python evaluates it: the draw, then the length.
- * A stock rng and an exact list take the fast path; anything else Python's own operations. */
+ * A stock rng and an exact list or plain store take the fast path; anything else Python's own
+ * operations. */
 static PyObject *draw_partner(PyObject *g, PyObject *view) {
     PyObject *rng = take(g, g_rng), *chosen = NULL;
     if (rng == NULL) return NULL;
-    int stock = PyList_CheckExact(view) ? is_stock_draw(rng) : 0;
+    int store = is_plain_store(view), stock = PyList_CheckExact(view) || store ? is_stock_draw(rng) : 0;
     if (stock > 0) {
         double r;
         if (stock_uniform(rng, &r) == 0) {
-            Py_ssize_t n = PyList_GET_SIZE(view), at = (Py_ssize_t)(r * (double)n); /* r < 1: at < n, if n > 0 */
-            if (at < n) chosen = Py_NewRef(PyList_GET_ITEM(view, at));
-            else PyErr_SetString(PyExc_IndexError, "list index out of range");
+            Py_ssize_t n = store ? ((Descriptors *)view)->length : PyList_GET_SIZE(view);
+            Py_ssize_t at = (Py_ssize_t)(r * (double)n); /* r < 1: at < n, if n > 0 */
+            if (at >= n) {
+                PyErr_SetString(PyExc_IndexError, "list index out of range");
+            } else if (store) {
+                Py_DECREF(rng);
+                return PyLong_FromLongLong(((Descriptors *)view)->items[at].node);
+            } else {
+                chosen = Py_NewRef(PyList_GET_ITEM(view, at));
+            }
         }
     } else if (stock == 0) {
         PyObject *value = PyObject_CallMethodNoArgs(rng, stock_str_random), *length = NULL, *scaled = NULL;
@@ -726,7 +805,7 @@ static int gradient_initiate(PyObject *g, PyObject *now, PyObject **partner, PyO
     }
     PyObject *own = NULL;
     if ((*partner = draw_partner(g, view)) != NULL && (own = own_descriptor(g, now)) != NULL)
-        *descriptors = with_first(own, view);
+        *descriptors = with_own(own, view);
     Py_XDECREF(own);
     Py_DECREF(view);
     if (*descriptors == NULL) Py_CLEAR(*partner);
@@ -934,7 +1013,7 @@ static PyObject *answer_gradient(PyObject *self, PyObject *msg, PyObject *payloa
     put(g, g_clock, now);
     Py_SETREF(received, field_of(msg, gs_descriptors, payload));
     if (received == NULL || offer(g, received) < 0 || (own = own_descriptor(g, now)) == NULL
-        || (view = take(g, g_view)) == NULL || (descriptors = with_first(own, view)) == NULL
+        || (view = take(g, g_view)) == NULL || (descriptors = with_own(own, view)) == NULL
         || post(self, outbox, sender, ROW_GR, NULL, descriptors) < 0)
         goto done;
     result = Py_NewRef(Py_None);
@@ -1313,10 +1392,11 @@ static int same_configuration(PyObject *with) { /* the same objects as the confi
 
 static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || !PyTuple_CheckExact(args[3]) || PyTuple_GET_SIZE(args[3]) != 5 || !PyTuple_CheckExact(args[4])
-        || PyTuple_GET_SIZE(args[4]) != 4 || !PyDict_Check(args[5])) {
+        || PyTuple_GET_SIZE(args[4]) != 5 || !PyDict_Check(args[5])) {
         PyErr_SetString(PyExc_TypeError,
                         "peer_methods(peer, cyclon, gradient, (CyclonShuffle, CyclonReply, GradientShuffle, "
-                        "GradientReply, JoinRequest), (sample_values, merge, pop_oldest, rank), references: dict)");
+                        "GradientReply, JoinRequest), (sample_values, merge, pop_oldest, rank, descriptors), "
+                        "references: dict)");
         return NULL;
     }
     PyObject *chosen[METHODS];
@@ -1381,22 +1461,29 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
         }
         goto done;
     }
-    for (Py_ssize_t i = 0; i < 4; i++)
+    for (Py_ssize_t i = 0; i < 5; i++)
         if (!PyCallable_Check(PyTuple_GET_ITEM(functions, i))) {
             PyErr_SetString(PyExc_TypeError, "peer_methods: the functions are callables");
             goto done;
         }
     int kernel_ranks = 0; /* `rank` is overlay._rank's */
+    PyObject *store_type = NULL; /* `descriptors` is overlay._rank's Descriptors */
     PyObject *compiled_rank = PyImport_ImportModule("drfemu.overlay._rank");
     if (compiled_rank == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_ImportError)) goto done;
-        PyErr_Clear(); /* not built: the merge calls `rank` */
+        PyErr_Clear(); /* not built: the merge calls `rank`, the gradient keeps what `descriptors` makes */
     } else {
         PyObject *kernel_rank_fn = PyObject_GetAttrString(compiled_rank, "rank");
+        PyObject *kernel_store = kernel_rank_fn == NULL ? NULL : PyObject_GetAttrString(compiled_rank, "Descriptors");
         Py_DECREF(compiled_rank);
-        if (kernel_rank_fn == NULL) goto done;
+        if (kernel_store == NULL) {
+            Py_XDECREF(kernel_rank_fn);
+            goto done;
+        }
         kernel_ranks = kernel_rank_fn == PyTuple_GET_ITEM(functions, 3);
+        if (kernel_store == PyTuple_GET_ITEM(functions, 4) && PyType_Check(kernel_store)) store_type = kernel_store;
         Py_DECREF(kernel_rank_fn);
+        Py_DECREF(kernel_store); /* held by the configuration's `functions` from here on, if used */
     }
     result = PyDict_New();
     if (result == NULL) goto done;
@@ -1422,6 +1509,8 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
     Py_XSETREF(merge_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 1)));
     Py_XSETREF(pop_oldest_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 2)));
     Py_XSETREF(rank_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 3)));
+    Py_XSETREF(descriptors_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 4)));
+    descriptors_type = (PyTypeObject *)store_type;
     rank_is_kernel = kernel_ranks;
     compact_at = compact;
     for (int i = 0; i < METHODS; i++) Py_XSETREF(references[i], Py_NewRef(chosen[i]));

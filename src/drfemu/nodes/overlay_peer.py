@@ -237,7 +237,8 @@ def _compile_exchanges() -> str:
 
     methods = peer_methods(
         OverlayPeer, Cyclon, Gradient, (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest),
-        (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank),
+        (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank,
+         gradient_module.descriptors),
         PYTHON_EXCHANGES)
     for name, method in methods.items():
         setattr(OverlayPeer, name, method)

@@ -35,6 +35,12 @@ it has heard; of two descriptors of one node the fresher (larger stamp) wins. A 
 a partner carries the view as last merged, as T-Man's passive thread answers before it
 merges.
 
+**Where descriptors are kept.** The view and the pending candidates are made by `descriptors`:
+a `list` here, and where the extension was built `overlay._rank.Descriptors`, the same contract
+as C arrays (a sequence of descriptor tuples to Python, extended like a list), so that the
+compiled merge, offers and exchanges move no Python object per descriptor. A descriptor read from
+such a store is equal to the one offered, to the bit, but not the same object.
+
 `initiate`, `answer`, `complete`, `descriptor` and `offer` are inlined in C by
 `src/native/_exchange.c` (the overlay peer's rounds and handlers) for this class; a change here
 must be made there too — the property test in `tests/test_engine_c.py` fails until it is.
@@ -46,15 +52,20 @@ import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Union, cast
 
 from drfemu.kernel.compiled import compiled_module
 from drfemu.overlay.messages import Descriptor, GradientReply, GradientShuffle
 
+if TYPE_CHECKING:
+    from drfemu.overlay._rank import Descriptors
+
 __all__ = [
     "NEG_INF",
+    "DescriptorStore",
     "Gradient",
     "acknowledges",
+    "descriptors",
     "is_above",
     "lowest_neighbour",
     "RANK_IMPLEMENTATION",
@@ -114,15 +125,28 @@ def freshest_python(candidates: list[Descriptor]) -> list[Descriptor] | None:
     return list(kept.values())
 
 
+DescriptorStore = Union[list[Descriptor], "Descriptors"]
+"""What a gradient keeps its view and pending candidates in: `descriptors()`, a list here, or where
+the extension was built the same contract as C arrays (`overlay._rank.Descriptors`: a sequence of
+descriptor tuples to Python, extended like a list, which a merge, an offer and an exchange's
+message move without a Python object per descriptor)."""
+
+rank: Callable[[int, float, DescriptorStore, int, float], DescriptorStore]
+freshest: Callable[[DescriptorStore], DescriptorStore | None]
+descriptors: Callable[..., DescriptorStore]
 rank_c: Callable[[int, float, list[Descriptor], int, float], list[Descriptor]] | None = None
 if compiled_module("drfemu.overlay._rank") is not None:  # typed by its stub, `_rank.pyi`
-    from drfemu.overlay._rank import freshest
-    from drfemu.overlay._rank import rank as rank_c
+    from drfemu.overlay import _rank
+
+    rank, freshest, descriptors = _rank.rank, _rank.freshest, _rank.Descriptors
+    rank_c = _rank.rank
+    Sequence.register(_rank.Descriptors)
     RANK_IMPLEMENTATION = "C"
 else:
-    freshest = freshest_python
+    rank = cast("Callable[[int, float, DescriptorStore, int, float], DescriptorStore]", rank_python)
+    freshest = cast("Callable[[DescriptorStore], DescriptorStore | None]", freshest_python)
+    descriptors = list
     RANK_IMPLEMENTATION = "Python"
-rank = rank_c if rank_c is not None else rank_python
 
 
 def lowest_neighbour(view: Iterable[Descriptor]) -> int:
@@ -181,8 +205,8 @@ class Gradient(OwnDescriptor):
         self.max_age = max_age  # seconds; older descriptors are dropped at merges
         self._clock = 0.0  # the latest `now` this node was given
         self._own: Descriptor = (utility, me, NEG_INF)
-        self._view: list[Descriptor] = []  # most preferred first
-        self._pending: list[Descriptor] = []
+        self._view: DescriptorStore = descriptors()  # most preferred first
+        self._pending: DescriptorStore = descriptors()
         self._stale = False
         self._compact_next = 0  # `_compact` acts once more candidates than this are pending
 
@@ -201,7 +225,7 @@ class Gradient(OwnDescriptor):
     def _bound_pending(self) -> None:
         """Compact the pending candidates once there are more than `COMPACT_AT` (`_compact`)."""
         pending = self._pending
-        if type(pending) is list and len(pending) > self.COMPACT_AT:
+        if type(pending) is descriptors and len(pending) > self.COMPACT_AT:
             self._compact()
 
     def _compact(self) -> None:
@@ -224,13 +248,13 @@ class Gradient(OwnDescriptor):
 
     def forget(self, node: int) -> None:
         """Drop every descriptor of `node` (a failure detector says it crashed)."""
-        self._view = [d for d in self._view if d[1] != node]
-        self._pending = [d for d in self._pending if d[1] != node]
+        self._view = descriptors(d for d in self._view if d[1] != node)
+        self._pending = descriptors(d for d in self._pending if d[1] != node)
 
     # -- reading --------------------------------------------------------------------------
     @property
-    def view(self) -> list[Descriptor]:
-        """The current view, most preferred first; merges pending input. Do not mutate."""
+    def view(self) -> Sequence[Descriptor]:
+        """The current view, most preferred first; merges pending input."""
         if self._pending or self._stale:
             self._merge()
         return self._view
@@ -264,7 +288,7 @@ class Gradient(OwnDescriptor):
         """The view the next read would produce, without merging (for observers)."""
         if not (self._pending or self._stale):
             return list(self._view)
-        return rank(self.me, self.utility, self._pending + self._view, self.size, self._clock - self.max_age)
+        return list(rank(self.me, self.utility, [*self._pending, *self._view], self.size, self._clock - self.max_age))
 
     # -- the exchange ---------------------------------------------------------------------
     def initiate(self, now: float) -> tuple[int, GradientShuffle] | None:
@@ -293,7 +317,7 @@ class Gradient(OwnDescriptor):
 
     def _merge(self) -> None:
         candidates = self._pending
-        candidates += self._view
+        candidates.extend(self._view)
         self._view = rank(self.me, self.utility, candidates, self.size, self._clock - self.max_age)
-        self._pending = []
+        self._pending = descriptors()
         self._stale = False

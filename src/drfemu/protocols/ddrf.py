@@ -54,6 +54,7 @@ survivors' views kept a hole. With the thaw: `docs/faults.md`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from drfemu.kernel.events import NeighborsFixed
@@ -144,7 +145,7 @@ class DdrfRule(ServerRule):
     POLLS = (Record(MinShareReply, "reported", "share"),)  # a reply's share goes to `reported` (`protocols.polls`)
 
 
-def _allocating(view: list[tuple[float, int, float]]) -> bool:
+def _allocating(view: Sequence[tuple[float, int, float]]) -> bool:
     """True if a descriptor in `view` shows a server whose users hold resources: a finite
     utility below zero (eq. 4.2, `−min G_i`), so allocation has begun there."""
     return any(NEG_INF < utility < 0.0 for utility, _, _ in view)

@@ -57,7 +57,7 @@ class GradientView(Protocol):
     utility: float  # this node's own
 
     @property
-    def view(self) -> list[tuple[float, int, float]]: ...
+    def view(self) -> Sequence[tuple[float, int, float]]: ...  # most preferred first; a list or a C store
 
     def believes_centre(self, strict: bool = False) -> bool: ...
 
