@@ -9,7 +9,8 @@ delivery loop, tally and `send`, PDGDRF its pure-Python Gini test (same results,
 
 from setuptools import Extension, setup
 
-HEADERS = ["src/native/_accelerator.h", "src/native/_overlay_kernel.h", "src/native/_stock_draw.h"]
+HEADERS = ["src/native/_accelerator.h", "src/native/_overlay_kernel.h", "src/native/_stock_draw.h",
+           "src/native/_descriptors.h", "src/native/_view.h"]
 
 
 def accelerator(name: str, source: str) -> Extension:

@@ -613,8 +613,10 @@ def _exchange_worlds() -> Any:
 
 
 def _state(peer: Any) -> Any:
+    """A peer's state, to compare; the entries a Cyclon sent as the tuple they are to the reference (the
+    C exchanges keep them as a store of structs where they ran on the view's arrays)."""
     c, g = peer.cyclon, peer.gradient
-    return repr((list(c.entries.items()), c._partner, c._sent, g._view, g._pending, g._own, g._clock, g._stale,
+    return repr((list(c.entries.items()), c._partner, tuple(c._sent), g._view, g._pending, g._own, g._clock, g._stale,
                  peer.outbox, peer.cyclon_exchanges, peer.gradient_exchanges, type(peer.feeds_gradient)))
 
 

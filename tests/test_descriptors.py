@@ -111,3 +111,37 @@ def test_a_gradient_keeps_its_descriptors_in_stores_and_merges_as_its_reference(
     g.offer(tuple(offered[10:]))
     assert g.view == rank_python(0, 0.25, list(offered), 3, NEG_INF)
     assert type(g._view) is type(g._pending) is descriptors and not g._pending
+
+
+def test_a_view_whose_entries_arrived_as_c_data_reads_as_the_dict_of_their_tuples() -> None:
+    """On a row, the C exchanges merge a shuffle carried as a store into Cyclon's view as C data (no
+    descriptor object): every way Python reads the view makes the tuples, equal to those sent."""
+    from drfemu.nodes import overlay_peer
+    from drfemu.nodes.network import Network
+    from drfemu.nodes.runtime import Runtime
+    from drfemu.overlay.cyclon import frontier_hop, frontier_hop_python
+
+    peers = [overlay_peer.OverlayPeer(i, 3, 6, 3, random.Random(i), utility=i / 10) for i in range(12)]
+    overlay_peer.bootstrap(peers, [i / 10 for i in range(12)], seed=1)
+    runtime = Runtime(Network(), peers)
+    assert overlay_peer.attach_lane(runtime) and runtime._lane is not None
+    peers[0].cyclon_round(1.0)
+    assert isinstance(peers[0].cyclon._sent, _rank.Descriptors)  # type: ignore[union-attr]  # on the arrays
+    sends = peers[0].take_outbox()
+    (dst, mark), = sends
+    (_, shuffle), = runtime._lane.render(sends)
+    receiver = peers[dst]
+    before = dict(receiver.cyclon.entries.items())
+    for node in list(receiver.cyclon.entries):  # room for all of it: every entry received joins
+        del receiver.cyclon.entries[node]
+    receiver._on_row(mark, 1.0)  # type: ignore[attr-defined]
+    entries = receiver.cyclon.entries
+    expected = {d[1]: d for d in shuffle.entries if d[1] != dst}
+    assert expected and before and dict(entries.items()) == expected and entries == expected
+    assert list(entries) == list(expected) and list(entries.values()) == list(expected.values())
+    assert repr(entries) == f"View({expected!r})"
+    first = next(iter(expected))
+    assert entries.get(first) == expected[first] and entries[first] == expected[first] and first in entries
+    assert frontier_hop((), (), entries, random.Random(3)) == frontier_hop_python((), (), entries, random.Random(3))
+    assert entries.pop(first) == expected[first] and first not in entries
+    assert pickle.loads(pickle.dumps(dict(entries.items()))) == {k: v for k, v in expected.items() if k != first}

@@ -281,8 +281,10 @@ steps = st.lists(st.one_of(
 
 
 def _peer_state(peer: OverlayPeer) -> tuple[Any, ...]:
+    """A peer's state, to compare; the entries a Cyclon sent as the tuple they are to the reference (the
+    C exchanges keep them as a store of structs where they ran on the view's arrays)."""
     cyclon, gradient = peer.cyclon, peer.gradient
-    return (list(cyclon.entries.items()), cyclon._partner, cyclon._sent, gradient._view, gradient._pending,
+    return (list(cyclon.entries.items()), cyclon._partner, tuple(cyclon._sent), gradient._view, gradient._pending,
             gradient._own, gradient._clock, gradient._stale, gradient.utility, peer.outbox, peer.cyclon_exchanges,
             peer.gradient_exchanges, cyclon.rng.getstate())
 

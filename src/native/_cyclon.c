@@ -5,7 +5,7 @@
  * inputs and that whole runs give the same events.
  *
  * View(capacity=0): the Cyclon view as C arrays, a mapping node -> descriptor that behaves as
- *   the dict it replaces (below).
+ *   the dict it replaces (below; its layout and the steps `_exchange.c` shares are `_view.h`).
  * merge(entries, me, size, received, replaceable) -> None
  *   entries: the view, node -> descriptor (utility, node, stamp), changed in place. The
  *   descriptors of `received` that name neither `me` nor a node in the view are new; they
@@ -33,6 +33,7 @@
 #include "_accelerator.h"
 #include "_overlay_kernel.h"
 #include "_stock_draw.h"
+#include "_view.h"
 
 static PyObject *references[4]; /* overlay.cyclon's merge_python, pop_oldest_python, sample_values_python,
                                     frontier_hop_python */
@@ -46,50 +47,25 @@ static PyObject *call_reference(int which, PyObject *const *args, Py_ssize_t nar
 }
 
 /* -- View: a Cyclon view as arrays -------------------------------------------------------------
- * The Cyclon view (overlay.cyclon.Cyclon.entries) where the extension is built: a mapping
+ * The Cyclon view (overlay.cyclon.Cyclon.entries) where the extension is built (`_view.h`): a mapping
  * node -> descriptor (utility, node, stamp) that behaves as the dict it replaces — insertion
  * order, an assignment to a held node keeps its place, a deletion closes the gap — but keeps
- * the nodes and the stamps in arrays of C numbers beside the descriptors. The Cyclon steps
+ * the nodes, stamps and utilities in arrays of C numbers beside the descriptors. The Cyclon steps
  * that every server runs every tick (is this node held? which entry is oldest? the k-th
  * entry?) then read a few contiguous cache lines instead of one dict entry, one tuple and
- * one float per descriptor (issue 18: at 1,000 servers each was a cache miss).
+ * one float per descriptor (issue 18: at 1,000 servers each was a cache miss); an entry the C
+ * exchanges set as C data gets its tuple when Python first reads it.
  * Lookups scan the array, so the view is meant for Cyclon's small views
  * (overlay.cyclon.ARRAY_VIEW_MAX); larger views stay dicts. A key is a node id, an int of
  * 64 bits, compared by its value (an int subclass's own __eq__ and __hash__ are not called,
  * where a dict would call them); any other key is simply not held, and a descriptor of another
  * node is refused. */
-typedef struct {
-    PyObject_HEAD
-    Py_ssize_t len, cap;
-    long long *nodes;        /* nodes[i] == descriptors[i][1] */
-    double *stamps;          /* descriptors[i][2], when it is a float */
-    PyObject **descriptors;  /* owned */
-    Py_ssize_t odd_stamps;   /* descriptors whose stamp is not an exact float */
-} ViewObject;
-
 static PyTypeObject View_Type;
 #define View_Check(op) Py_IS_TYPE(op, &View_Type)
 
 static int node_id(PyObject *node, long long *id) { /* 1 with *id for an int of 64 bits, else 0 */
     if (!PyLong_Check(node)) return 0;
     return int64_of(node, id);
-}
-
-static Py_ssize_t view_find(ViewObject *v, long long id) { /* the place of `id` in the view, or -1 */
-    KernelNodes nodes = {v->nodes, 1};
-    Py_ssize_t at = kernel_find(nodes, v->len, id);
-    return at < v->len ? at : -1;
-}
-
-static void view_remove_at(ViewObject *v, Py_ssize_t i) {
-    PyObject *gone = v->descriptors[i];
-    if (!PyFloat_CheckExact(PyTuple_GET_ITEM(gone, 2))) v->odd_stamps--;
-    Py_ssize_t tail = v->len - i - 1;
-    memmove(v->nodes + i, v->nodes + i + 1, sizeof(long long) * (size_t)tail);
-    memmove(v->stamps + i, v->stamps + i + 1, sizeof(double) * (size_t)tail);
-    memmove(v->descriptors + i, v->descriptors + i + 1, sizeof(PyObject *) * (size_t)tail);
-    v->len--;
-    Py_DECREF(gone);
 }
 
 /* the descriptor's node id: 0 with *id, -1 (TypeError) when it is not a (utility, node: int, stamp) tuple */
@@ -101,39 +77,6 @@ static int descriptor_node(PyObject *descriptor, long long *id) {
     int is_id = node_id(PyTuple_GET_ITEM(descriptor, 1), id);
     if (is_id == 0) PyErr_SetString(PyExc_TypeError, "a descriptor's node is an int of 64 bits");
     return is_id == 1 ? 0 : -1;
-}
-
-/* view[id] = descriptor (borrowed): replaced in place when held, else appended */
-static int view_set(ViewObject *v, long long id, PyObject *descriptor) {
-    PyObject *stamp = PyTuple_GET_ITEM(descriptor, 2);
-    int odd = !PyFloat_CheckExact(stamp);
-    Py_ssize_t i = view_find(v, id);
-    if (i < 0) {
-        if (v->len == v->cap) {
-            Py_ssize_t cap = v->cap < 4 ? 8 : v->cap * 2;
-            long long *nodes = PyMem_Realloc(v->nodes, sizeof(long long) * (size_t)cap);
-            if (nodes == NULL) return PyErr_NoMemory(), -1;
-            v->nodes = nodes;
-            double *stamps = PyMem_Realloc(v->stamps, sizeof(double) * (size_t)cap);
-            if (stamps == NULL) return PyErr_NoMemory(), -1;
-            v->stamps = stamps;
-            PyObject **descriptors = PyMem_Realloc(v->descriptors, sizeof(PyObject *) * (size_t)cap);
-            if (descriptors == NULL) return PyErr_NoMemory(), -1;
-            v->descriptors = descriptors;
-            v->cap = cap;
-        }
-        i = v->len++;
-        v->nodes[i] = id;
-        v->descriptors[i] = NULL;
-    }
-    PyObject *old = v->descriptors[i];
-    if (old != NULL && !PyFloat_CheckExact(PyTuple_GET_ITEM(old, 2))) v->odd_stamps--;
-    Py_INCREF(descriptor);
-    v->descriptors[i] = descriptor;
-    v->stamps[i] = odd ? 0.0 : PyFloat_AS_DOUBLE(stamp);
-    v->odd_stamps += odd;
-    Py_XDECREF(old);
-    return 0;
 }
 
 static Py_ssize_t view_index(ViewObject *v, PyObject *key) { /* the key's place, -1 when not held, -2 on error */
@@ -153,15 +96,9 @@ static PyObject *view_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     }
     ViewObject *v = (ViewObject *)type->tp_alloc(type, 0);
     if (v == NULL) return NULL;
-    if (capacity > 0) {
-        v->nodes = PyMem_Malloc(sizeof(long long) * (size_t)capacity);
-        v->stamps = PyMem_Malloc(sizeof(double) * (size_t)capacity);
-        v->descriptors = PyMem_Malloc(sizeof(PyObject *) * (size_t)capacity);
-        if (v->nodes == NULL || v->stamps == NULL || v->descriptors == NULL) {
-            Py_DECREF(v);
-            return PyErr_NoMemory();
-        }
-        v->cap = capacity;
+    if (capacity > 0 && view_grow(v, capacity) < 0) {
+        Py_DECREF(v);
+        return NULL;
     }
     return (PyObject *)v;
 }
@@ -169,7 +106,7 @@ static PyObject *view_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
 static int view_clear(ViewObject *v) {
     Py_ssize_t n = v->len;
     v->len = 0;
-    v->odd_stamps = 0;
+    v->odd_stamps = v->odd_nodes = v->not_plain = 0;
     for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(v->descriptors[i]);
     return 0;
 }
@@ -184,6 +121,8 @@ static void view_dealloc(ViewObject *v) {
     view_clear(v);
     PyMem_Free(v->nodes);
     PyMem_Free(v->stamps);
+    PyMem_Free(v->utilities);
+    PyMem_Free(v->kinds);
     PyMem_Free(v->descriptors);
     Py_TYPE(v)->tp_free((PyObject *)v);
 }
@@ -197,7 +136,7 @@ static PyObject *view_subscript(ViewObject *v, PyObject *key) {
         PyErr_SetObject(PyExc_KeyError, key);
         return NULL;
     }
-    return Py_NewRef(v->descriptors[i]);
+    return Py_XNewRef(view_descriptor(v, i));
 }
 
 static int view_ass_subscript(ViewObject *v, PyObject *key, PyObject *value) {
@@ -231,10 +170,12 @@ static PyObject *view_list(ViewObject *v, int what) { /* 0: nodes, 1: descriptor
     PyObject *list = PyList_New(v->len);
     if (list == NULL) return NULL;
     for (Py_ssize_t i = 0; i < v->len; i++) {
-        PyObject *descriptor = v->descriptors[i], *node = PyTuple_GET_ITEM(descriptor, 1), *item;
-        if (what == 0) item = Py_NewRef(node);
-        else if (what == 1) item = Py_NewRef(descriptor);
-        else if ((item = PyTuple_Pack(2, node, descriptor)) == NULL) {
+        PyObject *descriptor = what == 0 ? NULL : view_descriptor(v, i), *node = what == 1 ? NULL : view_node(v, i);
+        PyObject *item = what == 0 ? Py_XNewRef(node) : what == 1 ? Py_XNewRef(descriptor)
+                         : node == NULL || descriptor == NULL ? NULL : PyTuple_Pack(2, node, descriptor);
+        Py_XDECREF(node);
+        if (item == NULL) {
+            if (!PyErr_Occurred()) PyErr_NoMemory();
             Py_DECREF(list);
             return NULL;
         }
@@ -262,7 +203,7 @@ static PyObject *view_get(ViewObject *v, PyObject *const *args, Py_ssize_t nargs
     }
     Py_ssize_t i = view_index(v, args[0]);
     if (i == -2) return NULL;
-    return Py_NewRef(i >= 0 ? v->descriptors[i] : nargs == 2 ? args[1] : Py_None);
+    return Py_XNewRef(i >= 0 ? view_descriptor(v, i) : nargs == 2 ? args[1] : Py_None);
 }
 
 static PyObject *view_pop(ViewObject *v, PyObject *const *args, Py_ssize_t nargs) {
@@ -277,15 +218,16 @@ static PyObject *view_pop(ViewObject *v, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetObject(PyExc_KeyError, args[0]);
         return NULL;
     }
-    PyObject *descriptor = Py_NewRef(v->descriptors[i]);
-    view_remove_at(v, i);
+    PyObject *descriptor = Py_XNewRef(view_descriptor(v, i));
+    if (descriptor != NULL) view_remove_at(v, i);
     return descriptor;
 }
 
 static PyObject *view_as_dict(ViewObject *v) {
     PyObject *dict = PyDict_New();
     for (Py_ssize_t i = 0; dict != NULL && i < v->len; i++) {
-        if (PyDict_SetItem(dict, PyTuple_GET_ITEM(v->descriptors[i], 1), v->descriptors[i]) < 0) Py_CLEAR(dict);
+        PyObject *descriptor = view_descriptor(v, i);
+        if (descriptor == NULL || PyDict_SetItem(dict, PyTuple_GET_ITEM(descriptor, 1), descriptor) < 0) Py_CLEAR(dict);
     }
     return dict;
 }
@@ -409,8 +351,8 @@ static PyObject *pop_oldest(PyObject *Py_UNUSED(self), PyObject *entries) {
     const double *stamps = v->stamps;
     for (Py_ssize_t i = 1; i < v->len; i++)
         if (stamps[i] < stamps[best]) best = i;
-    PyObject *oldest = Py_NewRef(PyTuple_GET_ITEM(v->descriptors[best], 1));
-    view_remove_at(v, best);
+    PyObject *oldest = view_node(v, best);
+    if (oldest != NULL) view_remove_at(v, best);
     return oldest;
 }
 
@@ -419,27 +361,6 @@ static PyObject *pop_oldest(PyObject *Py_UNUSED(self), PyObject *entries) {
  * (at most MAX_TABLE of them; more go to the reference's partial Fisher-Yates). The drawn
  * positions are ascending, so they are read from the View's array and the descriptors not
  * chosen are not touched (at 1,000 servers each is a cache miss). */
-#define MAX_TABLE 4096
-
-static long long comb_computed(Py_ssize_t n, Py_ssize_t k) { /* C(n, k) for 0 <= k <= n, or MAX_TABLE + 1 if larger */
-    if (k > n - k) k = n - k;
-    long long c = 1;
-    for (Py_ssize_t i = 1; i <= k; i++) {
-        c = c * (n - k + i) / i; /* exact: c·(n−k+i) is divisible by i at every step */
-        if (c > MAX_TABLE) return MAX_TABLE + 1;
-    }
-    return c;
-}
-
-#define PASCAL_ROWS 64
-static long long pascal[PASCAL_ROWS][PASCAL_ROWS]; /* comb_capped(n, k) for n, k < PASCAL_ROWS, filled at import */
-
-static long long comb_capped(Py_ssize_t n, Py_ssize_t k) { /* C(n, k), or MAX_TABLE + 1 if larger */
-    if (k < 0 || k > n) return 0;
-    if (n < PASCAL_ROWS) return pascal[n][k];
-    return comb_computed(n, k);
-}
-
 static PyObject *sample_values(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     long long k;
     if (nargs != 3 || !View_Check(args[1]) || !PyLong_CheckExact(args[2]) || node_id(args[2], &k) != 1)
@@ -447,7 +368,7 @@ static PyObject *sample_values(PyObject *Py_UNUSED(self), PyObject *const *args,
     ViewObject *view = (ViewObject *)args[1];
     Py_ssize_t n = view->len;
     if (k == 0 && n > 0) return PyTuple_New(0);
-    if (n > k && (k < 0 || comb_capped(n, (Py_ssize_t)k) > MAX_TABLE))
+    if (n > k && (k < 0 || view_comb(n, (Py_ssize_t)k) > VIEW_MAX_TABLE))
         return call_reference(SAMPLE_VALUES, args, nargs); /* its error, or its partial Fisher-Yates */
     Py_ssize_t count = n <= k ? n : (Py_ssize_t)k; /* positions to take, ascending */
     Py_ssize_t small[32], *picks = small;
@@ -457,24 +378,14 @@ static PyObject *sample_values(PyObject *Py_UNUSED(self), PyObject *const *args,
         if (stock <= 0) return stock < 0 ? NULL : call_reference(SAMPLE_VALUES, args, nargs);
         if (stock_uniform(args[0], &r) < 0) return NULL;
         if (count > 32 && (picks = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)count)) == NULL) return PyErr_NoMemory();
-        if (count == 1) {
-            picks[0] = (Py_ssize_t)(r * (double)n); /* r < 1 and n < 2^53: below n */
-        } else {
-            long long index = (long long)(r * (double)comb_capped(n, count));
-            Py_ssize_t next = 0; /* unrank `index` among the k-subsets in lexicographic order */
-            for (Py_ssize_t p = 0; p < count; p++) {
-                for (;; next++) {
-                    long long after = comb_capped(n - 1 - next, count - 1 - p);
-                    if (index < after) break;
-                    index -= after;
-                }
-                picks[p] = next++;
-            }
-        }
+        view_picks(n, count, r, picks);
     }
     PyObject *result = PyTuple_New(count); /* nothing has run since the view was read */
-    for (Py_ssize_t taken = 0; result != NULL && taken < count; taken++)
-        PyTuple_SET_ITEM(result, taken, Py_NewRef(view->descriptors[count == n ? taken : picks[taken]]));
+    for (Py_ssize_t taken = 0; result != NULL && taken < count; taken++) {
+        PyObject *descriptor = view_descriptor(view, count == n ? taken : picks[taken]);
+        if (descriptor == NULL) Py_CLEAR(result);
+        else PyTuple_SET_ITEM(result, taken, Py_NewRef(descriptor));
+    }
     if (picks != small) PyMem_Free(picks);
     return result;
 }
@@ -517,15 +428,15 @@ static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, 
     int stock = is_stock_draw(draw);
     if (stock <= 0) return stock < 0 ? NULL : call_reference(FRONTIER_HOP, args, nargs);
     Py_ssize_t nv = PyTuple_GET_SIZE(visited), nf = PyTuple_GET_SIZE(frontier), np = peers->len;
-    for (Py_ssize_t i = 0; i < np; i++)
-        if (!PyLong_CheckExact(PyTuple_GET_ITEM(peers->descriptors[i], 1))) return call_reference(FRONTIER_HOP, args, nargs);
+    if (peers->odd_nodes != 0) return call_reference(FRONTIER_HOP, args, nargs);
     size_t slots = 16;
     while (slots < 2 * (size_t)(nv + nf)) slots <<= 1;
     long long *keys = PyMem_Malloc(sizeof(long long) * slots);
     unsigned char *used = PyMem_Calloc(slots, 1);
     Py_ssize_t *fresh = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(np > 0 ? np : 1));
+    PyObject **fresh_nodes = PyMem_Calloc((size_t)(np > 0 ? np : 1), sizeof(PyObject *)); /* their node objects */
     PyObject *result = NULL;
-    if (keys == NULL || used == NULL || fresh == NULL) {
+    if (keys == NULL || used == NULL || fresh == NULL || fresh_nodes == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -541,6 +452,8 @@ static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, 
     Py_ssize_t added = 0;
     for (Py_ssize_t i = 0; i < np; i++)
         if (!known_has(keys, used, slots, peers->nodes[i])) fresh[added++] = i;
+    for (Py_ssize_t j = 0; j < added; j++)
+        if ((fresh_nodes[j] = view_node(peers, fresh[j])) == NULL) goto done;
     Py_ssize_t m = nf + added;
     if (m == 0) {
         result = Py_NewRef(Py_None);
@@ -553,7 +466,7 @@ static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, 
         PyErr_SetString(PyExc_IndexError, "tuple index out of range");
         goto done;
     }
-#define GROWN(j) ((j) < nf ? PyTuple_GET_ITEM(frontier, (j)) : PyTuple_GET_ITEM(peers->descriptors[fresh[(j) - nf]], 1))
+#define GROWN(j) ((j) < nf ? PyTuple_GET_ITEM(frontier, (j)) : fresh_nodes[(j) - nf])
     PyObject *next = GROWN(k);
     PyObject *walked = PyTuple_New(nv + 1), *rest = PyTuple_New(m - 1);
     if (walked == NULL || rest == NULL) {
@@ -570,6 +483,8 @@ static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, 
     Py_DECREF(walked);
     Py_DECREF(rest);
 done:
+    for (Py_ssize_t j = 0; fresh_nodes != NULL && j < np; j++) Py_XDECREF(fresh_nodes[j]);
+    PyMem_Free(fresh_nodes);
     PyMem_Free(keys);
     PyMem_Free(used);
     PyMem_Free(fresh);
@@ -592,8 +507,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "overlay._cyclon", NU
 
 PyMODINIT_FUNC PyInit__cyclon(void) {
     if (main_interpreter_only("drfemu.overlay._cyclon") < 0 || stock_draw_init() < 0) return NULL;
-    for (Py_ssize_t n = 0; n < PASCAL_ROWS; n++)
-        for (Py_ssize_t k = 0; k <= n; k++) pascal[n][k] = comb_computed(n, k);
+    view_init();
     if (PyType_Ready(&View_Type) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && PyModule_AddObjectRef(m, "View", (PyObject *)&View_Type) < 0) Py_CLEAR(m);

@@ -83,15 +83,6 @@ static inline void descriptors_clear(Descriptors *d) {
     descriptors_changed(d);
 }
 
-static inline PyObject *descriptors_box(const KernelDescriptor *e) { /* (utility, node, stamp), a new tuple */
-    PyObject *u = PyFloat_FromDouble(e->utility), *n = PyLong_FromLongLong(e->node), *s = PyFloat_FromDouble(e->stamp);
-    PyObject *t = u == NULL || n == NULL || s == NULL ? NULL : PyTuple_Pack(3, u, n, s);
-    Py_XDECREF(u);
-    Py_XDECREF(n);
-    Py_XDECREF(s);
-    return t;
-}
-
 /* The items as Python sees them, a list (borrowed): the objects of a store that is not plain, or a
  * plain store's tuples, made at the first call after a change. NULL with Python's error. */
 static inline PyObject *descriptors_list(Descriptors *d) {
@@ -99,7 +90,7 @@ static inline PyObject *descriptors_list(Descriptors *d) {
     if (d->boxed != NULL) return d->boxed;
     PyObject *list = PyList_New(d->length);
     for (Py_ssize_t i = 0; list != NULL && i < d->length; i++) {
-        PyObject *t = descriptors_box(&d->items[i]);
+        PyObject *t = kernel_box_descriptor(&d->items[i]);
         if (t == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, t);
     }
@@ -214,10 +205,12 @@ static inline int descriptors_extend(Descriptors *d, PyObject *values) {
 }
 
 /* The gradient's rank (overlay.gradient.rank_python) of the plain stores `first` followed by
- * `second` (NULL: none) as one list of candidates: a new plain store of `type` with the ranked
- * view; NULL with Python's error. */
+ * `second` (NULL: none) as one list of candidates: the ranked view in a new plain store of `type`,
+ * or (`into` not NULL: a plain store no one else holds, which may be `second`) written over `into`,
+ * returned with a new reference; NULL with Python's error. */
 static inline Descriptors *descriptors_rank(PyTypeObject *type, long long me, double my_utility, const Descriptors *first,
-                                            const Descriptors *second, Py_ssize_t size, double oldest) {
+                                            const Descriptors *second, Py_ssize_t size, double oldest,
+                                            Descriptors *into) {
     Py_ssize_t m = first->length, k = second != NULL ? second->length : 0, n = m + k;
     Py_ssize_t cap = size < n ? size : n;
     size_t slots = kernel_slots(n);
@@ -233,7 +226,12 @@ static inline Descriptors *descriptors_rank(PyTypeObject *type, long long me, do
         Py_ssize_t *above = table + slots, *below = above + cap, *out = below + cap;
         Py_ssize_t length = kernel_rank(me, my_utility, first->items, m, second != NULL ? second->items : NULL, k, 0,
                                         size, oldest, kept, NULL, table, above, below, out);
-        result = descriptors_new(type, length);
+        if (into == NULL) {
+            result = descriptors_new(type, length);
+        } else if (descriptors_reserve(into, length - into->length) == 0) { /* kept[] is scratch: `second` is read */
+            result = (Descriptors *)Py_NewRef(into);
+            descriptors_changed(result);
+        }
         if (result != NULL) {
             for (Py_ssize_t i = 0; i < length; i++) result->items[i] = kept[out[i]];
             result->length = length;

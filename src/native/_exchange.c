@@ -14,7 +14,9 @@
  *   overlay.gradient use them (where `rank` is overlay._rank's, the gradient's merge ranks its plain
  *   pending candidates and view with the overlay kernel itself, as that rank would, without joining
  *   the two first; where `descriptors` is overlay._rank's Descriptors, the gradient's view, pending
- *   candidates and messages are C arrays, `_descriptors.h`, which the methods work on directly);
+ *   candidates and messages are C arrays, `_descriptors.h`, which the methods work on directly; and
+ *   where the first three are overlay._cyclon's too, Cyclon's steps run on a plain View's arrays,
+ *   `_view.h`, its entries sent and received as such stores);
  *   references: {name: the Python method}.
  * The configuration is written once: a call that fails leaves the module unconfigured (no
  * methods exist to run on what it checked so far); once configured, a call with the same
@@ -44,6 +46,7 @@
 #include "_descriptors.h"
 #include "_overlay_kernel.h"
 #include "_stock_draw.h"
+#include "_view.h"
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
@@ -52,6 +55,9 @@ static PyTypeObject *cyclon_shuffle_type, *cyclon_reply_type, *gradient_shuffle_
 static PyObject *join_request, *sample_fn, *merge_fn, *pop_oldest_fn, *rank_fn;
 static PyObject *descriptors_fn;          /* overlay.gradient.descriptors: what a gradient keeps descriptors in */
 static PyTypeObject *descriptors_type;    /* descriptors_fn when it is overlay._rank's Descriptors, else NULL */
+
+static PyTypeObject *view_type;           /* overlay._cyclon's View, when the Cyclon functions are _cyclon's and
+                                           * descriptors_type is set: Cyclon's steps then run on its arrays */
 
 static int is_store(PyObject *obj) { return descriptors_type != NULL && Py_IS_TYPE(obj, descriptors_type); }
 
@@ -679,8 +685,10 @@ static PyObject *rank_on_kernel(PyObject *g) {
         if (lists) {
             ranked = kernel_rank_lists(me, utility, pending, view, (Py_ssize_t)size, clock - max_age, &plain);
         } else {
+            /* the view no one else holds is written over, which no one can tell from a new one */
+            Descriptors *into = Py_REFCNT(view) == 1 ? (Descriptors *)view : NULL;
             ranked = (PyObject *)descriptors_rank(descriptors_type, me, utility, (Descriptors *)pending,
-                                                  (Descriptors *)view, (Py_ssize_t)size, clock - max_age);
+                                                  (Descriptors *)view, (Py_ssize_t)size, clock - max_age, into);
             plain = 1;
         }
     }
@@ -823,24 +831,151 @@ static PyObject *call_with(PyObject *function, PyObject *const *args, size_t cou
     return result;
 }
 
+/* Cyclon's steps on the View's arrays, where its entries are a plain View, `field` an exact int and
+ * the draw (if one is needed) the stock generator: what sample_values, merge and pop_oldest do, with
+ * the entries sent and received as stores of structs (`_descriptors.h`) instead of tuples of
+ * descriptor objects. Each returns NULL (or 0) without an error where that does not hold, before
+ * anything changed: the caller then calls the function as the reference does. */
+
+static ViewObject *plain_view(PyObject *c) { /* c.entries, borrowed, if it is a plain View */
+    PyObject *entries = SLOT(c, c_entries);
+    return view_type != NULL && entries != NULL && Py_IS_TYPE(entries, view_type) && view_plain((ViewObject *)entries)
+               ? (ViewObject *)entries : NULL;
+}
+
+static int plain_field(PyObject *obj, Py_ssize_t offset, long long *out) { /* obj.<slot>, an exact int: 1 */
+    PyObject *value = SLOT(obj, offset);
+    return value != NULL && kernel_plain_int(value, out);
+}
+
+/* sample_values(self.rng, self.entries, k) as a store of the entries drawn. */
+static PyObject *sample_on_arrays(PyObject *c, ViewObject *v, long long k) {
+    Py_ssize_t n = v->len;
+    if (k < 0 || (n > k && view_comb(n, (Py_ssize_t)k) > VIEW_MAX_TABLE)) return NULL; /* the reference's case */
+    Py_ssize_t count = n <= k ? n : (Py_ssize_t)k, small[32], *picks = small;
+    if (k == 0) count = 0;
+    if (count > 0 && count < n) {
+        PyObject *rng = SLOT(c, c_rng);
+        double r;
+        if (rng == NULL || count > 32 || is_stock_draw(rng) != 1) {
+            PyErr_Clear(); /* is_stock_draw raises nothing for a stock generator; anything else: the reference */
+            return NULL;
+        }
+        if (stock_uniform(rng, &r) < 0) return NULL;
+        view_picks(n, count, r, picks);
+    }
+    Descriptors *chosen = descriptors_new(descriptors_type, count);
+    if (chosen == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) chosen->items[i] = view_entry(v, count == n ? i : picks[i]);
+    chosen->length = count;
+    return (PyObject *)chosen;
+}
+
+/* The nodes of what a merge receives or may replace: a plain store's, or an exact tuple's of plain
+ * descriptors (_cyclon.c's merge's test); 0 when neither. */
+static int exchanged_nodes(PyObject *items, long long *ids) {
+    if (is_plain_store(items)) {
+        Descriptors *d = (Descriptors *)items;
+        for (Py_ssize_t i = 0; i < d->length; i++) ids[i] = d->items[i].node;
+        return 1;
+    }
+    if (!PyTuple_CheckExact(items)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
+        PyObject *d = PyTuple_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) < 3 || !kernel_plain_int(PyTuple_GET_ITEM(d, 1), &ids[i]))
+            return 0;
+    }
+    return 1;
+}
+
+static Py_ssize_t exchanged_length(PyObject *items) {
+    return is_store(items) ? descriptors_length((Descriptors *)items) : PyTuple_Check(items) ? PyTuple_GET_SIZE(items) : -1;
+}
+
+/* merge(self.entries, self.me, self.size, received, replaceable) on a View (as _cyclon.c's merge, it
+ * need not be plain: the plan reads nodes only): 1 done, 0 not applicable (nothing changed), -1 on
+ * error. An entry received in a store joins as C data, one received in a tuple as its object. */
+static int merge_on_arrays(PyObject *c, PyObject *received, PyObject *replaceable) {
+    ViewObject *v = view_type != NULL && SLOT(c, c_entries) != NULL && Py_IS_TYPE(SLOT(c, c_entries), view_type)
+                        ? (ViewObject *)SLOT(c, c_entries) : NULL;
+    long long me, size;
+    Py_ssize_t m = exchanged_length(received), r = exchanged_length(replaceable);
+    if (v == NULL || m < 0 || r < 0 || !plain_field(c, c_me, &me) || !plain_field(c, c_size, &size)) return 0;
+    Py_ssize_t n = m + r;
+    long long small_ids[64];
+    Py_ssize_t small_places[64];
+    long long *ids = n <= 64 ? small_ids : PyMem_Malloc(sizeof(long long) * (size_t)(n + 1));
+    Py_ssize_t *places = n <= 64 ? small_places : PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+    int status = 0;
+    if (ids == NULL || places == NULL) {
+        PyErr_NoMemory();
+        status = -1;
+    } else if (exchanged_nodes(received, ids) && exchanged_nodes(replaceable, ids + m)) {
+        Py_ssize_t *fresh = places, *evict = places + m, evicted;
+        KernelNodes held = {v->nodes, 1}, got = {ids, 1}, sent = {ids + m, 1};
+        Py_ssize_t count = kernel_merge_plan(me, size, held, v->len, got, m, sent, r, fresh, evict, &evicted);
+        for (Py_ssize_t e = evicted - 1; e >= 0; e--) view_remove_at(v, evict[e]); /* from the last: places hold */
+        status = 1;
+        for (Py_ssize_t i = 0; status == 1 && i < count; i++) /* a node received twice: the later, in the first's place */
+            if ((is_store(received) ? view_set_plain(v, &((Descriptors *)received)->items[fresh[i]])
+                                    : view_set(v, ids[fresh[i]], PyTuple_GET_ITEM(received, fresh[i]))) < 0)
+                status = -1;
+    }
+    if (ids != NULL && ids != small_ids) PyMem_Free(ids);
+    if (places != NULL && places != small_places) PyMem_Free(places);
+    return status;
+}
+
+
+/* sample_values(self.rng, self.entries, self.length - minus): on the arrays, or by the call. */
+static PyObject *sample_entries(PyObject *c, long long minus) {
+    ViewObject *v = plain_view(c);
+    long long length;
+    if (v != NULL && plain_field(c, c_length, &length)) {
+        PyObject *chosen = sample_on_arrays(c, v, length - minus);
+        if (chosen != NULL || PyErr_Occurred()) return chosen;
+    }
+    PyObject *rng = take(c, c_rng), *entries = rng == NULL ? NULL : take(c, c_entries);
+    PyObject *length_obj = entries == NULL ? NULL : take(c, c_length), *k = length_obj;
+    if (minus != 0 && length_obj != NULL) {
+        k = PyNumber_Subtract(length_obj, one);
+        Py_DECREF(length_obj);
+    }
+    PyObject *drawn[3] = {rng, entries, k};
+    return call_with(sample_fn, drawn, 3);
+}
+
+/* pop_oldest(self.entries) on the arrays: the node, or None; NULL without an error when the entries
+ * are not a plain View. */
+static PyObject *pop_oldest_on_arrays(PyObject *c) {
+    ViewObject *v = plain_view(c);
+    if (v == NULL) return NULL;
+    if (v->len == 0) return Py_NewRef(Py_None);
+    Py_ssize_t best = 0;
+    for (Py_ssize_t i = 1; i < v->len; i++)
+        if (v->stamps[i] < v->stamps[best]) best = i; /* the first of equal ones, as `min` */
+    PyObject *oldest = view_node(v, best);
+    if (oldest != NULL) view_remove_at(v, best);
+    return oldest;
+}
+
 /* Cyclon.initiate(own): 1 with the shuffle's *partner and *entries, 0 with an empty view, -1 on error */
 static int cyclon_initiate(PyObject *c, PyObject *own, PyObject **partner, PyObject **sent) {
-    PyObject *popped[1] = {take(c, c_entries)};
-    PyObject *oldest = call_with(pop_oldest_fn, popped, 1), *chosen = NULL;
+    PyObject *oldest = pop_oldest_on_arrays(c), *chosen = NULL;
+    if (oldest == NULL && !PyErr_Occurred()) {
+        PyObject *popped[1] = {take(c, c_entries)};
+        oldest = call_with(pop_oldest_fn, popped, 1);
+    }
     if (oldest == NULL) return -1;
     if (oldest == Py_None) {
         Py_DECREF(oldest);
         return 0;
     }
-    PyObject *rng = take(c, c_rng), *entries = rng == NULL ? NULL : take(c, c_entries);
-    PyObject *length = entries == NULL ? NULL : take(c, c_length);
-    PyObject *drawn[3] = {rng, entries, length == NULL ? NULL : PyNumber_Subtract(length, one)};
-    Py_XDECREF(length);
-    chosen = call_with(sample_fn, drawn, 3); /* sample_values(self.rng, self.entries, self.length - 1) */
+    chosen = sample_entries(c, 1); /* sample_values(self.rng, self.entries, self.length - 1) */
     if (chosen != NULL) {
         put(c, c_partner, oldest);
         put(c, c_sent, chosen);
-        *sent = with_first(own, chosen);
+        *sent = with_own(own, chosen);
     }
     Py_XDECREF(chosen);
     if (*sent == NULL) {
@@ -852,6 +987,8 @@ static int cyclon_initiate(PyObject *c, PyObject *own, PyObject **partner, PyObj
 }
 
 static int cyclon_merge(PyObject *c, PyObject *received, PyObject *replaceable) { /* Cyclon._merge */
+    int done_here = merge_on_arrays(c, received, replaceable);
+    if (done_here != 0) return done_here < 0 ? -1 : 0;
     PyObject *entries = take(c, c_entries), *me = entries == NULL ? NULL : take(c, c_me);
     PyObject *size = me == NULL ? NULL : take(c, c_size);
     PyObject *args[5] = {entries, me, size, Py_NewRef(received), Py_NewRef(replaceable)};
@@ -955,9 +1092,7 @@ static PyObject *answer_cyclon(PyObject *self, PyObject *msg, PyObject *payload)
     PyObject *sender = received == NULL ? NULL : sender_of(received), *c = sender == NULL ? NULL : take(self, p_cyclon);
     PyObject *chosen = NULL, *me = NULL, *result = NULL;
     if (c == NULL) goto done;
-    PyObject *rng = take(c, c_rng), *entries = rng == NULL ? NULL : take(c, c_entries);
-    PyObject *drawn[3] = {rng, entries, entries == NULL ? NULL : take(c, c_length)};
-    chosen = call_with(sample_fn, drawn, 3); /* Cyclon.answer: sample_values(self.rng, self.entries, self.length) */
+    chosen = sample_entries(c, 0); /* Cyclon.answer: sample_values(self.rng, self.entries, self.length) */
     if (chosen == NULL) goto done;
     Py_SETREF(received, field_of(msg, cs_entries, payload)); /* self._merge(request.entries, chosen) */
     if (received == NULL || cyclon_merge(c, received, chosen) < 0 || (me = take(c, c_me)) == NULL
@@ -1485,6 +1620,29 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
         Py_DECREF(kernel_rank_fn);
         Py_DECREF(kernel_store); /* held by the configuration's `functions` from here on, if used */
     }
+    PyObject *cyclon_view = NULL; /* Cyclon's functions are overlay._cyclon's: its steps may run on the View */
+    PyObject *compiled_cyclon = store_type == NULL ? NULL : PyImport_ImportModule("drfemu.overlay._cyclon");
+    if (compiled_cyclon == NULL && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_ImportError)) goto done;
+        PyErr_Clear();
+    } else if (compiled_cyclon != NULL) {
+        const char *names[3] = {"sample_values", "merge", "pop_oldest"};
+        int same = 1;
+        for (int i = 0; i < 3; i++) {
+            PyObject *f = PyObject_GetAttrString(compiled_cyclon, names[i]);
+            if (f == NULL) {
+                Py_DECREF(compiled_cyclon);
+                goto done;
+            }
+            same = same && f == PyTuple_GET_ITEM(functions, i);
+            Py_DECREF(f);
+        }
+        PyObject *view = same ? PyObject_GetAttrString(compiled_cyclon, "View") : NULL;
+        Py_DECREF(compiled_cyclon);
+        if (same && view == NULL) goto done;
+        if (view != NULL && PyType_Check(view)) cyclon_view = view; /* the module keeps it alive */
+        Py_XDECREF(view);
+    }
     result = PyDict_New();
     if (result == NULL) goto done;
     for (int i = 0; i < METHODS; i++) {
@@ -1511,6 +1669,7 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
     Py_XSETREF(rank_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 3)));
     Py_XSETREF(descriptors_fn, Py_NewRef(PyTuple_GET_ITEM(functions, 4)));
     descriptors_type = (PyTypeObject *)store_type;
+    view_type = (PyTypeObject *)cyclon_view;
     rank_is_kernel = kernel_ranks;
     compact_at = compact;
     for (int i = 0; i < METHODS; i++) Py_XSETREF(references[i], Py_NewRef(chosen[i]));
@@ -1531,6 +1690,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "nodes._exchange", NU
 
 PyMODINIT_FUNC PyInit__exchange(void) {
     if (main_interpreter_only("drfemu.nodes._exchange") < 0 || stock_draw_init() < 0) return NULL;
+    view_init();
     one = PyLong_FromLong(1);
     minus_one = PyLong_FromLong(-1);
     empty_tuple = PyTuple_New(0);

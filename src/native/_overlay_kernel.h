@@ -179,6 +179,16 @@ static inline int kernel_read_descriptors(PyObject *list, KernelDescriptor *out)
     return 1;
 }
 
+/* The descriptor tuple (utility, node, stamp) of `e`, a new reference; NULL with MemoryError. */
+static inline PyObject *kernel_box_descriptor(const KernelDescriptor *e) {
+    PyObject *u = PyFloat_FromDouble(e->utility), *n = PyLong_FromLongLong(e->node), *s = PyFloat_FromDouble(e->stamp);
+    PyObject *t = u == NULL || n == NULL || s == NULL ? NULL : PyTuple_Pack(3, u, n, s);
+    Py_XDECREF(u);
+    Py_XDECREF(n);
+    Py_XDECREF(s);
+    return t;
+}
+
 #define KERNEL_SMALL 128 /* candidates ranked without an allocation */
 
 /* overlay.gradient.rank_python on the list `first` followed by `second` (NULL: none), two exact

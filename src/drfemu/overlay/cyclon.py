@@ -27,7 +27,10 @@ Decisions the paper leaves open or that the emulator changes:
 
 `initiate`, `answer` and `complete` are inlined in C by `src/native/_exchange.c` (the overlay
 peer's rounds and handlers); a change here must be made there too — the property test in
-`tests/test_engine_c.py` fails until it is.
+`tests/test_engine_c.py` fails until it is. Where the view is a plain `View` (C arrays) they run on
+its arrays: the entries drawn, sent and received travel as stores of structs
+(`overlay._rank.Descriptors`), an entry received so joins the view as C data, and Python reads it
+as a tuple equal to the one sent (made at the first read), not the same object.
 """
 
 from __future__ import annotations
@@ -158,7 +161,7 @@ class Cyclon:
         self.rng = rng
         self.entries = new_view(size)  # node -> freshest descriptor heard
         self._partner = -1
-        self._sent: tuple[Descriptor, ...] = ()
+        self._sent: Sequence[Descriptor] = ()  # a tuple; a store of structs where the C exchanges ran on the arrays
 
     # -- reading --------------------------------------------------------------------------
     def neighbors(self) -> list[int]:
@@ -224,7 +227,7 @@ class Cyclon:
             replaceable = ()
         self._merge(reply.entries, replaceable)
 
-    def _merge(self, received: Sequence[Descriptor], replaceable: tuple[Descriptor, ...]) -> None:
+    def _merge(self, received: Sequence[Descriptor], replaceable: Sequence[Descriptor]) -> None:
         merge(self.entries, self.me, self.size, received, replaceable)
 
 
