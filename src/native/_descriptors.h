@@ -1,15 +1,16 @@
-/* The gradient's descriptors as C arrays: `Descriptors` (overlay._rank's type; issue 57, the plane's step 3).
+/* The overlay's descriptors as C arrays: `Descriptors` (overlay._rank's type; issue 57, the plane's
+ * steps 2 and 3).
  *
- * A gradient keeps its view and its pending candidates, and its exchanges carry their descriptors,
- * as (utility, node, stamp) structs instead of lists of tuples, so that a server-tick's merge, its
- * offers and its messages move no Python object per descriptor (their reference counts were the
- * largest single cost of a walking run). To Python a `Descriptors` is a sequence of descriptor
- * tuples, built when Python first reads it (and kept until it changes), that can be extended like a
- * list. A descriptor that is not plain (an exact 3-tuple of an exact float, an exact int of 64 bits
- * and an exact float, neither float NaN: what `kernel_read_descriptors` accepts) turns the whole
- * store into a list of the objects themselves, on which every operation is the list's, so any
- * input gets the reference's answer (`overlay.gradient` uses `list` itself where this type was not
- * built).
+ * A gradient keeps its view and its pending candidates, and the gradient's and Cyclon's exchanges
+ * carry their descriptors, as (utility, node, stamp) structs instead of lists and tuples of tuples,
+ * so that a server-tick's merges, offers and messages move no Python object per descriptor (a
+ * sampling profile had put a tenth of a walking run in those objects' reference counts). To Python
+ * a `Descriptors` is a sequence of descriptor tuples, built when Python first reads it (and kept
+ * until it changes), that can be extended like a list. A descriptor that is not plain (an exact
+ * 3-tuple of an exact float, an exact int of 64 bits and an exact float, neither float NaN: what
+ * `kernel_read_descriptors` accepts) turns the whole store into a list of the objects themselves,
+ * on which every operation is the list's, so any input gets the reference's answer
+ * (`overlay.gradient` uses `list` itself where this type was not built).
  *
  * The type object is `_rank.c`'s; `_exchange.c` includes this header to work on its instances and
  * receives the type from the gradient's configuration. */
@@ -112,7 +113,8 @@ static inline int descriptors_read(Descriptors *d, PyObject *sequence) {
     PyObject **items = PySequence_Fast_ITEMS(sequence);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *t = items[i];
-        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3 || !kernel_plain_float(PyTuple_GET_ITEM(t, 0), &out[i].utility)
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3
+            || !kernel_plain_float(PyTuple_GET_ITEM(t, 0), &out[i].utility)
             || !kernel_plain_int(PyTuple_GET_ITEM(t, 1), &out[i].node)
             || !kernel_plain_float(PyTuple_GET_ITEM(t, 2), &out[i].stamp))
             return 0;
@@ -208,9 +210,9 @@ static inline int descriptors_extend(Descriptors *d, PyObject *values) {
  * `second` (NULL: none) as one list of candidates: the ranked view in a new plain store of `type`,
  * or (`into` not NULL: a plain store no one else holds, which may be `second`) written over `into`,
  * returned with a new reference; NULL with Python's error. */
-static inline Descriptors *descriptors_rank(PyTypeObject *type, long long me, double my_utility, const Descriptors *first,
-                                            const Descriptors *second, Py_ssize_t size, double oldest,
-                                            Descriptors *into) {
+static inline Descriptors *descriptors_rank(PyTypeObject *type, long long me, double my_utility,
+                                            const Descriptors *first, const Descriptors *second, Py_ssize_t size,
+                                            double oldest, Descriptors *into) {
     Py_ssize_t m = first->length, k = second != NULL ? second->length : 0, n = m + k;
     Py_ssize_t cap = size < n ? size : n;
     size_t slots = kernel_slots(n);

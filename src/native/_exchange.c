@@ -563,7 +563,8 @@ static int post(PyObject *self, PyObject *outbox, PyObject *dst, int kind, PyObj
             return -1;
         }
         lane->in_flight++;
-        lane->carried[kind] += PyTuple_CheckExact(payload) ? PyTuple_GET_SIZE(payload) : ((Descriptors *)payload)->length;
+        lane->carried[kind] += PyTuple_CheckExact(payload) ? PyTuple_GET_SIZE(payload)
+                                                           : ((Descriptors *)payload)->length;
         return 0;
     }
     PyObject *msg = message_of(kind, sender, payload), *sent = msg == NULL ? NULL : pair(dst, msg);
@@ -618,8 +619,9 @@ static int offer(PyObject *g, PyObject *descriptors) {
      * `descriptors` a list or overlay._rank's Descriptors:
      * the compaction itself is the Python method, run once in thousands of offers) */
     PyObject *pending = take(g, g_pending);
-    int status = pending == NULL ? -1
-                 : is_store(pending) ? descriptors_extend((Descriptors *)pending, descriptors) : extend(pending, descriptors);
+    int status = pending == NULL         ? -1
+                 : is_store(pending)     ? descriptors_extend((Descriptors *)pending, descriptors)
+                                         : extend(pending, descriptors);
     Py_XDECREF(pending);
     if (status < 0) return -1;
     pending = take(g, g_pending);
@@ -700,8 +702,9 @@ static PyObject *rank_on_kernel(PyObject *g) {
  * error. */
 static PyObject *rank_by_call(PyObject *g) {
     PyObject *candidates = take(g, g_pending), *view = candidates == NULL ? NULL : take(g, g_view);
-    int extended = view == NULL ? -1
-                   : is_store(candidates) ? descriptors_extend((Descriptors *)candidates, view) : extend(candidates, view);
+    int extended = view == NULL            ? -1
+                   : is_store(candidates)  ? descriptors_extend((Descriptors *)candidates, view)
+                                           : extend(candidates, view);
     Py_XDECREF(view);
     if (extended < 0) {
         Py_XDECREF(candidates);
@@ -889,7 +892,8 @@ static int exchanged_nodes(PyObject *items, long long *ids) {
 }
 
 static Py_ssize_t exchanged_length(PyObject *items) {
-    return is_store(items) ? descriptors_length((Descriptors *)items) : PyTuple_Check(items) ? PyTuple_GET_SIZE(items) : -1;
+    if (is_store(items)) return descriptors_length((Descriptors *)items);
+    return PyTuple_Check(items) ? PyTuple_GET_SIZE(items) : -1;
 }
 
 /* merge(self.entries, self.me, self.size, received, replaceable) on a View (as _cyclon.c's merge, it
@@ -916,7 +920,8 @@ static int merge_on_arrays(PyObject *c, PyObject *received, PyObject *replaceabl
         Py_ssize_t count = kernel_merge_plan(me, size, held, v->len, got, m, sent, r, fresh, evict, &evicted);
         for (Py_ssize_t e = evicted - 1; e >= 0; e--) view_remove_at(v, evict[e]); /* from the last: places hold */
         status = 1;
-        for (Py_ssize_t i = 0; status == 1 && i < count; i++) /* a node received twice: the later, in the first's place */
+        /* a node received twice: the later descriptor, in the first's place */
+        for (Py_ssize_t i = 0; status == 1 && i < count; i++)
             if ((is_store(received) ? view_set_plain(v, &((Descriptors *)received)->items[fresh[i]])
                                     : view_set(v, ids[fresh[i]], PyTuple_GET_ITEM(received, fresh[i]))) < 0)
                 status = -1;

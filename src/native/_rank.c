@@ -148,7 +148,8 @@ static PyObject *descriptors_repr(Descriptors *self) {
 
 static PyObject *descriptors_reduce(Descriptors *self, PyObject *Py_UNUSED(unused)) {
     PyObject *list = descriptors_list(self);
-    return list == NULL ? NULL : Py_BuildValue("O(N)", (PyObject *)Py_TYPE(self), PyList_GetSlice(list, 0, PY_SSIZE_T_MAX));
+    if (list == NULL) return NULL;
+    return Py_BuildValue("O(N)", (PyObject *)Py_TYPE(self), PyList_GetSlice(list, 0, PY_SSIZE_T_MAX));
 }
 
 static PyObject *descriptors_plain_get(Descriptors *self, void *Py_UNUSED(closure)) {
