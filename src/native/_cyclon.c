@@ -286,20 +286,6 @@ static PyTypeObject View_Type = {
     .tp_methods = view_methods,
 };
 
-/* 1 with *id when `d` is a plain descriptor: an exact tuple of 3 or more whose node is an exact
- * int of 64 bits; else 0. Runs no Python code. */
-static int plain_descriptor(PyObject *d, long long *id) {
-    return PyTuple_CheckExact(d) && PyTuple_GET_SIZE(d) >= 3 && PyLong_CheckExact(PyTuple_GET_ITEM(d, 1))
-           && node_id(PyTuple_GET_ITEM(d, 1), id) == 1;
-}
-
-/* The nodes of a tuple of plain descriptors into `ids` (1), or 0 when one is not plain. */
-static int plain_nodes(PyObject *items, long long *ids) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++)
-        if (!plain_descriptor(PyTuple_GET_ITEM(items, i), &ids[i])) return 0;
-    return 1;
-}
-
 /* merge(entries, me, size, received, replaceable): overlay.cyclon.merge_python on a View of
  * plain data: the overlay kernel's plan (`_overlay_kernel.h`) over the nodes as C numbers,
  * carried out on the View. */
@@ -322,16 +308,13 @@ static PyObject *merge(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssiz
         PyErr_NoMemory();
         goto done;
     }
-    if (!plain_nodes(received, ids) || !plain_nodes(replaceable, ids + m)) {
+    if (!view_tuple_nodes(received, ids) || !view_tuple_nodes(replaceable, ids + m)) {
         handed_off = 1; /* nothing has changed yet */
         goto done;
     }
-    Py_ssize_t *fresh = places, *evict = places + m, evicted;
-    KernelNodes held = {v->nodes, 1}, got = {ids, 1}, sent = {ids + m, 1};
-    Py_ssize_t count = kernel_merge_plan(me_id, size_ll, held, v->len, got, m, sent, r, fresh, evict, &evicted);
-    for (Py_ssize_t e = evicted - 1; e >= 0; e--) view_remove_at(v, evict[e]); /* from the last: places hold */
-    for (Py_ssize_t i = 0; i < count; i++) /* a node received twice: the later descriptor, in the first's place */
-        if (view_set(v, ids[fresh[i]], PyTuple_GET_ITEM(received, fresh[i])) < 0) goto done;
+    Py_ssize_t count = view_merge_plan(v, me_id, size_ll, ids, m, r, places);
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (view_set(v, ids[places[i]], PyTuple_GET_ITEM(received, places[i])) < 0) goto done;
     result = Py_NewRef(Py_None);
 done:
     if (ids != NULL && ids != small_ids) PyMem_Free(ids);
@@ -345,15 +328,7 @@ done:
 static PyObject *pop_oldest(PyObject *Py_UNUSED(self), PyObject *entries) {
     if (!View_Check(entries) || ((ViewObject *)entries)->odd_stamps != 0)
         return call_reference(POP_OLDEST, &entries, 1);
-    ViewObject *v = (ViewObject *)entries;
-    if (v->len == 0) Py_RETURN_NONE;
-    Py_ssize_t best = 0;
-    const double *stamps = v->stamps;
-    for (Py_ssize_t i = 1; i < v->len; i++)
-        if (stamps[i] < stamps[best]) best = i;
-    PyObject *oldest = view_node(v, best);
-    if (oldest != NULL) view_remove_at(v, best);
-    return oldest;
+    return view_pop_oldest((ViewObject *)entries);
 }
 
 /* sample_values(draw, entries, k) -> tuple: overlay.cyclon.sample_values_python, draw for draw.

@@ -882,13 +882,7 @@ static int exchanged_nodes(PyObject *items, long long *ids) {
         for (Py_ssize_t i = 0; i < d->length; i++) ids[i] = d->items[i].node;
         return 1;
     }
-    if (!PyTuple_CheckExact(items)) return 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
-        PyObject *d = PyTuple_GET_ITEM(items, i);
-        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) < 3 || !kernel_plain_int(PyTuple_GET_ITEM(d, 1), &ids[i]))
-            return 0;
-    }
-    return 1;
+    return PyTuple_CheckExact(items) && view_tuple_nodes(items, ids);
 }
 
 static Py_ssize_t exchanged_length(PyObject *items) {
@@ -915,10 +909,7 @@ static int merge_on_arrays(PyObject *c, PyObject *received, PyObject *replaceabl
         PyErr_NoMemory();
         status = -1;
     } else if (exchanged_nodes(received, ids) && exchanged_nodes(replaceable, ids + m)) {
-        Py_ssize_t *fresh = places, *evict = places + m, evicted;
-        KernelNodes held = {v->nodes, 1}, got = {ids, 1}, sent = {ids + m, 1};
-        Py_ssize_t count = kernel_merge_plan(me, size, held, v->len, got, m, sent, r, fresh, evict, &evicted);
-        for (Py_ssize_t e = evicted - 1; e >= 0; e--) view_remove_at(v, evict[e]); /* from the last: places hold */
+        Py_ssize_t count = view_merge_plan(v, me, size, ids, m, r, places), *fresh = places;
         status = 1;
         /* a node received twice: the later descriptor, in the first's place */
         for (Py_ssize_t i = 0; status == 1 && i < count; i++)
@@ -954,14 +945,7 @@ static PyObject *sample_entries(PyObject *c, long long minus) {
  * are not a plain View. */
 static PyObject *pop_oldest_on_arrays(PyObject *c) {
     ViewObject *v = plain_view(c);
-    if (v == NULL) return NULL;
-    if (v->len == 0) return Py_NewRef(Py_None);
-    Py_ssize_t best = 0;
-    for (Py_ssize_t i = 1; i < v->len; i++)
-        if (v->stamps[i] < v->stamps[best]) best = i; /* the first of equal ones, as `min` */
-    PyObject *oldest = view_node(v, best);
-    if (oldest != NULL) view_remove_at(v, best);
-    return oldest;
+    return v == NULL ? NULL : view_pop_oldest(v);
 }
 
 /* Cyclon.initiate(own): 1 with the shuffle's *partner and *entries, 0 with an empty view, -1 on error */

@@ -152,6 +152,44 @@ static inline PyObject *view_node(ViewObject *v, Py_ssize_t i) {
     return Py_NewRef(PyTuple_GET_ITEM(v->descriptors[i], 1));
 }
 
+/* The nodes of a tuple of descriptors into `ids` if each is an exact tuple of 3 or more whose node is
+ * an exact int of 64 bits: 1; else 0. Runs no Python code. */
+static inline int view_tuple_nodes(PyObject *items, long long *ids) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
+        PyObject *d = PyTuple_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(d) || PyTuple_GET_SIZE(d) < 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(d, 1))
+            || !int64_of(PyTuple_GET_ITEM(d, 1), &ids[i]))
+            return 0;
+    }
+    return 1;
+}
+
+/* Cyclon's merge rule on the view for the nodes received, ids[0..m), and those that may be replaced,
+ * ids[m..m+r): the entries replaced leave the view, and the indices (into the received) of those that
+ * join go to places[0..count), in order; returns count. `places` holds m + r. The caller then sets each
+ * (a node received twice: the later descriptor, in the first's place). */
+static inline Py_ssize_t view_merge_plan(ViewObject *v, long long me, long long size, const long long *ids,
+                                         Py_ssize_t m, Py_ssize_t r, Py_ssize_t *places) {
+    Py_ssize_t evicted;
+    KernelNodes held = {v->nodes, 1}, got = {ids, 1}, sent = {ids + m, 1};
+    Py_ssize_t count = kernel_merge_plan(me, size, held, v->len, got, m, sent, r, places, places + m, &evicted);
+    for (Py_ssize_t e = evicted - 1; e >= 0; e--) view_remove_at(v, places[m + e]); /* from the last: places hold */
+    return count;
+}
+
+/* pop_oldest on a view whose stamps are all exact floats: the entry with the smallest stamp (the first
+ * of equal ones, as `min`) leaves the view; its node (a new reference), None for an empty view, or NULL
+ * with MemoryError. */
+static inline PyObject *view_pop_oldest(ViewObject *v) {
+    if (v->len == 0) return Py_NewRef(Py_None);
+    Py_ssize_t best = 0;
+    for (Py_ssize_t i = 1; i < v->len; i++)
+        if (v->stamps[i] < v->stamps[best]) best = i;
+    PyObject *oldest = view_node(v, best);
+    if (oldest != NULL) view_remove_at(v, best);
+    return oldest;
+}
+
 /* -- drawing k of n entries: one draw picks a k-subset in itertools.combinations order ---------- */
 
 #define VIEW_MAX_TABLE 4096 /* subsets a draw picks among; more go to the reference's partial Fisher-Yates */
