@@ -1,4 +1,4 @@
-"""Build of the C accelerators (`overlay._rank`, `overlay._cyclon`, `nodes._exchange`,
+"""Build of the C accelerators (`overlay._rank`, `overlay._cyclon`, `nodes._plane`,
 `nodes._engine`, `protocols._gini`, `overlay._cycle`); everything else is in pyproject.toml.
 
 The extensions are optional: without a C compiler the install still succeeds, and the
@@ -20,7 +20,7 @@ def accelerator(name: str, source: str) -> Extension:
 setup(ext_modules=[
     accelerator("drfemu.overlay._rank", "src/native/_rank.c"),
     accelerator("drfemu.overlay._cyclon", "src/native/_cyclon.c"),
-    accelerator("drfemu.nodes._exchange", "src/native/_exchange.c"),
+    accelerator("drfemu.nodes._plane", "src/native/_plane.c"),
     accelerator("drfemu.nodes._engine", "src/native/_engine.c"),
     accelerator("drfemu.protocols._gini", "src/native/_gini.c"),
     accelerator("drfemu.overlay._cycle", "src/native/_cycle.c"),

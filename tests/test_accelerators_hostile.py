@@ -36,7 +36,7 @@ _rank = compiled_module("drfemu.overlay._rank")
 _cyclon = compiled_module("drfemu.overlay._cyclon")
 _gini = compiled_module("drfemu.protocols._gini")
 _engine = compiled_module("drfemu.nodes._engine")
-_exchange = compiled_module("drfemu.nodes._exchange")
+_plane = compiled_module("drfemu.nodes._plane")
 
 
 def needs(module: Any, name: str) -> pytest.MarkDecorator:
@@ -616,8 +616,9 @@ def _state(peer: Any) -> Any:
     """A peer's state, to compare; the entries a Cyclon sent as the tuple they are to the reference (the
     C exchanges keep them as a store of structs where they ran on the view's arrays)."""
     c, g = peer.cyclon, peer.gradient
-    return repr((list(c.entries.items()), c._partner, tuple(c._sent), g._view, g._pending, g._own, g._clock, g._stale,
-                 peer.outbox, peer.cyclon_exchanges, peer.gradient_exchanges, type(peer.feeds_gradient)))
+    return repr((list(c.entries.items()), c._partner, tuple(c._sent), list(g._view), list(g._pending), g._own,
+                 g._clock, g._stale, peer.outbox, peer.cyclon_exchanges, peer.gradient_exchanges,
+                 type(peer.feeds_gradient)))
 
 
 hostile_steps = st.lists(st.one_of(
@@ -639,11 +640,25 @@ class RefusesTruth:
         raise ValueError("neither true nor false")
 
 
-@needs(_exchange, "nodes._exchange")
+def _adopted(peer: Any) -> None:
+    """`peer`'s overlay state held by a plane of its own (the C methods then run on its arrays)."""
+    from drfemu.nodes import plane as plane_module
+    from drfemu.nodes.overlay_peer import LANE_MARKS
+    plane = _plane.Plane(16, LANE_MARKS, peer.cyclon.size, peer.cyclon.length, peer.gradient.size,  # type: ignore[union-attr]
+                         peer.gradient.max_age, plane_module.evict)
+    peer.lane = plane
+    assert plane_module.adopt(plane, peer)
+
+
+@needs(_plane, "nodes._plane")
 @settings(max_examples=300, deadline=None)
 @given(hostile_steps, st.integers(0, 2**16))
 def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(program: list[tuple[Any, ...]],
                                                                             seed: int) -> None:
+    """A peer whose state a plane holds, driven by the C methods, and one on its Python objects,
+    driven by the references: hostile nodes in messages, a `now` that is not a float, draws that are
+    not the stock generator's, a `feeds_gradient` without a truth. The adopted peer hands itself to
+    the objects before anything changes, so both end alike."""
     from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
     references, peer_class = _exchange_worlds()
     peers, worlds = [], []
@@ -652,6 +667,7 @@ def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(prog
         peer.join([(0.1 * p, p, 0.0) for p in range(8)])
         peers.append(peer)
         worlds.append(World())
+    _adopted(peers[0])
     now = {"float": 1.0, "floatsub": FloatSub(1.0), "nan": math.nan, "int": 1}
     for step in program:
         runs = []
@@ -688,60 +704,58 @@ def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(prog
         assert _state(peers[0]) == _state(peers[1]), step
 
 
-@needs(_exchange, "nodes._exchange")
-def test_the_exchange_configuration_is_written_once() -> None:
+@needs(_plane, "nodes._plane")
+def test_the_plane_configuration_is_written_once() -> None:
     from drfemu.nodes import overlay_peer
-    from drfemu.overlay import gradient as gradient_module
-    from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinRequest
-    messages = (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest)
-    functions = (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank,
-                 gradient_module.descriptors)
-    peer, cyclon, gradient = overlay_peer.OverlayPeer, cyclon_module.Cyclon, gradient_module.Gradient
-    names = (*overlay_peer.PYTHON_EXCHANGES, "_on_row")  # the exchanges and the lane's handler (no reference)
+    from drfemu.overlay.gradient import Gradient
+    messages = (*overlay_peer.OVERLAY_MESSAGES, overlay_peer.JoinRequest)
+    peer = overlay_peer.OverlayPeer
+    names = (*overlay_peer.PYTHON_EXCHANGES, "_on_row")  # the exchanges and the marks' handler (no reference)
     in_use = {name: getattr(peer, name) for name in names}
-    again = _exchange.peer_methods(peer, cyclon, gradient, messages, functions,  # type: ignore[union-attr]
-                                   overlay_peer.PYTHON_EXCHANGES)
+    view = getattr(cyclon_module, "View", None)
+    again = _plane.peer_methods(peer, messages, overlay_peer.PYTHON_EXCHANGES, view,  # type: ignore[union-attr]
+                                Gradient.COMPACT_AT)
     assert again == in_use  # the same configuration: the same methods
-    for changed in ((peer, gradient, cyclon, messages, functions, overlay_peer.PYTHON_EXCHANGES),
-                    (peer, cyclon, gradient, messages[::-1], functions, overlay_peer.PYTHON_EXCHANGES)):
-        with pytest.raises(RuntimeError, match="configured already"):
-            _exchange.peer_methods(*changed)  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError, match="configured already"):
+        _plane.peer_methods(Actor, messages, overlay_peer.PYTHON_EXCHANGES, view, 1)  # type: ignore[union-attr]
     with pytest.raises(TypeError):
-        _exchange.peer_methods(peer, cyclon, gradient, messages, functions)  # type: ignore[union-attr]
+        _plane.peer_methods(peer, messages, overlay_peer.PYTHON_EXCHANGES, view)  # type: ignore[union-attr]
     assert {name: getattr(peer, name) for name in names} == in_use
 
 
 def test_a_fresh_configuration_refuses_classes_it_cannot_fill() -> None:
     """In a fresh process (nothing configured yet): message classes other than plain `@message`
     ones with the expected fields are refused, and the refusal leaves the module unconfigured."""
-    if _exchange is None:
-        pytest.skip(f"drfemu.nodes._exchange: {SKIP_REASON}")
+    if _plane is None:
+        pytest.skip(f"drfemu.nodes._plane: {SKIP_REASON}")
     script = """
 import importlib, sys
 sys.modules["drfemu.nodes.overlay_peer"] = None  # keep the package from configuring the module
-exchange = importlib.import_module("drfemu.nodes._exchange")
-from drfemu.overlay import cyclon, gradient
+plane = importlib.import_module("drfemu.nodes._plane")
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinRequest
 class Peer:
     __slots__ = ("id", "lane", "outbox", "cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges",
                  "gossip_gradient", "feeds_gradient", "rejoin_via")
 refs = {name: print for name in ("cyclon_round", "gradient_round", "_on_cyclon_shuffle", "_on_cyclon_reply",
                                  "_on_gradient_shuffle", "_on_gradient_reply")}
-functions = (cyclon.sample_values, cyclon.merge, cyclon.pop_oldest, gradient.rank, gradient.descriptors)
 try:
-    exchange.peer_methods(Peer, cyclon.Cyclon, gradient.Gradient,
-                          (CyclonReply, CyclonShuffle, GradientShuffle, GradientReply, JoinRequest), functions, refs)
+    plane.Plane(4, (1, 2, 3, 4), 4, 2, 3, 1.0, print)
+except RuntimeError as error:
+    print("unconfigured:", error)
+try:
+    plane.peer_methods(Peer, (CyclonReply, CyclonShuffle, GradientShuffle, GradientReply, JoinRequest), refs, None, 8)
 except TypeError as error:
     print("refused:", error)
 messages = (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest)
-methods = exchange.peer_methods(Peer, cyclon.Cyclon, gradient.Gradient, messages, functions, refs)
+methods = plane.peer_methods(Peer, messages, refs, None, 8)
 print(sorted(methods))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("refused:") and "expected fields" in lines[0]
-    assert "cyclon_round" in lines[1] and "_on_row" in lines[1]
+    assert lines[0].startswith("unconfigured:") and "peer_methods first" in lines[0]
+    assert lines[1].startswith("refused:") and "expected fields" in lines[1]
+    assert "cyclon_round" in lines[2] and "_on_row" in lines[2]
 
 
 # -- the optional contract ----------------------------------------------------------------------
@@ -750,7 +764,7 @@ NO_COMPILER = """
 import json, sys
 class NoCompiler:  # as an install that found no C compiler: the extensions are not there
     def find_spec(self, name, path=None, target=None):
-        if name.rsplit(".", 1)[-1] in {"_engine", "_cyclon", "_exchange", "_rank", "_gini", "_cycle"}:
+        if name.rsplit(".", 1)[-1] in {"_engine", "_cyclon", "_plane", "_rank", "_gini", "_cycle"}:
             raise ImportError(f"No module named {name!r}")
         return None
 sys.meta_path.insert(0, NoCompiler())

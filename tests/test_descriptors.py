@@ -114,26 +114,28 @@ def test_a_gradient_keeps_its_descriptors_in_stores_and_merges_as_its_reference(
 
 
 def test_a_view_whose_entries_arrived_as_c_data_reads_as_the_dict_of_their_tuples() -> None:
-    """On a row, the C exchanges merge a shuffle carried as a store into Cyclon's view as C data (no
-    descriptor object): every way Python reads the view makes the tuples, equal to those sent."""
+    """A peer the overlay plane holds merges a shuffle that arrived as a row into its arrays, and its
+    Cyclon's `entries` is a View of C data (no descriptor object until Python reads one): every way
+    Python reads it makes the tuples, equal to those sent."""
     from drfemu.nodes import overlay_peer
     from drfemu.nodes.network import Network
+    from drfemu.nodes.plane import attach_plane
     from drfemu.nodes.runtime import Runtime
     from drfemu.overlay.cyclon import frontier_hop, frontier_hop_python
 
     peers = [overlay_peer.OverlayPeer(i, 3, 6, 3, random.Random(i), utility=i / 10) for i in range(12)]
     overlay_peer.bootstrap(peers, [i / 10 for i in range(12)], seed=1)
     runtime = Runtime(Network(), peers)
-    assert overlay_peer.attach_lane(runtime) and runtime._lane is not None
+    assert attach_plane(runtime) and runtime._lane is not None
     peers[0].cyclon_round(1.0)
-    assert isinstance(peers[0].cyclon._sent, _rank.Descriptors)  # type: ignore[union-attr]  # on the arrays
     sends = peers[0].take_outbox()
     (dst, mark), = sends
     (_, shuffle), = runtime._lane.render(sends)
     receiver = peers[dst]
     before = dict(receiver.cyclon.entries.items())
-    for node in list(receiver.cyclon.entries):  # room for all of it: every entry received joins
-        del receiver.cyclon.entries[node]
+    for node in before:  # room for all of it: every entry received joins
+        receiver.cyclon.forget(node)
+    assert not receiver.cyclon.entries
     receiver._on_row(mark, 1.0)  # type: ignore[attr-defined]
     entries = receiver.cyclon.entries
     expected = {d[1]: d for d in shuffle.entries if d[1] != dst}

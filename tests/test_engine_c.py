@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ from drfemu.nodes.network import count_items_python, count_types_python
 from drfemu.nodes.overlay_peer import EXCHANGE_IMPLEMENTATION, PYTHON_EXCHANGES, OverlayPeer
 from drfemu.nodes.runtime import deliver_python, fire_each_python
 from drfemu.nodes.server import server_class
-from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
+from drfemu.overlay.messages import CyclonShuffle, GradientReply
 from drfemu.protocols.registry import PROTOCOLS
 from drfemu.tools.check import traced_run
 from drfemu.workloads.points import build_run_config, canonical_params
@@ -260,78 +259,8 @@ def test_a_run_with_every_python_reference_has_the_same_events(protocol: str, ex
     assert python["result"] == json.loads(json.dumps(compiled["result"]))
 
 
-descriptors = st.lists(st.tuples(st.sampled_from([float("-inf"), 0.0, 0.25, 0.5, 1.0]), st.integers(0, 7),
-                                 st.sampled_from([0.0, 1.0, 2.0, 3.0])), min_size=1, max_size=6).map(tuple)
-# What the C merge must hand to the reference rather than rank itself: an int utility or stamp, a NaN.
-odd_descriptors = st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1, float("nan")]), st.integers(0, 7),
-                                     st.sampled_from([0.0, 2.0, 3, float("nan")])), min_size=1, max_size=6).map(tuple)
-steps = st.lists(st.one_of(
-    st.tuples(st.just("cyclon_round"), st.floats(0, 3, allow_nan=False)),
-    st.tuples(st.just("gradient_round"), st.floats(0, 3, allow_nan=False)),
-    st.tuples(st.just("cyclon_shuffle"), descriptors),
-    st.tuples(st.just("cyclon_reply"), st.integers(-1, 7), descriptors),
-    st.tuples(st.just("partner_reply"), descriptors),  # from the partner of the exchange under way
-    st.tuples(st.just("gradient_shuffle"), descriptors),
-    st.tuples(st.just("gradient_reply"), descriptors),
-    st.tuples(st.just("gradient_reply"), odd_descriptors),
-    st.tuples(st.just("utility"), st.sampled_from([0.0, 0.5, 2.0])),
-    st.tuples(st.just("gossip"), st.booleans()),
-    st.tuples(st.just("rejoin"), st.integers(-1, 3)),
-), max_size=40)
-
-
-def _peer_state(peer: OverlayPeer) -> tuple[Any, ...]:
-    """A peer's state, to compare; the entries a Cyclon sent as the tuple they are to the reference (the
-    C exchanges keep them as a store of structs where they ran on the view's arrays)."""
-    cyclon, gradient = peer.cyclon, peer.gradient
-    return (list(cyclon.entries.items()), cyclon._partner, tuple(cyclon._sent), gradient._view, gradient._pending,
-            gradient._own, gradient._clock, gradient._stale, gradient.utility, peer.outbox, peer.cyclon_exchanges,
-            peer.gradient_exchanges, cyclon.rng.getstate())
-
-
-@given(steps, st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32),
-       st.sampled_from([2.0, 2, float("inf")]))
-def test_the_c_exchanges_do_what_their_python_references_do(program: list[tuple[Any, ...]], view: int,
-                                                           cyclon_view: int, seed: int, max_age: float) -> None:
-    """Two peers in the same state, one driven by the C methods of `src/native/_exchange.c`, the other
-    by their Python references: after every step, the same views, queues, draws and outboxes. Odd
-    descriptors and an int `max_age` send the C merge to the reference; the rest it ranks itself."""
-    peers = []
-    for _ in range(2):
-        peer = OverlayPeer(3, view, cyclon_view, max(1, cyclon_view // 2), random.Random(seed), utility=0.5,
-                           max_age=max_age)
-        peer.join([(0.1 * p, p, 0.0) for p in range(8)])
-        peers.append(peer)
-    compiled, python = peers
-    now = 0.0
-    for step in program:
-        kind = step[0]
-        for peer, method in ((compiled, getattr(OverlayPeer, _METHOD.get(kind, kind), None)),
-                             (python, PYTHON_EXCHANGES.get(_METHOD.get(kind, kind)))):
-            if kind in ("cyclon_round", "gradient_round"):
-                now = max(now, step[1])
-                method(peer, now)
-            elif kind == "cyclon_shuffle":
-                method(peer, CyclonShuffle(step[1]), now)
-            elif kind == "cyclon_reply":
-                method(peer, CyclonReply(step[1], step[2]), now)
-            elif kind == "partner_reply":
-                method(peer, CyclonReply(peer.cyclon._partner, step[1]), now)
-            elif kind == "gradient_shuffle":
-                method(peer, GradientShuffle(step[1]), now)
-            elif kind == "gradient_reply":
-                method(peer, GradientReply(step[1]), now)
-            elif kind == "utility":
-                peer.gradient.set_utility(step[1])
-            elif kind == "gossip":
-                peer.gossip_gradient = step[1]
-            else:
-                peer.rejoin_via = step[1]
-        assert _peer_state(compiled) == _peer_state(python), step
-
-
-_METHOD = {"cyclon_shuffle": "_on_cyclon_shuffle", "cyclon_reply": "_on_cyclon_reply", "partner_reply": "_on_cyclon_reply",
-           "gradient_shuffle": "_on_gradient_shuffle", "gradient_reply": "_on_gradient_reply"}
+# The C exchanges against their references, peer by peer, on any program: tests/test_plane.py (a peer
+# the overlay plane holds) and tests/test_accelerators_hostile.py (hostile messages and draws).
 
 
 def test_the_c_exchanges_are_in_the_dispatch_of_every_server_class() -> None:

@@ -17,9 +17,9 @@ KERNEL = SRC / "native" / "_overlay_kernel.h"
 PYTHON_REFERENCES = {"merge_python": "overlay/cyclon.py", "rank_python": "overlay/gradient.py"}
 C_KERNEL = {"kernel_merge_plan", "kernel_rank"}
 # What a function that merges or ranks may call instead of holding the rule: the reference, the
-# accelerated name bound to it, or (C) the kernel and the functions `_exchange.c` is configured with.
+# accelerated name bound to it, or (C) the kernel.
 PYTHON_DELEGATES = ("merge_python(", "rank_python(", "merge(", "rank(")
-C_DELEGATES = ("kernel_merge_plan(", "kernel_rank(", "merge_fn", "rank_fn")
+C_DELEGATES = ("kernel_merge_plan(", "kernel_rank(")
 OTHER_RULES = {("overlay/kompics_gradient.py", "_merge"):
                "Kompics' gradient keeps its own view by its own rule (a softmax over preference), not the rank"}
 OVERLAY_PYTHON = [*sorted((SRC / "drfemu" / "overlay").glob("*.py")), SRC / "drfemu" / "nodes" / "overlay_peer.py"]
@@ -101,5 +101,5 @@ def test_the_kernels_steps_are_defined_only_in_the_kernel() -> None:
 
 
 def test_every_compiled_overlay_includes_the_kernel() -> None:
-    for source in ("_rank.c", "_cyclon.c", "_cycle.c", "_exchange.c"):
+    for source in ("_rank.c", "_cyclon.c", "_cycle.c", "_plane.c"):
         assert '#include "_overlay_kernel.h"' in (SRC / "native" / source).read_text(), source

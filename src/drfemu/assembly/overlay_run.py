@@ -52,7 +52,8 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import parse_latency
 from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.network import Network
-from drfemu.nodes.overlay_peer import OverlayPeer, attach_lane, bootstrap
+from drfemu.nodes.overlay_peer import OverlayPeer, bootstrap
+from drfemu.nodes.plane import attach_plane
 from drfemu.nodes.runtime import Runtime
 from drfemu.nodes.session import run_loop, timed
 from drfemu.overlay.gradient import RANK_IMPLEMENTATION
@@ -96,7 +97,7 @@ def _run_events(config: OverlayConfig, n: int, streams: RandomStreams, utilities
     peers = _peers(config, n, streams, utilities)
     network = Network(parse_latency(config.latency, streams.python("network/latency")))
     runtime = Runtime(network, peers)
-    attach_lane(runtime)
+    attach_plane(runtime)
     observer = RoundObserver(config, partial(snapshot, peers), partial(_set_utility, peers), runtime.stop,
                              utilities, progress)
     runtime.every(config.tick, hooks=[observer])  # created first: observes before the round

@@ -47,7 +47,7 @@ from drfemu.kernel.streams import RandomStreams
 from drfemu.nodes.actor import Actor
 from drfemu.nodes.gc_tuning import paused_gc
 from drfemu.nodes.network import Network
-from drfemu.nodes.overlay_peer import attach_lane
+from drfemu.nodes.plane import attach_plane
 from drfemu.nodes.runtime import Periodic, Runtime
 from drfemu.nodes.session import LoopName, run_loop, timed
 from drfemu.nodes.trace import EventTrace
@@ -101,7 +101,7 @@ class Run:
             self.network = Network(latency, loss=config.loss, loss_rng=self.streams.python("network/loss"),
                                    cost=config.cost)
             self.runtime = Runtime(self.network, self.nodes.actors, trace)
-            attach_lane(self.runtime)
+            attach_plane(self.runtime)
             self.servers = config.ids.servers
             self.run_log = self._run_log(record)
             self.injector = self._injector(bound)

@@ -1,6 +1,6 @@
 """The runtime's side of a lane (issue 57): messages in flight as rows, and what keeps them exact.
 
-A lane (`nodes.overlay_peer.attach_lane`, the `Lane` type of `src/native/_exchange.c`) carries a
+A lane (the overlay plane of `nodes.plane.attach_plane`, `src/native/_plane.c`) carries a
 message to actor `d` as a row in `d`'s queue, and the lists of sends hold a mark of its type in
 the message's place; an instant that carries marks, the lane delivers itself (`Lane.deliver`).
 The k-th mark `d` receives stands for the k-th row of its queue as long as every send of an
@@ -42,6 +42,10 @@ class Lane(Protocol):
     def settle(self) -> None:
         """While `deliver` runs, the marks it has not handled become, in the deliveries, the
         messages they stand for (their rows taken, in order)."""
+
+    def fire(self, actors: list[Any], action: Any, now: float, batch: list[tuple[int, Any]] | None,
+             flush: Callable[[Any], None], skip_idle: bool) -> None:
+        """A periodic driver's round, as the runtime's `fire_each` (its reference) does it."""
 
 
 class Pending(Protocol):

@@ -19,31 +19,28 @@ gradient the same way). Measured against offering the whole Cyclon view once a r
 converges faster (P = 2, 1,000 nodes: ideal-view fraction 0.70–0.74 after 50 rounds instead
 of 0.57–0.64) at the same cost.
 
-The rounds and the four overlay handlers run as C methods (`src/native/_exchange.c`) where the
-extension was built; the Python methods below are their reference (`PYTHON_EXCHANGES`), and
-tests hold the two to the same state changes, draws and messages.
+The rounds and the four overlay handlers run as C methods (`src/native/_plane.c`) where the
+extension was built: on the plane's arrays for a peer the run's overlay plane adopted
+(`nodes.plane`), as the Python methods below for any other. The Python methods are their reference
+(`PYTHON_EXCHANGES`), and tests hold the two to the same state changes, draws and messages.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.messages import collect_handlers, handles
 from drfemu.kernel.streams import NodeStreams
 from drfemu.nodes.actor import Actor
 from drfemu.overlay import cyclon as cyclon_module
-from drfemu.overlay import gradient as gradient_module
 from drfemu.overlay.cyclon import Cyclon
 from drfemu.overlay.gradient import NEG_INF, Gradient
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinReply, JoinRequest
 
-if TYPE_CHECKING:
-    from drfemu.nodes.runtime import Runtime
-
-__all__ = ["EXCHANGE_IMPLEMENTATION", "LANE_MARKS", "PYTHON_EXCHANGES", "LaneMark", "OverlayPeer", "attach_lane",
+__all__ = ["EXCHANGE_IMPLEMENTATION", "LANE_MARKS", "OVERLAY_MESSAGES", "PYTHON_EXCHANGES", "LaneMark", "OverlayPeer",
            "bootstrap", "random_neighbors"]
 
 
@@ -68,7 +65,7 @@ class OverlayPeer(Actor):
         """`gradient` makes the gradient view, called as `Gradient` is (`overlay.gradient.Gradient`,
         the T-Man variant, or `overlay.kompics_gradient.KompicsGradient` with its options bound)."""
         super().__init__(actor_id)
-        self.lane: Any = None  # the run's overlay lane while it carries this peer's messages (`attach_lane`)
+        self.lane: Any = None  # the run's overlay plane, which may hold this peer's state (`nodes.plane`)
         self.cyclon = Cyclon(actor_id, cyclon_view, shuffle_length, rng)
         self.gradient = gradient(actor_id, view_size, rng, utility, max_age)
         self.cyclon_exchanges = 0
@@ -227,19 +224,21 @@ LANE_MARKS: tuple[LaneMark, ...] = (CyclonShuffleMark(), CyclonReplyMark(), Grad
 """The marks, in the lane's order of kinds."""
 
 
-def _compile_exchanges() -> str:
-    """Put the C versions of the overlay rounds and handlers (`src/native/_exchange.c`) in
-    `OverlayPeer`, where the extension was built; returns which implementation runs. They fall
-    back to the Python reference for a node whose Cyclon or gradient is of another class."""
-    if compiled_module("drfemu.nodes._exchange") is None:
-        return "Python"
-    from drfemu.nodes._exchange import peer_methods  # typed by its stub, `_exchange.pyi`
+OVERLAY_MESSAGES: tuple[type, ...] = (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply)
+"""The overlay's messages, in the order of the plane's kinds (`LANE_MARKS`)."""
 
-    methods = peer_methods(
-        OverlayPeer, Cyclon, Gradient, (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply, JoinRequest),
-        (cyclon_module.sample_values, cyclon_module.merge, cyclon_module.pop_oldest, gradient_module.rank,
-         gradient_module.descriptors),
-        PYTHON_EXCHANGES)
+
+def _compile_exchanges() -> str:
+    """Put the C versions of the overlay rounds and handlers (`src/native/_plane.c`) in
+    `OverlayPeer`, where the extension was built; returns which implementation runs. They run on the
+    arrays of the plane that adopted a peer (`nodes.plane`), and as the Python reference for any
+    other peer."""
+    plane = compiled_module("drfemu.nodes._plane")
+    if plane is None:
+        return "Python"
+    view_type = getattr(cyclon_module, "View", None)  # a peer's entries read as a View (else a dict)
+    methods = plane.peer_methods(OverlayPeer, (*OVERLAY_MESSAGES, JoinRequest), PYTHON_EXCHANGES, view_type,
+                                 Gradient.COMPACT_AT)
     for name, method in methods.items():
         setattr(OverlayPeer, name, method)
     compiled = {message_type: methods[name] for name, function in PYTHON_EXCHANGES.items()
@@ -250,42 +249,6 @@ def _compile_exchanges() -> str:
 
 
 EXCHANGE_IMPLEMENTATION = _compile_exchanges()
-
-
-def attach_lane(runtime: Runtime) -> bool:
-    """Carry the overlay messages of `runtime`'s peers as rows of one lane while its network's
-    latency is fixed (`src/native/_exchange.c`, `Runtime.use_lane`); returns whether it did.
-
-    Decision (issue 57): only where the result is the same by construction — the C exchanges are
-    built, the runtime moves messages through its emulated network (not a live run's datagrams),
-    and every peer runs the inlined exchanges (Cyclon and the T-Man gradient of exactly their
-    classes, the four compiled handlers: a Kompics gradient, or a subclass that overrides a
-    handler, keeps message objects). A run without the extension sends message objects: they
-    are the lane's reference, and a test runs both and compares every event."""
-    if EXCHANGE_IMPLEMENTATION != "C" or not runtime.moves_messages_itself():
-        return False
-    from drfemu.nodes._exchange import Lane  # typed by its stub, `_exchange.pyi`
-
-    compiled = OverlayPeer.COMPILED_HANDLERS
-    peers = [actor for actor in runtime.actors if isinstance(actor, OverlayPeer)]
-    inlined = all(type(peer.cyclon) is Cyclon and type(peer.gradient) is Gradient for peer in peers)
-    if not (peers and inlined) or any(type(peer).DISPATCH.get(cls) is not compiled[cls] for peer in peers
-                                      for cls in (CyclonShuffle, CyclonReply, GradientShuffle, GradientReply)):
-        return False
-    lane = Lane(len(runtime.actors), LANE_MARKS)
-    kinds = {mark.STANDS_FOR: kind for kind, mark in enumerate(LANE_MARKS)}
-
-    def adopt(actor: Actor) -> None:
-        if isinstance(actor, OverlayPeer):
-            actor.lane = lane
-
-    def carried(cls: type) -> int:
-        return lane.carried[kinds[cls]]
-
-    for peer in peers:
-        adopt(peer)
-    runtime.use_lane(lane, {type(mark): mark.STANDS_FOR for mark in LANE_MARKS}, carried, adopt)
-    return True
 
 
 def bootstrap(peers: Sequence[OverlayPeer], utilities: Sequence[float], seed: int) -> None:

@@ -190,7 +190,7 @@ class Periodic:
         action = self.action
         if action is not None:
             batch: list[tuple[int, Any]] | None = [] if runtime._batched() else None
-            fire_each(self.actors, action, now, batch, runtime._flush, self.skips_idle)
+            runtime._fire_each(self.actors, action, now, batch, runtime._flush, self.skips_idle)
             if batch:
                 runtime._post(batch)
             if runtime._port:
@@ -249,6 +249,7 @@ class Runtime:
         self.trace = trace
         self._lane: Lane | None = None
         self._adopt: Callable[[Actor], None] | None = None
+        self._fire_each: Callable[..., None] = fire_each  # a periodic driver's round (the lane's, with one)
 
     # -- the lane (issue 57) ----------------------------------------------------------------
     def moves_messages_itself(self) -> bool:
@@ -268,7 +269,7 @@ class Runtime:
         faults moves message objects from its first fault on, exactly as without a lane."""
         if not self.moves_messages_itself():
             raise ValueError("a lane needs a runtime that hosts every actor and moves every message itself")
-        self._lane, self._adopt = lane, adopt
+        self._lane, self._adopt, self._fire_each = lane, adopt, lane.fire
         self.network.use_rows(stands_for, carried, keep_lane_exact(lane, self._mailboxes, self._instants, stands_for))
 
     def _hosted_actors(self, actors: Iterable[Actor]) -> list[Actor]:
