@@ -734,8 +734,7 @@ sys.modules["drfemu.nodes.overlay_peer"] = None  # keep the package from configu
 plane = importlib.import_module("drfemu.nodes._plane")
 from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle, JoinRequest
 class Peer:
-    __slots__ = ("id", "lane", "outbox", "cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges",
-                 "gossip_gradient", "feeds_gradient", "rejoin_via")
+    __slots__ = ("id", "lane", "outbox", "cyclon", "gradient", "gossip_gradient", "feeds_gradient", "rejoin_via")
 refs = {name: print for name in ("cyclon_round", "gradient_round", "_on_cyclon_shuffle", "_on_cyclon_reply",
                                  "_on_gradient_shuffle", "_on_gradient_reply")}
 try:

@@ -530,3 +530,22 @@ def test_a_plane_adopts_only_what_it_can_hold() -> None:
     plane_module.evict(fine)
     assert plane.adopted == 0 and type(fine.gradient).__name__ == "Gradient" and not plane.holds(fine)
     assert view.view == fine.gradient.view and view.utility == 0.5  # the old view forwards to the object
+
+
+def test_a_node_that_takes_a_crashed_ones_place_leaves_the_old_its_state() -> None:
+    """A restarted node is adopted in the place of the crashed one, which keeps what it had: its
+    views as they were, its exchanges counted."""
+    old = OverlayPeer(2, 3, 6, 3, random.Random(1), utility=0.5)
+    old.join([(0.1 * p, p, 0.0) for p in range(9)])
+    held, plane = adopted(old, n=10)
+    assert held
+    old.cyclon_round(1.0)
+    old.gradient_round(1.0)
+    before = (list(old.cyclon.entries.items()), list(old.gradient.view), old.cyclon_exchanges, old.gradient_exchanges)
+    new = OverlayPeer(2, 3, 6, 3, random.Random(2), utility=0.25)
+    new.join([(0.2 * p, p, 0.0) for p in range(9)])
+    new.lane = plane
+    assert plane_module.adopt(plane, new) and plane.holds(new) and not plane.holds(old)
+    assert (list(old.cyclon.entries.items()), list(old.gradient.view), old.cyclon_exchanges,
+            old.gradient_exchanges) == before
+    assert before[2] == before[3] == 1 and new.cyclon_exchanges == 0

@@ -60,28 +60,15 @@ static PyObject *references[METHODS];  /* the Python methods */
 static PyObject *method_objects[METHODS + 1]; /* the C methods as configured, and `_on_row` last */
 static PyObject *configured_methods;
 static PyTypeObject *peer_type, *message_types[ROW_KINDS];
-static PyObject *join_request, *view_type, *str_dispatch, *str_check_handled, *one;
+static PyObject *join_request, *view_type, *str_dispatch, *str_check_handled;
 static PyObject *runtime_fire_each, *runtime_deliver; /* nodes.runtime's, imported at first need */
 static Py_ssize_t compact_at = PY_SSIZE_T_MAX;
-static Py_ssize_t p_id, p_lane, p_outbox, p_cyclon_exchanges, p_gradient_exchanges, p_gossip_gradient,
-    p_feeds_gradient, p_rejoin_via;
+static Py_ssize_t p_id, p_lane, p_outbox, p_gossip_gradient, p_feeds_gradient, p_rejoin_via;
 static Py_ssize_t m_field[ROW_KINDS], m_sender; /* each message's descriptors; CyclonReply's sender */
 
 /* -- Python's small operations ---------------------------------------------------------------- */
 
 static int truth(PyObject *value) { return value == Py_True ? 1 : value == Py_False ? 0 : PyObject_IsTrue(value); }
-
-static int increment(PyObject *obj, Py_ssize_t offset) { /* obj.<slot> += 1 */
-    PyObject *count = SLOT(obj, offset);
-    if (count == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "an overlay peer's exchange counter is unset");
-        return -1;
-    }
-    PyObject *next = PyNumber_InPlaceAdd(count, one);
-    if (next == NULL) return -1;
-    Py_SETREF(SLOT(obj, offset), next);
-    return 0;
-}
 
 static PyObject *call_reference(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *full[3] = {self, nargs > 0 ? args[0] : NULL, nargs > 1 ? args[1] : NULL};
@@ -165,6 +152,7 @@ typedef struct {
     double own_utility, own_stamp; /* the own descriptor last made (Gradient._own): reused while both match */
     Py_ssize_t compact_next;
     int stale;
+    long long exchanges[2]; /* the Cyclon shuffles and gradient exchanges it started while held */
     PyObject *view_list; /* the gradient view as Python last read it, until it changes */
 } Peer;
 
@@ -530,7 +518,8 @@ static int cyclon_round_here(Plane *plane, Peer *s, PyObject *self, double now, 
         s->partner = oldest;
         memcpy(s->sent, shuffle + 1, sizeof(Desc) * (size_t)chosen);
         s->slen = chosen;
-        status = post(plane, out, oldest, ROW_CS, 0, shuffle, chosen + 1) < 0 ? -1 : increment(self, p_cyclon_exchanges);
+        status = post(plane, out, oldest, ROW_CS, 0, shuffle, chosen + 1);
+        s->exchanges[0] += status == 0;
     }
     if (shuffle != sent) PyMem_Free(shuffle);
     return status;
@@ -549,7 +538,8 @@ static int gradient_round_here(Plane *plane, Peer *s, PyObject *self, double now
         return -1;
     }
     Py_ssize_t n = with_own(plane, s, now, sent);
-    int status = post(plane, out, partner, ROW_GS, 0, sent, n) < 0 ? -1 : increment(self, p_gradient_exchanges);
+    int status = post(plane, out, partner, ROW_GS, 0, sent, n);
+    s->exchanges[1] += status == 0;
     if (sent != small) PyMem_Free(sent);
     return status;
 }
@@ -932,9 +922,7 @@ static PyObject *chain_of(PyObject *deliveries, const Py_ssize_t *next, Py_ssize
  * straight into the batch. */
 static int wake(Plane *self, PyObject *actor, PyObject *dispatch, PyObject *deliveries, Py_ssize_t d, PyObject *now,
                 PyObject *batch) {
-    Plane *owner;
-    Peer *s = adopted(actor, &owner);
-    if (owner != self) s = NULL;
+    Peer *s = self->peers[d].peer == actor ? &self->peers[d] : NULL; /* adopted: no need to read the actor */
     PyObject *start = s != NULL ? outbox_of(actor) : NULL;
     PyObject *direct = start != NULL && PyList_GET_SIZE(start) == 0 ? batch : NULL; /* cleared once anything else runs */
     Desc small[SMALL], *row = row_buffer(self, small);
@@ -1286,6 +1274,25 @@ static PyObject *plane_release(Plane *self, PyObject *arg) {
         self->adopted--;
     }
     return state;
+}
+
+/* exchanges(peer) -> (Cyclon shuffles, gradient exchanges) the peer started while the plane held it; (0, 0)
+ * for a peer it does not hold. */
+static PyObject *plane_exchanges(Plane *self, PyObject *peer) {
+    Plane *owner;
+    Peer *s = adopted(peer, &owner);
+    if (s == NULL || owner != self) return Py_BuildValue("(ii)", 0, 0);
+    return Py_BuildValue("(LL)", s->exchanges[0], s->exchanges[1]);
+}
+
+/* holder(i) -> the peer whose state the plane holds as actor i, or None. */
+static PyObject *plane_holder(Plane *self, PyObject *arg) {
+    Py_ssize_t i = actor_index(self, arg);
+    if (i < 0) {
+        PyErr_Format(PyExc_ValueError, "%R is not an actor of the plane", arg);
+        return NULL;
+    }
+    return Py_NewRef(self->peers[i].peer != NULL ? self->peers[i].peer : Py_None);
 }
 
 static PyObject *plane_holds(Plane *self, PyObject *peer) {
@@ -1704,6 +1711,9 @@ static PyMethodDef plane_methods[] = {
     {"state", (PyCFunction)plane_state, METH_O, "state(i) -> the state adopt took, as it is now."},
     {"release", (PyCFunction)plane_release, METH_O, "release(i) -> the state, which the plane no longer holds."},
     {"holds", (PyCFunction)plane_holds, METH_O, "holds(peer) -> does the plane hold this peer's overlay state?"},
+    {"holder", (PyCFunction)plane_holder, METH_O, "holder(i) -> the peer held as actor i, or None."},
+    {"exchanges", (PyCFunction)plane_exchanges, METH_O,
+     "exchanges(peer) -> the (Cyclon, gradient) exchanges it started while held."},
     {"entries", (PyCFunction)plane_entries, METH_O, "entries(i) -> a new View of the Cyclon view."},
     {"nodes", (PyCFunction)plane_nodes, METH_O, "nodes(i) -> the Cyclon view's nodes."},
     {"samples", (PyCFunction)plane_samples, METH_O, "samples(i) -> the Cyclon view's descriptors."},
@@ -1821,8 +1831,7 @@ static PyObject *peer_methods(PyObject *Py_UNUSED(module), PyObject *const *args
     }
     if (offset_of(PyTuple_GET_ITEM(messages, ROW_CR), "sender", &m_sender) < 0) return NULL;
     const struct { const char *name; Py_ssize_t *offset; } slots[] = {
-        {"id", &p_id}, {"lane", &p_lane}, {"outbox", &p_outbox}, {"cyclon_exchanges", &p_cyclon_exchanges},
-        {"gradient_exchanges", &p_gradient_exchanges}, {"gossip_gradient", &p_gossip_gradient},
+        {"id", &p_id}, {"lane", &p_lane}, {"outbox", &p_outbox}, {"gossip_gradient", &p_gossip_gradient},
         {"feeds_gradient", &p_feeds_gradient}, {"rejoin_via", &p_rejoin_via},
     };
     for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
@@ -1861,8 +1870,7 @@ PyMODINIT_FUNC PyInit__plane(void) {
     view_init();
     str_dispatch = PyUnicode_InternFromString("DISPATCH");
     str_check_handled = PyUnicode_InternFromString("check_handled");
-    one = PyLong_FromLong(1);
-    if (str_dispatch == NULL || str_check_handled == NULL || one == NULL) return NULL;
+    if (str_dispatch == NULL || str_check_handled == NULL) return NULL;
     if (PyType_Ready(&PlaneType) < 0) return NULL;
     PyObject *created = PyModule_Create(&module);
     if (created != NULL && PyModule_AddObjectRef(created, "Plane", (PyObject *)&PlaneType) < 0) Py_CLEAR(created);

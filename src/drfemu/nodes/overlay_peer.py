@@ -47,7 +47,7 @@ __all__ = ["EXCHANGE_IMPLEMENTATION", "LANE_MARKS", "OVERLAY_MESSAGES", "PYTHON_
 class OverlayPeer(Actor):
     """Node `actor_id` with a Cyclon view of `cyclon_view` and a gradient view of `view_size`."""
 
-    __slots__ = ("lane", "cyclon", "gradient", "cyclon_exchanges", "gradient_exchanges", "gossip_gradient", "feeds_gradient",
+    __slots__ = ("lane", "cyclon", "gradient", "_cyclon_exchanges", "_gradient_exchanges", "gossip_gradient", "feeds_gradient",
                  "rejoin_via", "idle_cyclon_every", "idle_gradient_every", "_idle_rounds", "unanswered",
                  "reconnect_every", "_cyclon_rounds")
 
@@ -68,8 +68,8 @@ class OverlayPeer(Actor):
         self.lane: Any = None  # the run's overlay plane, which may hold this peer's state (`nodes.plane`)
         self.cyclon = Cyclon(actor_id, cyclon_view, shuffle_length, rng)
         self.gradient = gradient(actor_id, view_size, rng, utility, max_age)
-        self.cyclon_exchanges = 0
-        self.gradient_exchanges = 0
+        self._cyclon_exchanges = 0  # the shuffles and exchanges it started, less those a plane counts (see below)
+        self._gradient_exchanges = 0
         self.gossip_gradient = True  # False: answer gradient exchanges but start none
         # False: Cyclon's samples are not offered to the gradient. For a node whose gradient nothing
         # reads (protocols on fixed random neighbours): unread, the offers were kept for ever.
@@ -82,6 +82,16 @@ class OverlayPeer(Actor):
         self.reconnect_every = 0  # see `healing_cyclon_round`
         self._cyclon_rounds = 0  # rounds of `healing_cyclon_round`
 
+    @property
+    def cyclon_exchanges(self) -> int:
+        """The Cyclon shuffles this node started (those its overlay plane counted while it held the node too)."""
+        return self._cyclon_exchanges + (self.lane.exchanges(self)[0] if self.lane is not None else 0)
+
+    @property
+    def gradient_exchanges(self) -> int:
+        """The gradient exchanges this node started (as `cyclon_exchanges`)."""
+        return self._gradient_exchanges + (self.lane.exchanges(self)[1] if self.lane is not None else 0)
+
     def join(self, entries: Sequence[tuple[float, int, float]]) -> None:
         """Start from the bootstrap service's Cyclon view, offered to the gradient too."""
         self.cyclon.bootstrap(entries)
@@ -92,7 +102,7 @@ class OverlayPeer(Actor):
         started = self.cyclon.initiate(self.gradient.descriptor(now))
         if started is not None:
             self.outbox.append(started)
-            self.cyclon_exchanges += 1
+            self._cyclon_exchanges += 1
         elif self.rejoin_via >= 0:
             self.outbox.append((self.rejoin_via, JoinRequest(self.id, self.cyclon.size)))
 
@@ -113,7 +123,7 @@ class OverlayPeer(Actor):
             suspect = next(iter(self.unanswered))
             del self.unanswered[suspect]
             self.outbox.append(self.cyclon.reach(suspect, self.gradient.descriptor(now)))
-            self.cyclon_exchanges += 1
+            self._cyclon_exchanges += 1
         else:
             self.sparse_cyclon_round(now)
 
@@ -159,7 +169,7 @@ class OverlayPeer(Actor):
         started = self.gradient.initiate(now)
         if started is not None:
             self.outbox.append(started)
-            self.gradient_exchanges += 1
+            self._gradient_exchanges += 1
 
     @handles(CyclonShuffle)
     def _on_cyclon_shuffle(self, msg: CyclonShuffle, now: float) -> None:

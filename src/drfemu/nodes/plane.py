@@ -245,6 +245,9 @@ def adopt(plane: Plane, peer: OverlayPeer) -> bool:
     it: a `Cyclon` and a `Gradient` of exactly those classes, of the plane's sizes and maximum age,
     sharing one stream, every value plain. Returns whether it did; a peer it did not adopt keeps its
     objects (its marks, if any reach it, become messages)."""
+    held = plane.holder(peer.id)
+    if held is not None and held is not peer:  # a restarted node in a crashed one's place: the old keeps its state
+        evict(held)
     c, g = peer.cyclon, peer.gradient
     size, length, view_size, max_age = plane.sizes
     if (type(c) is not Cyclon or type(g) is not Gradient or c.rng is not g.rng or c.me != peer.id or g.me != peer.id
@@ -265,6 +268,9 @@ def evict(peer: OverlayPeer) -> None:
     never been adopted, which its views forward to from now on."""
     cyclon, gradient = peer.cyclon, peer.gradient
     assert isinstance(cyclon, PlaneCyclon) and isinstance(gradient, PlaneGradient)
+    counted = cyclon._plane.exchanges(peer)  # noqa: SLF001
+    peer._cyclon_exchanges += counted[0]  # noqa: SLF001
+    peer._gradient_exchanges += counted[1]  # noqa: SLF001
     (entries, partner, sent, utility, clock, view, pending, stale, compact_next, own_utility,
      own_stamp) = cyclon._plane.release(peer.id)  # noqa: SLF001
     c = Cyclon(peer.id, cyclon.size, cyclon.length, cyclon.rng)
