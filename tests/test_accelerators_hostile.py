@@ -318,26 +318,29 @@ walk_nodes = st.lists(st.tuples(st.sampled_from(["int", "int", "int", "int", "hu
 
 @needs(_cyclon, "overlay._cyclon")
 @settings(max_examples=400, deadline=None)
-@given(st.sampled_from(["View", "dict"]), st.lists(st.integers(0, 20), max_size=10, unique=True),
+@given(st.sampled_from(["View", "dict", "nodes", "repeats"]), st.lists(st.integers(0, 20), max_size=10, unique=True),
        st.sampled_from(["int", "int", "intsub"]), walk_nodes, walk_nodes, st.sampled_from(["tuple", "tuple", "list"]),
        st.sampled_from(DRAW_KINDS), st.integers(0, 2**16), draw_values)
 def test_a_walks_hop_matches_its_reference_on_any_input(kind: str, peers: list[int], peer_kind: str,
                                                        visited: list[tuple[str, int]], frontier: list[tuple[str, int]],
                                                        container: str, draw_kind: str, seed: int,
                                                        values: list[Any]) -> None:
-    """`frontier_hop` (a walk's hop over a Cyclon view): the reference's hop, draw and exception,
-    whatever the walk carries (overlapping, repeated, huge, non-int nodes) and whatever draws."""
+    """`frontier_hop` (a walk's hop over a Cyclon view, or over the list of its nodes, repeated ones
+    too): the reference's hop, draw and exception, whatever the walk carries (overlapping, repeated,
+    huge, non-int nodes) and whatever draws."""
     runs = []
     for frontier_hop in (_cyclon.frontier_hop, cyclon_module.frontier_hop_python):  # type: ignore[union-attr]
         nodes = [(0.5, WALK_NODES[peer_kind](node), float(node % 3)) for node in peers]
-        view = make_view(kind, nodes)
+        view = make_view("dict" if kind in ("nodes", "repeats") else kind, nodes)
+        listed = list(view) + (list(view)[:2] if kind == "repeats" else [])
         walked = [WALK_NODES[k](n) for k, n in visited]
         queued = [WALK_NODES[k](n) for k, n in frontier]
         pack = tuple if container == "tuple" else list
         draw = make_draw(draw_kind, seed, values, view)
         originals = walked + queued + [d[1] for d in nodes]
-        result = outcome(frontier_hop, (pack(walked), pack(queued), view, draw), originals)
-        runs.append((result, list(view.items()), draw_state(draw)))
+        peers_given = listed if kind in ("nodes", "repeats") else view
+        result = outcome(frontier_hop, (pack(walked), pack(queued), peers_given, draw), originals)
+        runs.append((result, list(view.items()), listed, draw_state(draw)))
     assert runs[0] == runs[1]
 
 

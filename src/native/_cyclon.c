@@ -5,7 +5,7 @@
  * inputs and that whole runs give the same events.
  *
  * View(capacity=0): the Cyclon view as C arrays, a mapping node -> descriptor that behaves as
- *   the dict it replaces (below; its layout and the steps `_exchange.c` shares are `_view.h`).
+ *   the dict it replaces (below; its layout and the steps `_plane.c` shares are `_view.h`).
  * merge(entries, me, size, received, replaceable) -> None
  *   entries: the view, node -> descriptor (utility, node, stamp), changed in place. The
  *   descriptors of `received` that name neither `me` nor a node in the view are new; they
@@ -370,9 +370,10 @@ static PyObject *sample_values(PyObject *Py_UNUSED(self), PyObject *const *args,
  * frontier grown by the nodes of `peers`, in view order, that are neither in `visited` nor in
  * `frontier`; None when that is empty, else its node at int(draw.random() * len(grown)), with
  * `visited` extended by it and `rest` the grown frontier without it. Fast path: `visited` and
- * `frontier` exact tuples of exact ints of 64 bits, `peers` a View whose nodes are exact ints,
- * a stock draw; the draw is taken only when the grown frontier is not empty, as the reference
- * takes it. Anything else goes, untouched, to overlay.cyclon.frontier_hop_python. */
+ * `frontier` exact tuples of exact ints of 64 bits, `peers` a View whose nodes are exact ints or
+ * an exact list of exact ints of 64 bits (a view's nodes, `Cyclon.neighbors()`), a stock draw;
+ * the draw is taken only when the grown frontier is not empty, as the reference takes it.
+ * Anything else goes, untouched, to overlay.cyclon.frontier_hop_python. */
 static int known_insert(long long *keys, unsigned char *used, size_t slots, long long id) { /* 1 if new */
     size_t h = ((unsigned long long)id * 0x9E3779B97F4A7C15ULL) >> 32;
     for (;; h++) {
@@ -395,15 +396,41 @@ static int known_has(const long long *keys, const unsigned char *used, size_t sl
     }
 }
 
+/* The nodes of `peers` for frontier_hop's fast path: a View's node array (borrowed), or an exact
+ * list's exact ints read into *owned (to free); their count, or -1 when `peers` is neither. */
+static Py_ssize_t peer_nodes(PyObject *peers, const long long **nodes, long long **owned) {
+    *owned = NULL;
+    if (View_Check(peers)) {
+        if (((ViewObject *)peers)->odd_nodes != 0) return -1;
+        *nodes = ((ViewObject *)peers)->nodes;
+        return ((ViewObject *)peers)->len;
+    }
+    if (!PyList_CheckExact(peers)) return -1;
+    Py_ssize_t n = PyList_GET_SIZE(peers);
+    long long *ids = PyMem_Malloc(sizeof(long long) * (size_t)(n > 0 ? n : 1));
+    if (ids == NULL) return -2;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *node = PyList_GET_ITEM(peers, i);
+        if (!PyLong_CheckExact(node) || !int64_of(node, &ids[i])) {
+            PyMem_Free(ids);
+            return -1;
+        }
+    }
+    *nodes = *owned = ids;
+    return n;
+}
+
 static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyTuple_CheckExact(args[0]) || !PyTuple_CheckExact(args[1]) || !View_Check(args[2]))
+    if (nargs != 4 || !PyTuple_CheckExact(args[0]) || !PyTuple_CheckExact(args[1]))
         return call_reference(FRONTIER_HOP, args, nargs);
-    PyObject *visited = args[0], *frontier = args[1], *draw = args[3];
-    ViewObject *peers = (ViewObject *)args[2];
+    PyObject *visited = args[0], *frontier = args[1], *draw = args[3], *peers = args[2];
     int stock = is_stock_draw(draw);
     if (stock <= 0) return stock < 0 ? NULL : call_reference(FRONTIER_HOP, args, nargs);
-    Py_ssize_t nv = PyTuple_GET_SIZE(visited), nf = PyTuple_GET_SIZE(frontier), np = peers->len;
-    if (peers->odd_nodes != 0) return call_reference(FRONTIER_HOP, args, nargs);
+    const long long *nodes;
+    long long *owned;
+    Py_ssize_t nv = PyTuple_GET_SIZE(visited), nf = PyTuple_GET_SIZE(frontier), np = peer_nodes(peers, &nodes, &owned);
+    if (np == -2) return PyErr_NoMemory();
+    if (np < 0) return call_reference(FRONTIER_HOP, args, nargs);
     size_t slots = 16;
     while (slots < 2 * (size_t)(nv + nf)) slots <<= 1;
     long long *keys = PyMem_Malloc(sizeof(long long) * slots);
@@ -426,9 +453,11 @@ static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, 
     }
     Py_ssize_t added = 0;
     for (Py_ssize_t i = 0; i < np; i++)
-        if (!known_has(keys, used, slots, peers->nodes[i])) fresh[added++] = i;
+        if (!known_has(keys, used, slots, nodes[i])) fresh[added++] = i;
     for (Py_ssize_t j = 0; j < added; j++)
-        if ((fresh_nodes[j] = view_node(peers, fresh[j])) == NULL) goto done;
+        if ((fresh_nodes[j] = owned != NULL ? Py_NewRef(PyList_GET_ITEM(peers, fresh[j]))
+                                            : view_node((ViewObject *)peers, fresh[j])) == NULL)
+            goto done;
     Py_ssize_t m = nf + added;
     if (m == 0) {
         result = Py_NewRef(Py_None);
@@ -460,6 +489,7 @@ static PyObject *frontier_hop(PyObject *Py_UNUSED(self), PyObject *const *args, 
 done:
     for (Py_ssize_t j = 0; fresh_nodes != NULL && j < np; j++) Py_XDECREF(fresh_nodes[j]);
     PyMem_Free(fresh_nodes);
+    PyMem_Free(owned);
     PyMem_Free(keys);
     PyMem_Free(used);
     PyMem_Free(fresh);

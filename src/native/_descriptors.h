@@ -1,10 +1,8 @@
-/* The overlay's descriptors as C arrays: `Descriptors` (overlay._rank's type; issue 57, the plane's
- * steps 2 and 3).
+/* The gradient's descriptors as C arrays: `Descriptors` (overlay._rank's type; issue 57).
  *
- * A gradient keeps its view and its pending candidates, and the gradient's and Cyclon's exchanges
- * carry their descriptors, as (utility, node, stamp) structs instead of lists and tuples of tuples,
- * so that a server-tick's merges, offers and messages move no Python object per descriptor (a
- * sampling profile had put a tenth of a walking run in those objects' reference counts). To Python
+ * A `Gradient` (the Python reference's object: a peer that no overlay plane holds, `nodes.plane`)
+ * keeps its view and its pending candidates as (utility, node, stamp) structs instead of lists of
+ * tuples, so that its merges and offers move no Python object per descriptor. To Python
  * a `Descriptors` is a sequence of descriptor tuples, built when Python first reads it (and kept
  * until it changes), that can be extended like a list. A descriptor that is not plain (an exact
  * 3-tuple of an exact float, an exact int of 64 bits and an exact float, neither float NaN: what
@@ -12,8 +10,7 @@
  * on which every operation is the list's, so any input gets the reference's answer
  * (`overlay.gradient` uses `list` itself where this type was not built).
  *
- * The type object is `_rank.c`'s; `_exchange.c` includes this header to work on its instances and
- * receives the type from the gradient's configuration. */
+ * The type object is `_rank.c`'s, the one module that includes this header. */
 #ifndef DRFEMU_DESCRIPTORS_H
 #define DRFEMU_DESCRIPTORS_H
 
@@ -77,12 +74,6 @@ no_memory:
 
 /* The plain contents changed: Python's cached reading is dropped. */
 static inline void descriptors_changed(Descriptors *d) { Py_CLEAR(d->boxed); }
-
-/* Empties a plain store, keeping its room. */
-static inline void descriptors_clear(Descriptors *d) {
-    d->length = 0;
-    descriptors_changed(d);
-}
 
 /* The items as Python sees them, a list (borrowed): the objects of a store that is not plain, or a
  * plain store's tuples, made at the first call after a change. NULL with Python's error. */
@@ -206,14 +197,11 @@ static inline int descriptors_extend(Descriptors *d, PyObject *values) {
     return -1;
 }
 
-/* The gradient's rank (overlay.gradient.rank_python) of the plain stores `first` followed by
- * `second` (NULL: none) as one list of candidates: the ranked view in a new plain store of `type`,
- * or (`into` not NULL: a plain store no one else holds, which may be `second`) written over `into`,
- * returned with a new reference; NULL with Python's error. */
+/* The gradient's rank (overlay.gradient.rank_python) of the plain store `candidates`: the ranked view
+ * in a new plain store of `type`; NULL with Python's error. */
 static inline Descriptors *descriptors_rank(PyTypeObject *type, long long me, double my_utility,
-                                            const Descriptors *first, const Descriptors *second, Py_ssize_t size,
-                                            double oldest, Descriptors *into) {
-    Py_ssize_t m = first->length, k = second != NULL ? second->length : 0, n = m + k;
+                                            const Descriptors *candidates, Py_ssize_t size, double oldest) {
+    Py_ssize_t n = candidates->length;
     Py_ssize_t cap = size < n ? size : n;
     size_t slots = kernel_slots(n);
     KernelDescriptor small[KERNEL_SMALL];
@@ -226,14 +214,9 @@ static inline Descriptors *descriptors_rank(PyTypeObject *type, long long me, do
         PyErr_NoMemory();
     } else {
         Py_ssize_t *above = table + slots, *below = above + cap, *out = below + cap;
-        Py_ssize_t length = kernel_rank(me, my_utility, first->items, m, second != NULL ? second->items : NULL, k, 0,
-                                        size, oldest, kept, NULL, table, above, below, out);
-        if (into == NULL) {
-            result = descriptors_new(type, length);
-        } else if (descriptors_reserve(into, length - into->length) == 0) { /* kept[] is scratch: `second` is read */
-            result = (Descriptors *)Py_NewRef(into);
-            descriptors_changed(result);
-        }
+        Py_ssize_t length = kernel_rank(me, my_utility, candidates->items, n, NULL, 0, 0, size, oldest, kept, NULL,
+                                        table, above, below, out);
+        result = descriptors_new(type, length);
         if (result != NULL) {
             for (Py_ssize_t i = 0; i < length; i++) result->items[i] = kept[out[i]];
             result->length = length;

@@ -4,7 +4,7 @@
  * overlay.gradient.rank_python (with overlay.gradient.freshest_python for the compaction). Every
  * compiled overlay uses this header and nothing else for them: the event-driven overlay's
  * accelerators (_cyclon.c's merge on a View, _rank.c's rank and freshest on lists of descriptor
- * tuples, and _exchange.c's merge of a gradient's pending candidates and view) and the cycle-driven
+ * tuples, and the overlay plane's Cyclon and gradient steps on the arrays it holds, _plane.c) and the cycle-driven
  * engine (_cycle.c, on its arrays). Each caller checks its input is plain and reads it into these
  * arrays; the kernel runs no Python code and calls no allocator: every array it writes is the
  * caller's, of the size stated. The last section reads the gradient's descriptor tuples for the

@@ -235,8 +235,8 @@ static PyObject *rank(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         || (nargs == 5 && !kernel_plain_float(args[4], &oldest)))
         return store ? call_reference_on_store(args, nargs) : call_reference(args, nargs);
     if (store)
-        return (PyObject *)descriptors_rank(&DescriptorsType, me, my_utility, (Descriptors *)candidates, NULL,
-                                            (Py_ssize_t)size_ll, oldest, NULL);
+        return (PyObject *)descriptors_rank(&DescriptorsType, me, my_utility, (Descriptors *)candidates,
+                                            (Py_ssize_t)size_ll, oldest);
     int plain;
     PyObject *result = kernel_rank_lists(me, my_utility, candidates, NULL, (Py_ssize_t)size_ll, oldest, &plain);
     return plain ? result : call_reference(args, nargs); /* not plain: nothing has changed, the reference decides */

@@ -1,4 +1,4 @@
-/* The stock generator test shared by src/native/_cyclon.c and src/native/_exchange.c.
+/* The stock generator test shared by src/native/_cyclon.c and src/native/_plane.c.
  *
  * A draw is *stock* when `draw.random` is random.Random's own C method bound to it:
  * random.Random or a subclass that replaces neither `random` nor attribute lookup, with no

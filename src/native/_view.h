@@ -1,5 +1,5 @@
 /* Cyclon's view as C arrays (`overlay._cyclon.View`, whose type object is `_cyclon.c`'s): its layout and
- * the steps on it that `_cyclon.c` and `_exchange.c` share.
+ * the steps on it that `_cyclon.c` and `_plane.c` share (the plane makes Views of its peers' entries).
  *
  * A View is a mapping node -> descriptor (utility, node, stamp) that behaves as the dict it replaces
  * (insertion order, an assignment to a held node keeps its place, a deletion closes the gap), with

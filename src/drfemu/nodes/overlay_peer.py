@@ -195,12 +195,12 @@ class OverlayPeer(Actor):
 PYTHON_EXCHANGES: dict[str, Callable[..., None]] = {name: vars(OverlayPeer)[name] for name in (
     "cyclon_round", "gradient_round", "_on_cyclon_shuffle", "_on_cyclon_reply", "_on_gradient_shuffle",
     "_on_gradient_reply")}
-"""The overlay rounds and handlers in Python: the reference for `src/native/_exchange.c`."""
+"""The overlay rounds and handlers in Python: the reference for `src/native/_plane.c`."""
 
 
 class LaneMark:
     """What a list of sends holds for an overlay message carried as a row of the lane
-    (`src/native/_exchange.c`): one object per message type, of a class of its own so that
+    (`src/native/_plane.c`): one object per message type, of a class of its own so that
     dispatch, tallies and traces tell them apart; `STANDS_FOR` is that type."""
 
     __slots__ = ()

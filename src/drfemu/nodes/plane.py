@@ -131,7 +131,7 @@ class PlaneGradient:
     """The gradient view of a peer whose overlay state a plane holds: `overlay.gradient.Gradient`'s
     interface on the plane's arrays; once the peer is evicted, the `Gradient` object's."""
 
-    __slots__ = ("_plane", "_peer", "me", "size", "max_age", "_rng", "_ref")
+    __slots__ = ("_plane", "_peer", "me", "size", "max_age", "_rng", "_ref", "_utility")
 
     COMPACT_AT: ClassVar[int] = Gradient.COMPACT_AT
 
@@ -143,6 +143,7 @@ class PlaneGradient:
         self.max_age = max_age
         self._rng = rng
         self._ref: Gradient | None = None
+        self._utility = plane.utility(peer.id)  # the plane's, kept here too: only this view changes it
 
     def _evicted(self) -> Gradient:
         if self._ref is None:
@@ -160,15 +161,20 @@ class PlaneGradient:
 
     @property
     def utility(self) -> float:
-        return self._plane.utility(self.me) if self._ref is None else self._ref.utility
+        return self._utility if self._ref is None else self._ref.utility
 
     @utility.setter
     def utility(self, utility: float) -> None:
-        if self._ref is not None or not self._plane.set_utility(self.me, utility, False):
+        if self._ref is None and self._plane.set_utility(self.me, utility, False):
+            self._utility = utility
+        else:
             self._evicted().utility = utility
 
     def set_utility(self, utility: float) -> None:
-        if self._ref is not None or not self._plane.set_utility(self.me, utility, True):
+        if self._ref is None and self._plane.set_utility(self.me, utility, True):
+            if utility != self._utility:  # as the plane does (-0.0 stays for 0.0)
+                self._utility = utility
+        else:
             self._evicted().set_utility(utility)
 
     def offer(self, descriptors: Iterable[Descriptor]) -> None:

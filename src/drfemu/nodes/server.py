@@ -220,7 +220,7 @@ class ServerNode(OverlayPeer):
     # -- what the rule calls --------------------------------------------------------------
     def peers(self) -> list[int]:
         """The servers in this node's Cyclon view: a fresh random sample of the others."""
-        return list(self.cyclon.entries)
+        return self.cyclon.neighbors()
 
     def stream(self, name: str) -> random.Random:
         """This node's own random stream `name` (for rules that draw)."""
@@ -484,7 +484,8 @@ class ServerNode(OverlayPeer):
 
     def _fit_step(self, walk: FitWalk) -> None:
         h = self._fit_score(walk.user, walk.demand) if self.fits(walk.demand) else None
-        dst, message = fit_walk_step(walk, self.id, h, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))
+        dst, message = fit_walk_step(walk, self.id, h, self.cyclon.neighbors(), self.walk_ttl,
+                                     self._streams.python("walk"))
         if message.__class__ is FitPlace:
             if dst == self.id:
                 self._take(message)
@@ -509,7 +510,7 @@ class ServerNode(OverlayPeer):
         return self.mix.delta(demand, self.free, self.capacity, self.devices)
 
     def _step(self, walk: WalkTask) -> None:
-        dst, message = walk_step(walk, self.cyclon.entries, self.walk_ttl, self._streams.python("walk"))
+        dst, message = walk_step(walk, self.cyclon.neighbors(), self.walk_ttl, self._streams.python("walk"))
         self.placement["walks_failed" if message.__class__ is WalkFailed else "walk_hops"] += 1
         self._send_step(dst, message)
 

@@ -25,12 +25,9 @@ Decisions the paper leaves open or that the emulator changes:
 - Only the latest exchange is remembered: a reply that arrives after the node started
   another exchange (a slow or lost message) can only fill empty slots.
 
-`initiate`, `answer` and `complete` are inlined in C by `src/native/_exchange.c` (the overlay
-peer's rounds and handlers); a change here must be made there too — the property test in
-`tests/test_engine_c.py` fails until it is. Where the view is a plain `View` (C arrays) they run on
-its arrays: the entries drawn, sent and received travel as stores of structs
-(`overlay._rank.Descriptors`), an entry received so joins the view as C data, and Python reads it
-as a tuple equal to the one sent (made at the first read), not the same object.
+`initiate`, `answer` and `complete` are run in C by the overlay plane (`src/native/_plane.c`,
+`nodes.plane`) on the arrays of the peers it holds; a change here must be made there too — the
+property tests in `tests/test_plane.py` fail until it is.
 """
 
 from __future__ import annotations

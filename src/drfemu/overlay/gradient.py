@@ -41,9 +41,9 @@ as C arrays (a sequence of descriptor tuples to Python, extended like a list), s
 compiled merge, offers and exchanges move no Python object per descriptor. A descriptor read from
 such a store is equal to the one offered, to the bit, but not the same object.
 
-`initiate`, `answer`, `complete`, `descriptor` and `offer` are inlined in C by
-`src/native/_exchange.c` (the overlay peer's rounds and handlers) for this class; a change here
-must be made there too — the property test in `tests/test_engine_c.py` fails until it is.
+`initiate`, `answer`, `complete`, `descriptor`, `offer` and the merge are run in C by the overlay
+plane (`src/native/_plane.c`, `nodes.plane`) on the arrays of the peers it holds; a change here must
+be made there too — the property tests in `tests/test_plane.py` fail until it is.
 """
 
 from __future__ import annotations
@@ -189,8 +189,8 @@ class Gradient(OwnDescriptor):
                  "_compact_next")
 
     COMPACT_AT: ClassVar[int] = 4096
-    """Pending candidates held before they are first compacted (`_compact`); `src/native/_exchange.c`
-    reads it once, when it is configured."""
+    """Pending candidates held before they are first compacted (`_compact`); the overlay plane
+    (`src/native/_plane.c`) reads it once, when it is configured."""
 
     def __init__(self, me: int, size: int, rng: random.Random, utility: float = NEG_INF,
                  max_age: float = float("inf")) -> None:
