@@ -398,6 +398,8 @@ program = st.lists(st.one_of(
                                                 "acknowledges", "descriptor", "entries", "pending"])),
     st.tuples(st.just("gossip"), st.booleans()),
     st.tuples(st.just("rejoin"), st.integers(-1, 3)),
+    st.tuples(st.just("resize"), st.sampled_from(["cyclon size", "cyclon length", "gradient size", "gradient max_age"]),
+              st.integers(1, 4)),
     st.tuples(st.just("step"), st.sampled_from(["initiate", "answer", "complete", "g_initiate", "g_answer",
                                                 "g_complete"])),
 ), max_size=40)
@@ -442,6 +444,10 @@ def _run_step(peer: OverlayPeer, step: tuple[Any, ...], now: float, compiled: bo
     if kind == "rejoin":
         peer.rejoin_via = step[1]
         return None
+    if kind == "resize":  # a size set through the view: the reference's, which the view then forwards to
+        owner, name = step[1].split()
+        setattr(c if owner == "cyclon" else g, name, float(step[2]) if name == "max_age" else step[2])
+        return (c.size, c.length, c.me, g.size, g.me, g.max_age)
     if kind == "step":
         return {"initiate": lambda: c.initiate(g.descriptor(now)), "answer": lambda: c.answer(CyclonShuffle(
             ((0.5, 7, now), (0.25, 8, now)))), "complete": lambda: c.complete(CyclonReply(7, ((0.5, 6, now),))),

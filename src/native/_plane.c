@@ -571,22 +571,13 @@ static int handle_here(Plane *plane, Peer *s, PyObject *self, int kind, long lon
         if (chosen != small) PyMem_Free(chosen);
         if (status < 0) return -1;
     } else if (kind == ROW_CR) { /* merge the reply, replacing what was sent if it is the partner's */
-        Py_ssize_t r = 0;
-        Desc small[SMALL], *replaceable = s->sent; /* none, unless the partner answered */
+        Py_ssize_t r = 0; /* the entries sent stay in place: the merge only reads them */
         if (sender == s->partner) {
             r = s->slen;
-            replaceable = small;
-            if (r > SMALL && (replaceable = PyMem_Malloc(sizeof(Desc) * (size_t)r)) == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            memcpy(replaceable, s->sent, sizeof(Desc) * (size_t)r);
             s->slen = 0;
             s->partner = -1;
         }
-        int status = merge(plane, s, d, n, replaceable, r);
-        if (replaceable != small && replaceable != s->sent) PyMem_Free(replaceable);
-        if (status < 0) return -1;
+        if (merge(plane, s, d, n, s->sent, r) < 0) return -1;
     } else if (kind == ROW_GS) { /* queue the request, reply with the view as last merged */
         s->clock = now;
         if (offer(plane, s, d, n) < 0) return -1;
@@ -1123,7 +1114,7 @@ static PyObject *plane_fire(Plane *self, PyObject *const *args, Py_ssize_t nargs
         PyObject *actor = Py_NewRef(PyList_GET_ITEM(actors, i));
         Plane *plane;
         Peer *s = adopted(actor, &plane);
-        PyObject *outbox = s != NULL ? outbox_of(actor) : NULL;
+        PyObject *outbox = s != NULL && plane == self ? outbox_of(actor) : NULL; /* another plane's: its method */
         int status = 0, here = 0;
         if (outbox != NULL && PyList_GET_SIZE(outbox) == 0) {
             if (which == GRADIENT_ROUND) { /* if not self.gossip_gradient: return */

@@ -25,6 +25,8 @@ Decisions:
   not a Python mapping; changing it changes nothing. Code that meant to change a peer's view calls
   the view's own operations (`bootstrap`, `forget`).
 - `PlaneGradient.view` is a list kept until the view changes: read it, do not change it.
+- A view's sizes and name (`me`, `size`, `length`, `max_age`) are the plane's: setting one evicts
+  the peer, whose objects then take the value, as the reference's would.
 - A descriptor read back from the plane is a tuple equal to the one offered, bit for bit, not the
   same object (as a `Descriptors` store's, `overlay.gradient`).
 """
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, MutableMapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from drfemu.kernel.compiled import compiled_module
 from drfemu.nodes.actor import Actor
@@ -52,19 +54,36 @@ _plane = compiled_module("drfemu.nodes._plane")
 PLANE_IMPLEMENTATION = "C" if _plane is not None and OverlayPeer.COMPILED_HANDLERS else "none"
 """Whether runs hold their peers' overlay state in a plane (`C`) or in Python objects (`none`)."""
 
+T = TypeVar("T")
+
+
+class _Held(Generic[T]):
+    """A size or name of a plane's view (`me`, `size`, `length`, `max_age`): the value it was adopted
+    with while the plane holds the peer, the reference object's once it is evicted. Setting one hands
+    the peer to the reference first (the plane's sizes are the plane's), which then takes the value."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, "_" + name
+
+    def __get__(self, view: Any, owner: type | None = None) -> T:
+        ref = view._ref
+        return getattr(view, self.slot) if ref is None else getattr(ref, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, view: Any, value: T) -> None:
+        setattr(view._evicted(), self.name, value)
+
 
 class PlaneCyclon:
     """The Cyclon view of a peer whose overlay state a plane holds: `overlay.cyclon.Cyclon`'s
     interface on the plane's arrays; once the peer is evicted, the `Cyclon` object's."""
 
-    __slots__ = ("_plane", "_peer", "me", "size", "length", "_rng", "_ref")
+    __slots__ = ("_plane", "_peer", "_me", "_size", "_length", "_rng", "_ref")
+    me, size, length = _Held[int](), _Held[int](), _Held[int]()
 
     def __init__(self, plane: Plane, peer: OverlayPeer, size: int, length: int, rng: random.Random) -> None:
         self._plane = plane
         self._peer = peer
-        self.me = peer.id
-        self.size = size
-        self.length = length
+        self._me, self._size, self._length = peer.id, size, length
         self._rng = rng
         self._ref: Cyclon | None = None  # the reference object, once evicted
 
@@ -131,16 +150,15 @@ class PlaneGradient:
     """The gradient view of a peer whose overlay state a plane holds: `overlay.gradient.Gradient`'s
     interface on the plane's arrays; once the peer is evicted, the `Gradient` object's."""
 
-    __slots__ = ("_plane", "_peer", "me", "size", "max_age", "_rng", "_ref", "_utility")
+    __slots__ = ("_plane", "_peer", "_me", "_size", "_max_age", "_rng", "_ref", "_utility")
+    me, size, max_age = _Held[int](), _Held[int](), _Held[float]()
 
     COMPACT_AT: ClassVar[int] = Gradient.COMPACT_AT
 
     def __init__(self, plane: Plane, peer: OverlayPeer, size: int, max_age: float, rng: random.Random) -> None:
         self._plane = plane
         self._peer = peer
-        self.me = peer.id
-        self.size = size
-        self.max_age = max_age
+        self._me, self._size, self._max_age = peer.id, size, max_age
         self._rng = rng
         self._ref: Gradient | None = None
         self._utility = plane.utility(peer.id)  # the plane's, kept here too: only this view changes it
@@ -311,7 +329,7 @@ def attach_plane(runtime: Runtime) -> bool:
     if first is None or type(first.gradient.max_age) is not float:
         return False
     plane: Plane = _plane.Plane(len(runtime.actors), LANE_MARKS, first.cyclon.size, first.cyclon.length,
-                         first.gradient.size, first.gradient.max_age, evict)
+                                first.gradient.size, first.gradient.max_age, evict)
 
     def join(actor: Actor) -> None:
         if isinstance(actor, OverlayPeer):
