@@ -60,7 +60,8 @@ T = TypeVar("T")
 class _Held(Generic[T]):
     """A size or name of a plane's view (`me`, `size`, `length`, `max_age`): the value it was adopted
     with while the plane holds the peer, the reference object's once it is evicted. Setting one hands
-    the peer to the reference first (the plane's sizes are the plane's), which then takes the value."""
+    the peer to the reference first (the plane's sizes are the plane's), which then takes the value.
+    A view's own calls into the plane, made only while it holds the peer, pass `_me` itself."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name, self.slot = name, "_" + name
@@ -104,35 +105,35 @@ class PlaneCyclon:
     @property
     def entries(self) -> MutableMapping[int, Descriptor]:
         """node -> freshest descriptor: a copy of the view (`View`), or the reference's own mapping."""
-        return self._plane.entries(self.me) if self._ref is None else self._ref.entries
+        return self._plane.entries(self._me) if self._ref is None else self._ref.entries
 
     @property
     def _partner(self) -> int:
-        return self._plane.partner(self.me) if self._ref is None else self._ref._partner  # noqa: SLF001
+        return self._plane.partner(self._me) if self._ref is None else self._ref._partner  # noqa: SLF001
 
     @property
     def _sent(self) -> Sequence[Descriptor]:
-        return self._plane.state(self.me)[2] if self._ref is None else self._ref._sent  # noqa: SLF001
+        return self._plane.state(self._me)[2] if self._ref is None else self._ref._sent  # noqa: SLF001
 
     def neighbors(self) -> list[int]:
-        return self._plane.nodes(self.me) if self._ref is None else self._ref.neighbors()
+        return self._plane.nodes(self._me) if self._ref is None else self._ref.neighbors()
 
     def samples(self) -> list[Descriptor]:
-        return self._plane.samples(self.me) if self._ref is None else self._ref.samples()
+        return self._plane.samples(self._me) if self._ref is None else self._ref.samples()
 
     def bootstrap(self, descriptors: Iterable[Descriptor]) -> None:
-        if self._ref is not None or not self._plane.bootstrap(self.me, descriptors):
+        if self._ref is not None or not self._plane.bootstrap(self._me, descriptors):
             self._evicted().bootstrap(descriptors)
 
     def forget(self, node: int) -> None:
-        if self._ref is not None or not self._plane.forget(self.me, node, 1):
+        if self._ref is not None or not self._plane.forget(self._me, node, 1):
             self._evicted().forget(node)
 
     def pending(self) -> int:
         return self._partner
 
     def reach(self, node: int, own: Descriptor) -> tuple[int, CyclonShuffle]:
-        started = None if self._ref is not None else self._plane.reach(self.me, node, own)
+        started = None if self._ref is not None else self._plane.reach(self._me, node, own)
         return started if started is not None else self._evicted().reach(node, own)
 
     # The exchange's steps called on their own (not through the peer's rounds and handlers): the reference's.
@@ -183,35 +184,35 @@ class PlaneGradient:
 
     @utility.setter
     def utility(self, utility: float) -> None:
-        if self._ref is None and self._plane.set_utility(self.me, utility, False):
+        if self._ref is None and self._plane.set_utility(self._me, utility, False):
             self._utility = utility
         else:
             self._evicted().utility = utility
 
     def set_utility(self, utility: float) -> None:
-        if self._ref is None and self._plane.set_utility(self.me, utility, True):
+        if self._ref is None and self._plane.set_utility(self._me, utility, True):
             if utility != self._utility:  # as the plane does (-0.0 stays for 0.0)
                 self._utility = utility
         else:
             self._evicted().set_utility(utility)
 
     def offer(self, descriptors: Iterable[Descriptor]) -> None:
-        if self._ref is not None or not self._plane.offer(self.me, descriptors):
+        if self._ref is not None or not self._plane.offer(self._me, descriptors):
             self._evicted().offer(descriptors)
 
     def forget(self, node: int) -> None:
-        if self._ref is not None or not self._plane.forget(self.me, node, 2):
+        if self._ref is not None or not self._plane.forget(self._me, node, 2):
             self._evicted().forget(node)
 
     @property
     def view(self) -> Sequence[Descriptor]:
         """The current view, most preferred first; merges pending input."""
-        return self._plane.view(self.me) if self._ref is None else self._ref.view
+        return self._plane.view(self._me) if self._ref is None else self._ref.view
 
     def believes_centre(self, strict: bool = False) -> bool:
         if self._ref is not None:
             return self._ref.believes_centre(strict)
-        return self._plane.believes(self.me, strict)
+        return self._plane.believes(self._me, strict)
 
     def members(self) -> frozenset[int]:
         return frozenset(map(NODE, self.view))
@@ -223,35 +224,35 @@ class PlaneGradient:
         return acknowledges(self.view, proposed)
 
     def peek(self) -> list[Descriptor]:
-        return self._plane.peek(self.me) if self._ref is None else self._ref.peek()
+        return self._plane.peek(self._me) if self._ref is None else self._ref.peek()
 
     def descriptor(self, now: float) -> Descriptor:
-        own = None if self._ref is not None else self._plane.descriptor(self.me, now)
+        own = None if self._ref is not None else self._plane.descriptor(self._me, now)
         return own if own is not None else self._evicted().descriptor(now)
 
     @property
     def _own(self) -> Descriptor:
         if self._ref is not None:
             return self._ref._own  # noqa: SLF001
-        state = self._plane.state(self.me)
-        return (state[9], self.me, state[10])
+        state = self._plane.state(self._me)
+        return (state[9], self._me, state[10])
 
     # The state as the reference keeps it, for reading (tests compare it).
     @property
     def _view(self) -> Sequence[Descriptor]:
-        return list(self._plane.state(self.me)[5]) if self._ref is None else self._ref._view  # noqa: SLF001
+        return list(self._plane.state(self._me)[5]) if self._ref is None else self._ref._view  # noqa: SLF001
 
     @property
     def _pending(self) -> Sequence[Descriptor]:
-        return list(self._plane.state(self.me)[6]) if self._ref is None else self._ref._pending  # noqa: SLF001
+        return list(self._plane.state(self._me)[6]) if self._ref is None else self._ref._pending  # noqa: SLF001
 
     @property
     def _clock(self) -> float:
-        return self._plane.state(self.me)[4] if self._ref is None else self._ref._clock
+        return self._plane.state(self._me)[4] if self._ref is None else self._ref._clock
 
     @property
     def _stale(self) -> bool:
-        return self._plane.state(self.me)[7] if self._ref is None else self._ref._stale
+        return self._plane.state(self._me)[7] if self._ref is None else self._ref._stale
 
     # The exchange's steps called on their own (not through the peer's rounds and handlers): the reference's.
     def initiate(self, now: float) -> tuple[int, GradientShuffle] | None:
