@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from drfemu.assembly.build import build_nodes
@@ -148,6 +149,26 @@ def test_a_live_drf_run_saturates_like_the_virtual_one(tmp_path: Path) -> None:
     assert [row.split(" | ")[1] for row in rows] == ["virtual", "live × 0.1"]
 
 
+@pytest.mark.slow
+def test_a_live_distributed_run_reports_its_servers_figures(tmp_path: Path) -> None:
+    """The workers' distributed figures reach the result (a report that carried them was refused
+    once, ending every live run of a distributed protocol with an error)."""
+    out = tmp_path / "live.json"
+    done = subprocess.run([sys.executable, "-m", "drfemu.cli", "live", "--machines", "10", "--users", "3",
+                           "--protocol", "pdgdrf", "--neighbors", "2", "--processes", "2", "--time-scale", "0.1",
+                           "--json", str(out)], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    live = json.loads(out.read_text())
+    params = {"machines": 10, "users": 3, "protocol": "pdgdrf", "neighbors": 2}
+    virtual = run_emulation(build_run_config(canonical_params(params))).to_dict()
+    assert live["status"] == virtual["status"] == "saturated" and live["ledger"]["lost"] == 0
+    assert live["distributed"] is True
+    for key in ("homes", "cyclon_view", "shuffle_length", "walk_ttl"):
+        assert live[key] == virtual[key], key
+    assert live["placement"]["proposals"] >= live["allocations"] > 0
+    assert live["overlay"]["gradient"] == virtual["overlay"]["gradient"]
+
+
 def _workers_of(parent: int) -> list[int]:
     pids = []
     for entry in os.listdir("/proc"):
@@ -219,11 +240,18 @@ def test_ctrl_c_stops_every_worker_and_says_so() -> None:
 def test_a_worker_report_is_checked_field_by_field_when_it_arrives() -> None:
     from drfemu.live.channel import LiveError
     from drfemu.live.report import WorkerReport, decode_report, encode_report
+    from drfemu.schema.result import Distributed
 
     report = WorkerReport(traffic={"Proposal": (3, 0, 96)}, delivered=5, timer_events=2, rejected={}, send_errors=0,
                           wire_bytes=96, latency_histogram=[1, 2], late_tick_histogram=[0], ticks_over_half=0,
                           users={7: {"submitted": 1}})
     assert decode_report(encode_report(report), 0) == report and report.distributed_section() is None
+    figures = Distributed(homes=3, cyclon_view=4, placement={"local": 2})
+    distributed = msgspec.structs.replace(report, distributed=msgspec.Raw(figures.model_dump_json().encode()))
+    assert decode_report(encode_report(distributed), 1).distributed_section() == figures
+    foreign = encode_report(distributed).replace(b'"homes":3', b'"homes":"three"')
+    with pytest.raises(LiveError, match=r"worker 2 sent distributed figures that are not ones \(homes: "):
+        decode_report(foreign, 2)
     for body, needle in ((b'{"traffic": {}}', "not one"), (b"{", "not JSON"),
                          (encode_report(report).replace(b'"delivered":5', b'"delivered":"5"'), "not one")):
         with pytest.raises(LiveError, match=needle):

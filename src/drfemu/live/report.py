@@ -3,17 +3,23 @@ the wire (msgspec, as the run's messages), checked field by field when it arrive
 worker of another version or a broken one sends is one clear error, not a `KeyError` later.
 
 The distributed figures travel as the result section they are (`schema.result.Distributed`, as
-JSON) and are read back as that section.
+JSON, or `null` for a protocol that is not distributed) and are read back, and checked, as that
+section when the report arrives. (msgspec decodes a `Raw` field of any JSON value, but not one
+declared `Raw | None`: it then accepts only `null`, which refused every distributed report.)
 """
 
 from __future__ import annotations
 
 import msgspec
+from pydantic import ValidationError
 
 from drfemu.live.channel import LiveError
 from drfemu.schema.result import Distributed
 
-__all__ = ["WorkerReport", "decode_report", "encode_report"]
+__all__ = ["NOT_DISTRIBUTED", "WorkerReport", "decode_report", "encode_report"]
+
+NOT_DISTRIBUTED = msgspec.Raw(b"null")
+"""A report's `distributed` of a protocol that is not distributed."""
 
 
 class WorkerReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -30,11 +36,12 @@ class WorkerReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     late_tick_histogram: list[int]  # tick lateness, binned the same way
     ticks_over_half: int  # ticks later than half a tick
     users: dict[int, dict[str, int]]  # each of its users' counters, by actor id
-    distributed: msgspec.Raw | None = None  # `Distributed` as JSON
+    distributed: msgspec.Raw = NOT_DISTRIBUTED  # `Distributed` as JSON
 
     def distributed_section(self) -> Distributed | None:
-        """The distributed figures as the result section they are."""
-        return None if self.distributed is None else Distributed.model_validate_json(bytes(self.distributed))
+        """The distributed figures as the result section they are (None: not distributed)."""
+        section = bytes(self.distributed)
+        return None if section == b"null" else Distributed.model_validate_json(section)
 
 
 def encode_report(report: WorkerReport) -> bytes:
@@ -44,8 +51,15 @@ def encode_report(report: WorkerReport) -> bytes:
 def decode_report(body: bytes, worker: int) -> WorkerReport:
     """`body` as a report, or a `LiveError` naming the worker and what is wrong with it."""
     try:
-        return msgspec.json.decode(body, type=WorkerReport)
+        report = msgspec.json.decode(body, type=WorkerReport)
+        report.distributed_section()
+        return report
     except msgspec.ValidationError as error:
         raise LiveError(f"worker {worker} sent a report that is not one ({error}): a worker of another version?") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the section"
+        raise LiveError(f"worker {worker} sent distributed figures that are not ones ({where}: {first['msg']}): "
+                        "a worker of another version?") from None
     except msgspec.DecodeError as error:
         raise LiveError(f"worker {worker} sent a report that is not JSON ({error})") from None

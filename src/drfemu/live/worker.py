@@ -46,7 +46,7 @@ from drfemu.live.channel import (
     write_frame,
     write_json,
 )
-from drfemu.live.report import WorkerReport, encode_report
+from drfemu.live.report import NOT_DISTRIBUTED, WorkerReport, encode_report
 from drfemu.nodes.live import LATENCY_BINS, DatagramLinks, latency_bin
 from drfemu.nodes.network import Network
 from drfemu.nodes.realtime import RealtimeRuntime
@@ -156,7 +156,7 @@ async def _worker(coordinator: tuple[str, int], index: int, bind: str | None, se
             late_tick_histogram=_histogram([t * runtime.scale for t in late]),
             ticks_over_half=sum(t > params.tick / 2 for t in late),
             users={u.id: u.counters() for u in nodes.users if u.id in mine},
-            distributed=None if figures is None else msgspec.Raw(figures.model_dump_json().encode()))))
+            distributed=NOT_DISTRIBUTED if figures is None else msgspec.Raw(figures.model_dump_json().encode()))))
     except (asyncio.IncompleteReadError, ConnectionError):
         pass  # the coordinator went away: stop
     except Exception:  # noqa: BLE001 - shown by the coordinator, which ends the run
