@@ -1,13 +1,26 @@
-"""`--probe-load dominant`: a probe's load on every resource the task demands."""
+"""`--probe-load dominant`: a probe's load on every resource the task demands; the band's minimum."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from drfemu.kernel.messages import Proposal
-from drfemu.protocols.probe import LoadRequest, LoadsReply, ProbeRule, ProbeTask, room_load, task_load, used_fractions
+from drfemu.protocols.probe import (
+    HEARD_TICKS,
+    STUCK_TICKS,
+    LoadRequest,
+    LoadsReply,
+    LowestShare,
+    ProbeRule,
+    ProbeTask,
+    room_load,
+    task_load,
+    used_fractions,
+)
 from tests.test_distributed_roles import node, request
 
 
@@ -62,3 +75,32 @@ def test_a_newer_task_of_a_user_replaces_its_dead_copy() -> None:
     s.receive(ProbeTask(100, 0, (1.0, 1.0), 0.1), 0.0)  # a late copy of the old task: ignored
     s.on_tick(0.1)
     assert [m for _, m in s.take_outbox() if isinstance(m, Proposal)] == [Proposal(1, 0)]
+
+
+def _least_that_counts(rule: ProbeRule) -> tuple[float, int, int] | None:
+    """The band's minimum by its definition: the least (share, user, task) of every entry heard."""
+    now = rule.ticks
+    counting = [(share, user, task) for user, (share, last, since, task) in rule.heard.items()
+                if now - last <= HEARD_TICKS and now - since <= STUCK_TICKS]
+    return min(counting, default=None)
+
+
+@given(st.lists(st.one_of(st.none(), st.tuples(st.integers(0, 5), st.integers(0, 3), st.sampled_from([0.1, 0.2, 0.3]))),
+                max_size=120),
+       st.sets(st.integers(0, 119)))
+def test_the_bands_minimum_is_the_least_entry_that_counts(steps: list[tuple[int, int, float] | None],
+                                                           asked: set[int]) -> None:
+    """Whatever the hearings and ticks, and whenever a load request asks for it, the minimum is the
+    least entry still counting (looked for among `counting` only, `ProbeRule._lowest`)."""
+    s = node(ProbeRule(2), capacity=(4.0, 4.0), homed={}, neighbors=[1, 2])
+    rule = s.rule
+    for at, step in enumerate(steps):
+        if step is None:
+            s.on_tick(at * 0.1)
+        else:
+            user, task, share = step
+            s.receive(LowestShare(100 + user, task, share), at * 0.1)
+        s.take_outbox()
+        if at in asked:
+            assert rule._lowest() == _least_that_counts(rule)
+    assert rule._lowest() == _least_that_counts(rule)
