@@ -17,6 +17,7 @@ from drfemu.protocols.probe import (
     LowestShare,
     ProbeRule,
     ProbeTask,
+    _same_minimum,
     room_load,
     task_load,
     used_fractions,
@@ -104,3 +105,11 @@ def test_the_bands_minimum_is_the_least_entry_that_counts(steps: list[tuple[int,
         if at in asked:
             assert rule._lowest() == _least_that_counts(rule)
     assert rule._lowest() == _least_that_counts(rule)
+
+
+def test_a_notice_is_reused_only_for_a_minimum_it_says_exactly() -> None:
+    assert _same_minimum((0.25, 101, 3), (0.25, 101, 3))
+    assert not _same_minimum((0.25, 101, 3), (0.25, 101, 4)) and not _same_minimum(None, (0.25, 101, 3))
+    assert not _same_minimum((0.0, 101, 3), (-0.0, 101, 3))  # equal, but another message
+    assert not _same_minimum((0, 101, 3), (0.0, 101, 3))
+    assert not _same_minimum((float("nan"), 101, 3), (float("nan"), 101, 3))  # two NaNs: not equal

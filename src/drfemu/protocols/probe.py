@@ -142,6 +142,13 @@ def room_load(free: tuple[float, ...], demand: Vector) -> float:
     return max((d / f if f > 0 else math.inf for d, f in zip(demand, free) if d > 0), default=0.0)
 
 
+def _same_minimum(said: tuple[float, int, int] | None, lowest: tuple[float, int, int]) -> bool:
+    """Would a notice of `lowest` say exactly what the one of `said` says: equal, and its share of
+    the same type and sign (`0.0 == -0.0`, but they are not the same message)?"""
+    return (said is not None and said == lowest and type(said[0]) is type(lowest[0])
+            and math.copysign(1.0, said[0]) == math.copysign(1.0, lowest[0]))
+
+
 HEARD_TICKS = 10
 """The band's memory: shares heard longer ago than this many ticks do not count."""
 STUCK_TICKS = 20
@@ -343,7 +350,7 @@ class ProbeRule(ServerRule):
         if lowest is None:
             return (load,)
         said, notice = self.said_lowest
-        if notice is None or said != lowest:  # a new tick's minimum is often the last one again
+        if notice is None or not _same_minimum(said, lowest):  # a new tick's minimum is often the last one again
             notice = LowestShare(lowest[1], lowest[2], lowest[0])
             self.said_lowest = (lowest, notice)
         return (load, notice)
