@@ -240,12 +240,14 @@ class ProbeRule(ServerRule):
             return
         since = heard[2] if heard is not None and heard[0] == share else self.ticks
         self.heard[user] = (share, self.ticks, since, task)
-        self.counting.add(user)
+        counts = self.ticks - since <= STUCK_TICKS  # heard now: it counts unless stuck, and stuck it stays
+        if counts:
+            self.counting.add(user)
         if self.low_known:  # keep the minimum up to date: only this user's entry changed this tick
             if self.low is not None and self.low[1] == user:
                 self.low_known = False
                 server.republish()
-            elif self.ticks - since <= STUCK_TICKS and (self.low is None or (share, user, task) < self.low):
+            elif counts and (self.low is None or (share, user, task) < self.low):
                 self.low = (share, user, task)
                 server.republish()
 
@@ -259,7 +261,7 @@ class ProbeRule(ServerRule):
 
         Decision (issue 58): it looks only at the entries that may still count (`counting`). An
         entry too old or stuck at one tick is so at every later tick until `hear` changes it, which
-        puts its user back, so it leaves `counting` when found so (on the trace's first 5 minutes a
+        puts its user back unless stuck, so it leaves `counting` when found so (on the trace's first 5 minutes a
         server looking holds 13.8 entries on average, of which 0.96 count). The entries are totally
         ordered (one per user, a share is a float and never NaN), so the order they are looked at
         in does not change which is least."""
@@ -311,7 +313,7 @@ class ProbeRule(ServerRule):
         server.republish()  # the lowest share it publishes is that of the new tick
         if self.poll_every == 1 or self.ticks % self.poll_every == 1:
             poll = self.poll
-            if poll is None or poll.sender != server.id:
+            if poll is None:
                 poll = self.poll = LoadRequest(server.id)
             for neighbour in server.neighbors:
                 server.send(neighbour, poll)
