@@ -93,15 +93,19 @@ def test_a_server_with_no_user_homed_is_idle_between_rumours() -> None:
     assert s.idle_tick
 
 
-@pytest.mark.parametrize("seed, faults", [(1, None), (2, None), (1, "check-faults.toml")])
-def test_skipping_idle_ticks_changes_no_event(seed: int, faults: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("protocol, seed, faults", [("bdgdrf", 1, None), ("bdgdrf", 2, None),
+                                                    ("bdgdrf", 1, "check-faults.toml"), ("ddrf-gradient", 1, None),
+                                                    ("ddrf-gradient", 1, "check-faults.toml")])
+def test_skipping_idle_ticks_changes_no_event(protocol: str, seed: int, faults: str | None,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The same run, event for event, with the engine skipping idle servers' ticks and calling them
-    (with crashes too, where a user is re-homed on a server that had none)."""
+    (with crashes too, where a user is re-homed on a server that had none, and where a frozen
+    ddrf-gradient server without users thaws as a neighbour crashes)."""
     from drfemu.nodes.runtime import Runtime
     from drfemu.tools.check import traced_run
     from drfemu.workloads.points import build_run_config, canonical_params
 
-    given: dict[str, Any] = {"protocol": "bdgdrf", "machines": 30 if faults is None else 10,
+    given: dict[str, Any] = {"protocol": protocol, "machines": 30 if faults is None else 10,
                              "users": 6 if faults is None else 3, "neighbors": 2, "seed": seed, "max_time": 20.0}
     if faults is not None:
         given["faults"] = str(Path(__file__).resolve().parents[1] / "configs" / "faults" / faults)

@@ -19,6 +19,7 @@ from drfemu.kernel.messages import (
     Proposal,
     TaskRequest,
     TaskStarted,
+    UserShare,
     WalkFailed,
     WalkTask,
 )
@@ -463,6 +464,70 @@ def test_ddrf_forgets_the_share_of_a_server_that_stopped_polling_it() -> None:
         assert all(not isinstance(m, Proposal) for _, m in s.take_outbox())
     s.on_tick(2 * DdrfRule.STALE_ROUNDS * 0.1)
     assert s.take_outbox()[0] == (100, Proposal(0, 0)) and 7 not in s.rule.reported
+
+
+_STEPS = st.lists(st.one_of(st.tuples(st.just("ticks"), st.integers(1, 12)),
+                            st.tuples(st.just("ask"), st.integers(1, 6), st.floats(0.0, 1.0)),
+                            st.tuples(st.just("neighbours"), st.sets(st.integers(1, 6), max_size=3))), max_size=40)
+
+
+@given(_STEPS)
+def test_ddrf_forgets_exactly_the_askers_silent_for_its_stale_rounds(steps: list[tuple[Any, ...]]) -> None:
+    """`_forget_silent` against Algorithm 5's table with each asker stamped with the round it last
+    asked in: a server not a neighbour whose stamp is more than `STALE_ROUNDS` rounds old at a
+    check (every `STALE_ROUNDS` rounds) goes from the table; whoever asks is recorded."""
+    s = node(DdrfRule(), homed={100: 0.1}, neighbors=[1, 2])
+    s.receive(request(100, 0, 0.4), 0.0)
+    table, stamps, rounds = {1: math.inf, 2: math.inf}, {}, 0
+    for step in steps:
+        if step[0] == "ticks":
+            for _ in range(step[1]):
+                rounds += 1
+                if rounds % DdrfRule.STALE_ROUNDS == 0:
+                    for peer, asked in list(stamps.items()):
+                        if rounds - asked > DdrfRule.STALE_ROUNDS and peer not in s.neighbors:
+                            del stamps[peer]
+                            table.pop(peer, None)
+                s.on_tick(rounds * 0.1)
+                s.take_outbox()
+                assert s.rule.reported == table
+        elif step[0] == "ask":
+            table[step[1]], stamps[step[1]] = step[2], rounds
+            s.receive(MinShareRequest(step[1], step[2]), rounds * 0.1)
+        else:
+            s.neighbors = sorted(step[1])
+        s.take_outbox()
+        assert s.rule.reported == table
+
+
+def test_ddrf_answers_with_its_minimum_share_as_it_is_when_asked() -> None:
+    """The reply a server publishes is made again whenever its minimum share changes (a task
+    arrives, a share is reported, a user is marked saturated), and the request it sends too."""
+    s = node(DdrfRule(), homed={100: 0.1, 101: 0.1}, neighbors=[5], capacity=(1.0, 1.0))
+    s.cyclon.bootstrap([(0.0, 1, 0.0)])
+
+    def answer() -> float:
+        s.receive(MinShareRequest(7, 0.0), 0.0)
+        [(dst, reply)] = s.take_outbox()
+        assert dst == 7 and reply == MinShareReply(0, s.homes.min_share())
+        return reply.share
+
+    assert answer() == 0.0
+    s.receive(request(100, 0, 0.3), 0.0)
+    s.receive(request(101, 0, 0.5, demand=(2.0, 2.0)), 0.0)
+    assert answer() == answer() == 0.3
+    s.on_tick(0.1)
+    assert [m for _, m in s.take_outbox() if isinstance(m, MinShareRequest)] == [MinShareRequest(0, 0.3)]
+    s.allocate(101, s.homes.records[101])
+    s.take_outbox()
+    s.receive(WalkFailed(101, 0), 0.2)  # 101 marked saturated: no change, 100 is the minimum
+    assert answer() == 0.3
+    s.receive(UserShare(100, 0.45, True), 0.3)
+    assert answer() == 0.45
+    s.on_tick(0.4)
+    assert [m for _, m in s.take_outbox() if isinstance(m, MinShareRequest)] == [MinShareRequest(0, 0.45)]
+    s.receive(UserShare(100, 0.45, False), 0.5)  # no task waiting: 100 no longer counts
+    assert answer() == math.inf
 
 
 def test_a_rule_handler_wins_over_the_servers_and_every_rule_message_is_dispatched() -> None:

@@ -243,6 +243,7 @@ print(json.dumps({"events": run["events"], "digest": run["digest"], "result": ru
     ("drf", {}), ("probe", {"latency": "uniform:1ms:3ms"}), ("pdgdrf", {}), ("dgdrf", {}), ("bdgdrf", {}),
     ("dgdrf", {"gradient": "kompics"}),  # the C exchanges fall back to the Kompics gradient's Python
     ("pdgdrf", {"faults": FAULTS, "max_time": "300s"}),  # loss, crashes and restarts, churn
+    ("ddrf-random", {}), ("ddrf-gradient", {"faults": FAULTS, "max_time": "300s"}),  # polls answered and kept
 ])
 def test_a_run_with_every_python_reference_has_the_same_events(protocol: str, extra: dict[str, str]) -> None:
     """The same run in this process (every accelerator in C) and in one with DRFEMU_PURE_PYTHON

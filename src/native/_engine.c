@@ -29,7 +29,7 @@
  *   rule's handler, without a Python frame of its own); a call of another shape goes to the
  *   reference's closure.
  *
- * poll_answer(replies), poll_record(table, field) -> a server's dispatch entry for a poll's request
+ * poll_answer(replies, keep=()), poll_record(table, field) -> a server's dispatch entry for a poll's request
  *   or reply (protocols.polls; nodes.rule_dispatch.answer_python and record_python, the references): each
  *   runs its reference's Python operations in the same order — attribute reads, `dict.get` or
  *   `get`, `tuple()`, item assignment, `node.send` — on whatever objects it is given, so a hostile
@@ -386,12 +386,12 @@ static PyObject *fire_each(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     Py_RETURN_NONE;
 }
 
-/* rule_handler(handler), poll_answer(replies), poll_record(table, field): a server's dispatch entries,
+/* rule_handler(handler), poll_answer(replies, keep), poll_record(table, field): a server's dispatch entries,
  * one type whose call is the entry's kind (TO_RULE, ANSWER or RECORD). */
 typedef struct {
     PyObject_HEAD
     PyObject *first;  /* the handler, the replies function, or the table's name */
-    PyObject *second; /* NULL, or the field's name (None: the reply itself) */
+    PyObject *second; /* NULL, the field's name (None: the reply itself), or an answer's keep (a tuple of pairs) */
     int which;        /* TO_RULE, ANSWER or RECORD: its reference */
     vectorcallfunc vectorcall;
 } Entry;
@@ -468,26 +468,9 @@ static int send_each(PyObject *node, PyObject *sender, PyObject *answers) { /* f
     return PyErr_Occurred() ? -1 : 0;
 }
 
-static PyObject *poll_answer_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    Entry *entry = (Entry *)self;
-    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
-    PyObject *replies = Py_NewRef(entry->first), *node = args[0], *msg = args[1];
-    PyObject *cls = class_of(msg);
-    PyObject *answers = cls == NULL ? NULL : answers_for(replies, node, cls);
-    PyObject *sender = answers == NULL ? NULL : PyObject_GetAttr(msg, str_sender);
-    int status = sender == NULL ? -1 : send_each(node, sender, answers);
-    Py_XDECREF(sender);
-    Py_XDECREF(answers);
-    Py_XDECREF(cls);
-    Py_DECREF(replies);
-    if (status < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *poll_record_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    Entry *entry = (Entry *)self;
-    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
-    PyObject *table_name = Py_NewRef(entry->first), *field = Py_NewRef(entry->second), *node = args[0], *msg = args[1];
+/* getattr(node.rule, table_name)[msg.sender] = msg if field is None else getattr(msg, field), in
+ * Python's order of evaluation (the value, the table, the key): 0, or -1 with Python's error. */
+static int record_into(PyObject *node, PyObject *msg, PyObject *table_name, PyObject *field) {
     PyObject *value = field == Py_None ? Py_NewRef(msg) : PyObject_GetAttr(msg, field);
     PyObject *rule = value == NULL ? NULL : PyObject_GetAttr(node, str_rule);
     PyObject *table = rule == NULL ? NULL : PyObject_GetAttr(rule, table_name);
@@ -497,6 +480,36 @@ static PyObject *poll_record_call(PyObject *self, PyObject *const *args, size_t 
     Py_XDECREF(table);
     Py_XDECREF(rule);
     Py_XDECREF(value);
+    return status;
+}
+
+static PyObject *poll_answer_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Entry *entry = (Entry *)self;
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
+    PyObject *replies = Py_NewRef(entry->first), *keep = Py_NewRef(entry->second), *node = args[0], *msg = args[1];
+    int status = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keep) && status == 0; i++) { /* (table, field) pairs, checked when made */
+        PyObject *pair = PyTuple_GET_ITEM(keep, i);
+        status = record_into(node, msg, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
+    }
+    PyObject *cls = status < 0 ? NULL : class_of(msg);
+    PyObject *answers = cls == NULL ? NULL : answers_for(replies, node, cls);
+    PyObject *sender = answers == NULL ? NULL : PyObject_GetAttr(msg, str_sender);
+    status = sender == NULL ? -1 : send_each(node, sender, answers);
+    Py_XDECREF(sender);
+    Py_XDECREF(answers);
+    Py_XDECREF(cls);
+    Py_DECREF(keep);
+    Py_DECREF(replies);
+    if (status < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *poll_record_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Entry *entry = (Entry *)self;
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
+    PyObject *table_name = Py_NewRef(entry->first), *field = Py_NewRef(entry->second);
+    int status = record_into(args[0], args[1], table_name, field);
     Py_DECREF(field);
     Py_DECREF(table_name);
     if (status < 0) return NULL;
@@ -558,8 +571,23 @@ static PyObject *rule_handler(PyObject *Py_UNUSED(self), PyObject *handler) {
     return new_entry(TO_RULE, handler, NULL, rule_handler_call);
 }
 
-static PyObject *poll_answer(PyObject *Py_UNUSED(self), PyObject *replies) {
-    return new_entry(ANSWER, replies, NULL, poll_answer_call);
+static int table_and_field(PyObject *pair) { /* an exact 2-tuple (str, str or None)? */
+    return PyTuple_CheckExact(pair) && PyTuple_GET_SIZE(pair) == 2 && PyUnicode_Check(PyTuple_GET_ITEM(pair, 0))
+           && (PyTuple_GET_ITEM(pair, 1) == Py_None || PyUnicode_Check(PyTuple_GET_ITEM(pair, 1)));
+}
+
+/* The C entry when keep is an exact tuple of (str, str or None) pairs (or absent); otherwise the
+ * reference's closure, which gives Python's answer, or the reference's exception. */
+static PyObject *poll_answer(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    int plain = nargs == 1 || (nargs == 2 && PyTuple_CheckExact(args[1]));
+    for (Py_ssize_t i = 0; plain && nargs == 2 && i < PyTuple_GET_SIZE(args[1]); i++)
+        plain = table_and_field(PyTuple_GET_ITEM(args[1], i));
+    if (!plain) return call_reference(ANSWER, args, nargs);
+    PyObject *keep = nargs == 2 ? Py_NewRef(args[1]) : PyTuple_New(0);
+    if (keep == NULL) return NULL;
+    PyObject *made = new_entry(ANSWER, args[0], keep, poll_answer_call);
+    Py_DECREF(keep);
+    return made;
 }
 
 static PyObject *poll_record(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
@@ -571,8 +599,9 @@ static PyObject *poll_record(PyObject *Py_UNUSED(self), PyObject *const *args, P
 }
 
 static PyMethodDef methods[] = {
-    {"poll_answer", poll_answer, METH_O,
-     "poll_answer(replies) -> h, with h(node, msg, now) sending node's published answers to msg.sender"},
+    {"poll_answer", (PyCFunction)(void (*)(void))poll_answer, METH_FASTCALL,
+     "poll_answer(replies, keep=()) -> h, with h(node, msg, now) storing msg as keep says, then sending node's "
+     "published answers to msg.sender"},
     {"poll_record", (PyCFunction)(void (*)(void))poll_record, METH_FASTCALL,
      "poll_record(table, field) -> h, with h(node, msg, now) storing msg (or its field) in node.rule.<table>"},
     {"rule_handler", rule_handler, METH_O,

@@ -15,6 +15,7 @@ from typing import Any
 
 from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.messages import RequestAck, TaskRequest
+from drfemu.protocols.polls import Keep
 
 __all__ = ["Entry", "acknowledging", "answer_entry", "answer_python", "record_entry", "record_python", "rule_entry",
            "to_rule_python"]
@@ -33,12 +34,17 @@ def to_rule_python(handler: Callable[..., None]) -> Entry:
     return dispatch
 
 
-def answer_python(replies: Callable[[Any, Any], Iterable[Any]]) -> Entry:
+def answer_python(replies: Callable[[Any, Any], Iterable[Any]], keep: Keep = ()) -> Entry:
     """A server's dispatch entry for the requests of a poll its rule answers (`protocols.polls.Answer`):
-    the replies `replies(node.rule, node)` gave, kept in `node.published` under the request's type
-    until the server forgets them (`republish`), each sent to the request's sender. The reference
-    for `nodes._engine.poll_answer`, which does the same without a Python frame of its own."""
+    the request first stored as each `(table, field)` of `keep` says (as `record_python` stores a
+    reply), then the replies `replies(node.rule, node)` gave, kept in `node.published` under the
+    request's type until the server forgets them (`republish`), each sent to the request's sender.
+    The reference for `nodes._engine.poll_answer`, which does the same without a Python frame of its own."""
+    keep = tuple(keep)
+
     def dispatch(node: Any, msg: Any, now: float) -> None:
+        for table, field in keep:
+            getattr(node.rule, table)[msg.sender] = msg if field is None else getattr(msg, field)
         cls = msg.__class__
         answers = node.published.get(cls)
         if answers is None:
@@ -75,7 +81,7 @@ def acknowledging(handler: Entry) -> Entry:
 
 
 rule_entry: Callable[[Callable[..., None]], Entry] = to_rule_python
-answer_entry: Callable[[Callable[[Any, Any], Iterable[Any]]], Entry] = answer_python
+answer_entry: Callable[[Callable[[Any, Any], Iterable[Any]], Keep], Entry] = answer_python
 record_entry: Callable[[str, str | None], Entry] = record_python
 if compiled_module("drfemu.nodes._engine") is not None:  # typed by its stub, `_engine.pyi`
     from drfemu.nodes._engine import poll_answer as answer_entry

@@ -578,7 +578,7 @@ def server_class(rule: type[ServerRule]) -> type[ServerNode]:
     dispatch[TaskRequest] = acknowledging(dispatch[TaskRequest])
     for poll in rule.POLLS:  # `protocols.polls`
         if isinstance(poll, Answer):
-            kind, entry = poll.request, answer_entry(poll.replies)
+            kind, entry = poll.request, answer_entry(poll.replies, poll.keep)
         else:
             kind, entry = poll.reply, record_entry(poll.table, poll.field)
         if kind in dispatch:

@@ -21,7 +21,8 @@ after its view first showed a server whose users hold resources (allocation has 
 there), or once `warmup_cap` ticks have passed, it fixes them as its neighbour set, stops
 starting gradient exchanges (it still answers them) and reports `NeighborsFixed`. A server
 with users allocates only once it has frozen. Every server ticks under `ddrf-gradient` (a
-server without users only to freeze).
+server without users only to freeze; once frozen, the engine skips its ticks, which would do
+nothing, until a task arrives or it thaws: `nodes.actor.Actor.idle_tick`).
 The result reports when the last server with users first froze and how many froze on their
 ideal view (measured by the observer, never used by the nodes).
 
@@ -58,11 +59,11 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from drfemu.kernel.events import NeighborsFixed
-from drfemu.kernel.messages import Address, handles, message
+from drfemu.kernel.messages import Address, message
 from drfemu.kernel.params import Kind, Param
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.protocols.homes import INF
-from drfemu.protocols.polls import Record
+from drfemu.protocols.polls import Answer, Record
 from drfemu.protocols.rule import Server, ServerRule
 from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
@@ -90,20 +91,22 @@ class DdrfRule(ServerRule):
 
     STALE_ROUNDS: ClassVar[int] = 10
 
-    __slots__ = ("reported", "_round", "_asked_at", "_said")
+    __slots__ = ("reported", "_round", "_askers", "_polled", "_request")
 
     def __init__(self) -> None:
         self.reported: dict[int, float] = {}
         self._round = 0  # polling rounds so far
-        self._asked_at: dict[int, int] = {}  # a server that polled this one -> the round it last did
-        self._said: MinShareReply | None = None  # the last reply, sent again while its share holds
+        self._askers: dict[int, None] = {}  # the servers that polled this one before the last check (`_forget_silent`)
+        self._polled: dict[int, MinShareRequest] = {}  # those that polled it since, with their last request
+        self._request: MinShareRequest | None = None  # this tick's request, made again when the share changes
 
     def start(self, server: Server) -> None:
         self.reported = {n: INF for n in server.neighbors}
 
     def on_tick(self, server: Server, now: float) -> None:
         homes = server.homes
-        if not homes:
+        if not homes:  # until a task arrives, which clears it (a thaw too, `DdrfGradientRule`)
+            server.idle_tick = True
             return
         self._round += 1
         if self._round % self.STALE_ROUNDS == 0:
@@ -112,9 +115,17 @@ class DdrfRule(ServerRule):
         chosen = homes.lowest(idle=True, at_most=bound)
         if chosen is not None:
             server.allocate(*chosen)
-        request = MinShareRequest(server.id, homes.min_share())
+        request = self._request
+        if request is None:
+            request = self._request = MinShareRequest(server.id, homes.min_share())
         for neighbour in server.neighbors:
             server.send(neighbour, request)
+
+    def on_utility(self, server: Server, now: float) -> None:
+        """The minimum share changed (the utility is its negative, and the server calls this
+        whenever it changes): the request and the reply it published say the old one."""
+        self._request = None
+        server.republish()
 
     def on_peer_down(self, server: Server, peer: int) -> None:
         """A crashed server's last report would bound this home for ever: it goes (a neighbour
@@ -126,23 +137,25 @@ class DdrfRule(ServerRule):
         and is not a neighbour. Decision (issue 37): a server whose neighbour set changed (a
         ddrf-gradient thaw) stops polling its former neighbours, and its last, ever older share
         would bound them for good (measured: a run stalled with every user at one task). A
-        server that polls does so every round, so without faults nothing is ever dropped."""
-        neighbours = set(server.neighbors)
-        for peer, asked in list(self._asked_at.items()):
-            if self._round - asked > self.STALE_ROUNDS and peer not in neighbours:
-                del self._asked_at[peer]
+        server that polls does so every round, so without faults nothing is ever dropped.
+
+        It runs every `STALE_ROUNDS` rounds, so "not for `STALE_ROUNDS` rounds" is "not since
+        the last time it ran": the servers in `_askers` and not in `_polled`."""
+        neighbours, polled, askers = set(server.neighbors), self._polled, self._askers
+        for peer in list(askers):
+            if peer not in polled and peer not in neighbours:
+                del askers[peer]
                 self.reported.pop(peer, None)
+        askers.update(dict.fromkeys(polled))
+        polled.clear()
 
-    @handles(MinShareRequest)
-    def on_min_share_request(self, server: Server, msg: MinShareRequest, now: float) -> None:
-        self.reported[msg.sender] = msg.share
-        self._asked_at[msg.sender] = self._round
-        share, reply = server.homes.min_share(), self._said
-        if reply is None or reply.share != share:  # messages are immutable: an unchanged reply is reused
-            reply = self._said = MinShareReply(server.id, share)
-        server.send(msg.sender, reply)
+    def published(self, server: Server) -> tuple[MinShareReply]:
+        """What a request is answered with: this server's minimum share (republished by `on_utility`)."""
+        return (MinShareReply(server.id, server.homes.min_share()),)
 
-    POLLS = (Record(MinShareReply, "reported", "share"),)  # a reply's share goes to `reported` (`protocols.polls`)
+    # A request's share goes to `reported`, and its sender to `_polled`; a reply's share goes to `reported`.
+    POLLS = (Answer(MinShareRequest, published, keep=(("reported", "share"), ("_polled", None))),
+             Record(MinShareReply, "reported", "share"))  # (`protocols.polls`)
 
 
 def _allocating(view: Sequence[tuple[float, int, float]]) -> bool:
@@ -205,11 +218,13 @@ class DdrfGradientRule(DdrfRule):
             self._thaw(server)
 
     def on_utility(self, server: Server, now: float) -> None:
+        super().on_utility(server, now)
         if self.frozen and not self._homed and server.homes:
             self._thaw(server)  # it adopted a user: its place in the gradient moved up
 
     def _thaw(self, server: Server) -> None:
         self.frozen = False
+        server.idle_tick = False  # its next ticks watch the view again
         self.thaws += 1
         self._ticks = self._stable = self._since_allocating = 0
         self._members = frozenset()

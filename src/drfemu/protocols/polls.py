@@ -6,14 +6,17 @@ neighbour's load every tick, DDRF every neighbour's minimum share, so polls are 
 messages. A rule declares the pattern in `POLLS` (`protocols.rule.ServerRule`) instead of
 handling each message itself, and the engine (`nodes.server`, `nodes.rule_dispatch`) carries it out:
 
-- `Answer(request, replies)`: every `request` a server receives (a message with a `sender`) is
+- `Answer(request, replies, keep)`: every `request` a server receives (a message with a `sender`) is
   answered, to its sender, with what `replies(rule, server)` returns — the rule's
   published state, as a tuple of messages. The engine asks `replies` once and sends the same
   replies to every request until the state may have changed: the server forgets them whenever
   its free resources change, and the rule calls `server.republish()` whenever anything else they
   are made of changes (a rule that cannot tell calls it at every input that could). So what
   `replies` returns must depend on nothing but that state, and then what a request gets is
-  exactly what a handler computing it at that moment would send.
+  exactly what a handler computing it at that moment would send. A request that also tells the
+  replier something (DDRF's carries the asker's own share) is first kept as each `(table, field)`
+  pair of `keep` says: the request, or its attribute `field`, stored in the rule's dict `table`
+  under its sender, as `Record` stores a reply.
 - `Record(reply, table, field=None)`: every `reply` a server receives is stored in the rule's
   dict `table` under the reply's `sender`: the reply itself, or its attribute `field`.
 
@@ -33,16 +36,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Answer", "Poll", "Record"]
+__all__ = ["Answer", "Keep", "Poll", "Record"]
+
+
+Keep = tuple[tuple[str, str | None], ...]
+"""Where an answered request is stored first: `(table, field or None)` pairs (`Answer.keep`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
     """Answer every `request` (it has a `sender`) with what `replies(rule, server)` returns
-    (a tuple of messages, sent in order), asked again only after the published state may have changed."""
+    (a tuple of messages, sent in order), asked again only after the published state may have changed;
+    before that, keep the request as each `(table, field)` of `keep` says (`Record`'s storing, in order)."""
 
     request: type
     replies: Callable[[Any, Any], tuple[Any, ...]]
+    keep: Keep = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.keep, tuple) or not all(
+                isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
+                and (pair[1] is None or isinstance(pair[1], str)) for pair in self.keep):
+            raise TypeError(f"Answer({self.request.__name__}, …): keep is a tuple of (table, field or None) pairs, "
+                            f"not {self.keep!r}")
 
 
 @dataclass(frozen=True, slots=True)
