@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from drfemu.kernel.messages import Proposal
@@ -86,25 +86,38 @@ def _least_that_counts(rule: ProbeRule) -> tuple[float, int, int] | None:
     return min(counting, default=None)
 
 
-@given(st.lists(st.one_of(st.none(), st.tuples(st.integers(0, 5), st.integers(0, 3), st.sampled_from([0.1, 0.2, 0.3]))),
-                max_size=120),
+@given(st.lists(st.one_of(st.none(), st.tuples(st.integers(0, 3), st.integers(0, 2),
+                                               st.sampled_from([0.0, -0.0, 0.1, 0.2, 0.3]))), max_size=120),
        st.sets(st.integers(0, 119)))
+@example([(0, 0, -0.0), (0, 0, 0.0)], {1})  # heard again in its tick, equal but not the same share
 def test_the_bands_minimum_is_the_least_entry_that_counts(steps: list[tuple[int, int, float] | None],
                                                            asked: set[int]) -> None:
-    """Whatever the hearings and ticks, and whenever a load request asks for it, the minimum is the
-    least entry still counting (looked for among `counting` only, `ProbeRule._lowest`)."""
+    """Whatever the hearings and ticks (the same entry heard again in a tick, `0.0` after `-0.0`),
+    and whenever a load request asks for it, the minimum is the least entry still counting (looked
+    for among `counting` only, `ProbeRule._lowest`), and the notice answered says it exactly."""
     s = node(ProbeRule(2), capacity=(4.0, 4.0), homed={}, neighbors=[1, 2])
     rule = s.rule
+    heard: dict[int, tuple[float, int, int, int]] = {}  # what `hear` keeps, by its definition
     for at, step in enumerate(steps):
         if step is None:
             s.on_tick(at * 0.1)
         else:
             user, task, share = step
             s.receive(LowestShare(100 + user, task, share), at * 0.1)
+            entry = heard.get(100 + user)
+            if entry is None or task >= entry[3]:
+                since = entry[2] if entry is not None and entry[0] == share else rule.ticks
+                heard[100 + user] = (share, rule.ticks, since, task)
         s.take_outbox()
+        assert repr(sorted(rule.heard.items())) == repr(sorted(heard.items()))  # repr: -0.0 is not 0.0
         if at in asked:
-            assert rule._lowest() == _least_that_counts(rule)
-    assert rule._lowest() == _least_that_counts(rule)
+            least = _least_that_counts(rule)
+            s.receive(LoadRequest(1), at * 0.1)
+            notices = [m for _, m in s.take_outbox() if isinstance(m, LowestShare)]
+            said = [(m.share, m.user, m.task) for m in notices]
+            assert said == [] if least is None else len(said) == 1 and _same_minimum(said[0], least)
+    lowest, least = rule._lowest(), _least_that_counts(rule)
+    assert lowest == least if least is None else _same_minimum(lowest, least)
 
 
 def test_a_notice_is_reused_only_for_a_minimum_it_says_exactly() -> None:
