@@ -149,12 +149,12 @@ class DdrfRule(ServerRule):
         askers.update(dict.fromkeys(polled))
         polled.clear()
 
-    def published(self, server: Server) -> tuple[MinShareReply]:
+    def min_share_replies(self, server: Server) -> tuple[MinShareReply]:
         """What a request is answered with: this server's minimum share (republished by `on_utility`)."""
         return (MinShareReply(server.id, server.homes.min_share()),)
 
     # A request's share goes to `reported`, and its sender to `_polled`; a reply's share goes to `reported`.
-    POLLS = (Answer(MinShareRequest, published, keep=(("reported", "share"), ("_polled", None))),
+    POLLS = (Answer(MinShareRequest, min_share_replies, keep=(("reported", "share"), ("_polled", None))),
              Record(MinShareReply, "reported", "share"))  # (`protocols.polls`)
 
 
