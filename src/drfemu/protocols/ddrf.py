@@ -96,7 +96,7 @@ class DdrfRule(ServerRule):
     def __init__(self) -> None:
         self.reported: dict[int, float] = {}
         self._round = 0  # polling rounds so far
-        self._askers: dict[int, None] = {}  # the servers that polled this one before the last check (`_forget_silent`)
+        self._askers: set[int] = set()  # the servers that polled this one before the last check (`_forget_silent`)
         self._polled: dict[int, MinShareRequest] = {}  # those that polled it since, with their last request
         self._request: MinShareRequest | None = None  # this tick's request, made again when the share changes
 
@@ -141,13 +141,11 @@ class DdrfRule(ServerRule):
 
         It runs every `STALE_ROUNDS` rounds, so "not for `STALE_ROUNDS` rounds" is "not since
         the last time it ran": the servers in `_askers` and not in `_polled`."""
-        neighbours, polled, askers = set(server.neighbors), self._polled, self._askers
-        for peer in list(askers):
-            if peer not in polled and peer not in neighbours:
-                del askers[peer]
-                self.reported.pop(peer, None)
-        askers.update(dict.fromkeys(polled))
-        polled.clear()
+        silent = self._askers - self._polled.keys() - set(server.neighbors)
+        for peer in silent:  # the order they go in leaves `reported` as it is
+            self.reported.pop(peer, None)
+        self._askers = (self._askers - silent) | self._polled.keys()
+        self._polled.clear()
 
     def min_share_replies(self, server: Server) -> tuple[MinShareReply]:
         """What a request is answered with: this server's minimum share (republished by `on_utility`)."""

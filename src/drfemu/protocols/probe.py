@@ -215,10 +215,11 @@ class ProbeRule(ServerRule):
         # (messages are immutable; a server answers each neighbour every tick, mostly unchanged).
         self.said_load: LoadReply | None = None
         self.said_lowest: tuple[tuple[float, int, int] | None, LowestShare | None] = (None, None)
-        self.poll: LoadRequest | None = None  # this server's load request, the same every tick
+        self.poll: LoadRequest  # this server's load request, the same every tick, made by `start`
 
     def start(self, server: Server) -> None:
         """Before the first poll every neighbour counts as idle."""
+        self.poll = LoadRequest(server.id)
         m = len(server.capacity)
         self.reports = {n: LoadReply(n, 0.0) if self.mode == "cpu" else LoadsReply(n, (0.0,) * m, (math.inf,) * m)
                         for n in server.neighbors}
@@ -313,8 +314,6 @@ class ProbeRule(ServerRule):
         server.republish()  # the lowest share it publishes is that of the new tick
         if self.poll_every == 1 or self.ticks % self.poll_every == 1:
             poll = self.poll
-            if poll is None:
-                poll = self.poll = LoadRequest(server.id)
             for neighbour in server.neighbors:
                 server.send(neighbour, poll)
         if not self.stored:
