@@ -250,3 +250,114 @@ def test_a_rule_with_polls_gets_their_entries_in_its_servers_dispatch() -> None:
 
     dispatch = server_class(Polling).DISPATCH
     assert dispatch[Ask] is not None and dispatch[Tell] is not None
+
+
+def _calls_while_the_classes_change(answer: Any, record: Any) -> list[Any]:
+    """Answers and records on objects with `__slots__` (as a run's are), the classes changed
+    between calls: every read must be Python's at the time of the call."""
+    from drfemu.nodes.actor import Actor
+
+    class SlotRule:
+        __slots__ = ("table", "kept")
+
+        def __init__(self) -> None:
+            self.table: dict[Any, Any] = {}
+            self.kept: dict[Any, Any] = {}
+
+        def replies(self, node: Any) -> tuple[Any, ...]:
+            return (Reply(node.id, 1.0), Reply(node.id, 2.0))
+
+    class SlotNode(Actor):
+        __slots__ = ("rule", "published")
+        rule: Any
+        published: Any
+
+    class Req:
+        __slots__ = ("sender", "value")
+
+        def __init__(self, sender: Any, value: Any = None) -> None:
+            SENDER.__set__(self, sender)  # the slot itself, whatever the class holds under the name now
+            if value is not None:
+                self.value = value
+
+    SENDER = Req.__dict__["sender"]
+
+    class ReqTwin:
+        __slots__ = ("sender", "value")
+
+    class Reply:
+        __slots__ = ("sender", "value")
+
+        def __init__(self, sender: Any, value: float) -> None:
+            self.sender, self.value = sender, value
+
+    node = SlotNode(5)
+    setattr(node, "rule", SlotRule())
+    setattr(node, "published", {})
+    asked = answer(SlotRule.replies, (("kept", "value"), ("kept", None)))
+    told = record("table", "value")
+    other_table: dict[Any, Any] = {}
+    seen: list[Any] = []
+
+    def step(label: str, request: Any, reply: Any) -> None:
+        node.outbox.clear()
+        outcome = (_outcome(lambda: asked(node, request, 0.0)), _outcome(lambda: told(node, reply, 0.0)))
+        seen.append((label, outcome, [(dst, type(msg).__name__, getattr(msg, "value", None)) for dst, msg in node.outbox],
+                     sorted((k, type(v).__name__, getattr(v, "value", None)) for k, v in node.rule.kept.items()),
+                     sorted(node.rule.table.items()), sorted(other_table.items())))
+
+    step("first", Req(1, 0.5), Reply(2, 0.25))
+    step("again", Req(3, 0.75), Reply(4, 0.125))
+    setattr(Req, "sender", property(lambda self: 99))
+    step("a property in place of a slot", Req(6, 1.5), Reply(6, 3.0))
+    delattr(Req, "sender")
+    step("no such attribute", Req(7, 3.5), Reply(7, 3.5))
+    setattr(Req, "sender", SENDER)
+    step("the slot back", Req(8, 4.0), Reply(8, 4.5))
+    step("a slot never set", Req(9), Reply(9, 5.0))
+    twin = Req(10, 5.5)
+    setattr(twin, "__class__", ReqTwin)
+    step("another class of the same layout", twin, Reply(10, 6.0))
+    setattr(SlotRule, "table", property(lambda self: other_table))
+    step("the rule's table a property", Req(11, 6.5), Reply(11, 7.0))
+    setattr(SlotNode, "send", lambda self, dst, msg: self.outbox.append((-dst, msg)))
+    step("a send of the node's own", Req(12, 7.5), Reply(12, 8.0))
+    delattr(SlotNode, "send")
+    node.published.clear()
+    setattr(SlotNode, "published", property(lambda self: {Req: (Reply(0, -1.0),)}))
+    step("published a property", Req(13, 8.5), Reply(13, 9.0))
+    return seen
+
+
+@pytest.mark.skipif(len(ENTRIES) < 2, reason="the compiled entries are not built")
+def test_the_compiled_entries_read_attributes_as_python_does_while_classes_change() -> None:
+    """The compiled entries remember where a type keeps a `__slots__` attribute (issue 58), and
+    must notice every change to the type that changes the read."""
+    runs = [_calls_while_the_classes_change(answer, record) for _, answer, record in ENTRIES]
+    assert runs[0] == runs[1]
+    assert {label for label, *_ in runs[0]} >= {"first", "a send of the node's own"}
+
+
+@pytest.mark.skipif(len(ENTRIES) < 2, reason="the compiled entries are not built")
+def test_the_compiled_rule_handler_reads_the_rule_as_python_does_while_the_class_changes() -> None:
+    from drfemu.nodes.actor import Actor
+
+    def calls(entry_of: Any) -> list[Any]:
+        class SlotNode(Actor):
+            __slots__ = ("rule",)
+
+        seen: list[Any] = []
+        entry = entry_of(lambda rule, node, msg, now: seen.append((rule, msg)))
+        node = SlotNode(1)
+        setattr(node, "rule", "first")
+        entry(node, 1, 0.0)
+        entry(node, 2, 0.0)
+        setattr(SlotNode, "rule", property(lambda self: "a property"))
+        entry(node, 3, 0.0)
+        delattr(SlotNode, "rule")
+        seen.append(_outcome(lambda: entry(node, 4, 0.0)))
+        return seen
+
+    reference, compiled = calls(rule_dispatch.to_rule_python), calls(rule_dispatch.rule_entry)
+    assert reference == compiled
+    assert reference[2] == ("a property", 3) and reference[3][0] == "AttributeError"

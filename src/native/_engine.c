@@ -34,7 +34,9 @@
  *   runs its reference's Python operations in the same order — attribute reads, `dict.get` or
  *   `get`, `tuple()`, item assignment, `node.send` — on whatever objects it is given, so a hostile
  *   node or message gets Python's answer or exception; a call of another shape goes to the
- *   reference's closure.
+ *   reference's closure. Each entry remembers where a type keeps the attributes it reads in
+ *   `__slots__` (`SlotRead`, below) and reads them there while the type is unchanged, and calls
+ *   `actor_send` itself where `node.send` is it: both are the reads and calls Python would make.
  *
  * `deliver`, `count_types` and `count_items` first check, without running any Python code, that
  * their input is plain — exact (dst, msg) tuples, exact int destinations that index the lists,
@@ -386,6 +388,72 @@ static PyObject *fire_each(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     Py_RETURN_NONE;
 }
 
+/* A remembered attribute read. Where an object's type reads attributes generically and finds a
+ * `__slots__` member under `name`, Python's read of obj.<name> is that member's and runs no Python
+ * code; so while an object's type is the one remembered and unchanged — the same valid version
+ * tag, which any change to the type or to one of its bases replaces, and which no other type is
+ * ever given — the member is read at its offset without asking Python again. */
+typedef struct {
+    PyTypeObject *type; /* not a reference: only compared, with the tag */
+    unsigned int version;
+    Py_ssize_t offset;
+} SlotRead;
+
+static int still_read(PyTypeObject *type, const SlotRead *read) {
+    return type == read->type && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag == read->version;
+}
+
+/* Where obj's type reads `name` from a __slots__ member (generic attribute reads, the member an
+ * object reference), remember it in `read`. Runs no Python code. */
+static void remember_slot(PyTypeObject *type, PyObject *name, SlotRead *read) {
+    read->type = NULL;
+    if (type->tp_getattro != PyObject_GenericGetAttr) return;
+    PyObject *found = _PyType_Lookup(type, name); /* borrowed; gives the type a version tag if it can have one */
+    if (found == NULL || !Py_IS_TYPE(found, &PyMemberDescr_Type) || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
+        || type->tp_version_tag == 0)
+        return;
+    PyMemberDef *member = ((PyMemberDescrObject *)found)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & PY_AUDIT_READ)
+        || !PyType_IsSubtype(type, PyDescr_TYPE(found))) /* the member's own check of the object */
+        return;
+    read->type = type;
+    read->version = type->tp_version_tag;
+    read->offset = member->offset;
+}
+
+/* obj.<name>, a new reference, through `read` (NULL: none) as above, else PyObject_GetAttr. An
+ * unset member goes to PyObject_GetAttr too, for Python's AttributeError. */
+static PyObject *read_attribute(PyObject *obj, PyObject *name, SlotRead *read) {
+    if (read != NULL) {
+        PyTypeObject *type = Py_TYPE(obj);
+        if (!still_read(type, read)) remember_slot(type, name, read);
+        if (read->type != NULL) {
+            PyObject *value = *(PyObject **)((char *)obj + read->offset);
+            if (value != NULL) return Py_NewRef(value);
+        }
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+/* Does a `node.send(dst, msg)` on objects of `type` call `actor_send`, with nothing an instance
+ * holds to shadow it (no instance dict)? Remembered in `read` as above (offset unused). */
+static int sends_itself(PyTypeObject *type, SlotRead *read) {
+    if (still_read(type, read)) return 1;
+    read->type = NULL;
+    if (type->tp_getattro != PyObject_GenericGetAttr || type->tp_dictoffset != 0 || outbox_offset < 0) return 0;
+    PyObject *found = _PyType_Lookup(type, str_send);
+    if (found == NULL || !Py_IS_TYPE(found, &PyMethodDescr_Type) || ((PyMethodDescrObject *)found)->d_method != &send_def
+        || !PyType_IsSubtype(type, PyDescr_TYPE(found)) || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
+        || type->tp_version_tag == 0)
+        return 0;
+    read->type = type;
+    read->version = type->tp_version_tag;
+    read->offset = 0;
+    return 1;
+}
+
+enum { READ_RULE, READ_SENDER, READ_PUBLISHED, READ_SEND, READS_FIXED }; /* then a field's and a table's per pair */
+
 /* rule_handler(handler), poll_answer(replies, keep), poll_record(table, field): a server's dispatch entries,
  * one type whose call is the entry's kind (TO_RULE, ANSWER or RECORD). */
 typedef struct {
@@ -394,6 +462,7 @@ typedef struct {
     PyObject *second; /* NULL, the field's name (None: the reply itself), or an answer's keep (a tuple of pairs) */
     int which;        /* TO_RULE, ANSWER or RECORD: its reference */
     vectorcallfunc vectorcall;
+    SlotRead *reads;  /* READS_FIXED, then two per stored (table, field): the reads this entry makes */
 } Entry;
 
 static PyObject *by_reference(Entry *entry, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -408,7 +477,7 @@ static PyObject *rule_handler_call(PyObject *self, PyObject *const *args, size_t
     Entry *entry = (Entry *)self;
     if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
     PyObject *handler = Py_NewRef(entry->first), *done = NULL;
-    PyObject *rule = PyObject_GetAttr(args[0], str_rule);
+    PyObject *rule = read_attribute(args[0], str_rule, &entry->reads[READ_RULE]);
     if (rule != NULL) {
         PyObject *call[4] = {rule, args[0], args[1], args[2]};
         done = PyObject_Vectorcall(handler, call, 4, NULL);
@@ -434,13 +503,13 @@ static PyObject *lookup(PyObject *mapping, PyObject *key) { /* mapping.get(key),
 
 /* The answers node.published holds for the request's class, or replies(node.rule, node) as a tuple,
  * stored there (node.published read again, as the reference's chained assignment does). */
-static PyObject *answers_for(PyObject *replies, PyObject *node, PyObject *cls) {
-    PyObject *published = PyObject_GetAttr(node, str_published);
+static PyObject *answers_for(Entry *entry, PyObject *replies, PyObject *node, PyObject *cls) {
+    PyObject *published = read_attribute(node, str_published, &entry->reads[READ_PUBLISHED]);
     PyObject *answers = published == NULL ? NULL : lookup(published, cls);
     Py_XDECREF(published);
     if (answers != Py_None) return answers;
     Py_DECREF(answers);
-    PyObject *rule = PyObject_GetAttr(node, str_rule);
+    PyObject *rule = read_attribute(node, str_rule, &entry->reads[READ_RULE]);
     if (rule == NULL) return NULL;
     PyObject *call[2] = {rule, node};
     PyObject *made = PyObject_Vectorcall(replies, call, 2, NULL);
@@ -448,13 +517,23 @@ static PyObject *answers_for(PyObject *replies, PyObject *node, PyObject *cls) {
     answers = made == NULL ? NULL : PySequence_Tuple(made);
     Py_XDECREF(made);
     if (answers == NULL) return NULL;
-    published = PyObject_GetAttr(node, str_published);
+    published = read_attribute(node, str_published, &entry->reads[READ_PUBLISHED]);
     if (published == NULL || PyObject_SetItem(published, cls, answers) < 0) Py_CLEAR(answers);
     Py_XDECREF(published);
     return answers;
 }
 
-static int send_each(PyObject *node, PyObject *sender, PyObject *answers) { /* for reply in answers: node.send(sender, reply) */
+static int send_each(Entry *entry, PyObject *node, PyObject *sender, PyObject *answers) { /* for reply in answers: node.send(sender, reply) */
+    if (PyTuple_CheckExact(answers)) { /* the items in order, as its iterator gives them */
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(answers); i++) {
+            PyObject *call[3] = {node, sender, PyTuple_GET_ITEM(answers, i)};
+            PyObject *done = sends_itself(Py_TYPE(node), &entry->reads[READ_SEND]) ? actor_send(node, call + 1, 2)
+                                                                                  : PyObject_VectorcallMethod(str_send, call, 3, NULL);
+            if (done == NULL) return -1;
+            Py_DECREF(done);
+        }
+        return 0;
+    }
     PyObject *iterator = PyObject_GetIter(answers), *reply;
     if (iterator == NULL) return -1;
     while ((reply = PyIter_Next(iterator)) != NULL) {
@@ -470,11 +549,12 @@ static int send_each(PyObject *node, PyObject *sender, PyObject *answers) { /* f
 
 /* getattr(node.rule, table_name)[msg.sender] = msg if field is None else getattr(msg, field), in
  * Python's order of evaluation (the value, the table, the key): 0, or -1 with Python's error. */
-static int record_into(PyObject *node, PyObject *msg, PyObject *table_name, PyObject *field) {
-    PyObject *value = field == Py_None ? Py_NewRef(msg) : PyObject_GetAttr(msg, field);
-    PyObject *rule = value == NULL ? NULL : PyObject_GetAttr(node, str_rule);
-    PyObject *table = rule == NULL ? NULL : PyObject_GetAttr(rule, table_name);
-    PyObject *key = table == NULL ? NULL : PyObject_GetAttr(msg, str_sender);
+static int record_into(Entry *entry, SlotRead *reads, PyObject *node, PyObject *msg, PyObject *table_name,
+                       PyObject *field) {
+    PyObject *value = field == Py_None ? Py_NewRef(msg) : read_attribute(msg, field, &reads[0]);
+    PyObject *rule = value == NULL ? NULL : read_attribute(node, str_rule, &entry->reads[READ_RULE]);
+    PyObject *table = rule == NULL ? NULL : read_attribute(rule, table_name, &reads[1]);
+    PyObject *key = table == NULL ? NULL : read_attribute(msg, str_sender, &entry->reads[READ_SENDER]);
     int status = key == NULL ? -1 : PyObject_SetItem(table, key, value);
     Py_XDECREF(key);
     Py_XDECREF(table);
@@ -490,12 +570,13 @@ static PyObject *poll_answer_call(PyObject *self, PyObject *const *args, size_t 
     int status = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keep) && status == 0; i++) { /* (table, field) pairs, checked when made */
         PyObject *pair = PyTuple_GET_ITEM(keep, i);
-        status = record_into(node, msg, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
+        status = record_into(entry, &entry->reads[READS_FIXED + 2 * i], node, msg, PyTuple_GET_ITEM(pair, 0),
+                             PyTuple_GET_ITEM(pair, 1));
     }
     PyObject *cls = status < 0 ? NULL : class_of(msg);
-    PyObject *answers = cls == NULL ? NULL : answers_for(replies, node, cls);
-    PyObject *sender = answers == NULL ? NULL : PyObject_GetAttr(msg, str_sender);
-    status = sender == NULL ? -1 : send_each(node, sender, answers);
+    PyObject *answers = cls == NULL ? NULL : answers_for(entry, replies, node, cls);
+    PyObject *sender = answers == NULL ? NULL : read_attribute(msg, str_sender, &entry->reads[READ_SENDER]);
+    status = sender == NULL ? -1 : send_each(entry, node, sender, answers);
     Py_XDECREF(sender);
     Py_XDECREF(answers);
     Py_XDECREF(cls);
@@ -509,7 +590,7 @@ static PyObject *poll_record_call(PyObject *self, PyObject *const *args, size_t 
     Entry *entry = (Entry *)self;
     if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) return by_reference(entry, args, nargsf, kwnames);
     PyObject *table_name = Py_NewRef(entry->first), *field = Py_NewRef(entry->second);
-    int status = record_into(args[0], args[1], table_name, field);
+    int status = record_into(entry, &entry->reads[READS_FIXED], args[0], args[1], table_name, field);
     Py_DECREF(field);
     Py_DECREF(table_name);
     if (status < 0) return NULL;
@@ -531,6 +612,7 @@ static int entry_clear(PyObject *self) {
 static void entry_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
     entry_clear(self);
+    PyMem_Free(((Entry *)self)->reads);
     PyObject_GC_Del(self);
 }
 
@@ -557,8 +639,15 @@ static PyTypeObject EntryType = {
 };
 
 static PyObject *new_entry(int which, PyObject *first, PyObject *second, vectorcallfunc call) {
+    Py_ssize_t pairs = which == ANSWER ? PyTuple_GET_SIZE(second) : which == RECORD ? 1 : 0;
+    SlotRead *reads = PyMem_Calloc((size_t)(READS_FIXED + 2 * pairs), sizeof(SlotRead));
+    if (reads == NULL) return PyErr_NoMemory();
     Entry *made = PyObject_GC_New(Entry, &EntryType);
-    if (made == NULL) return NULL;
+    if (made == NULL) {
+        PyMem_Free(reads);
+        return NULL;
+    }
+    made->reads = reads;
     made->first = Py_NewRef(first);
     made->second = Py_XNewRef(second);
     made->which = which;
