@@ -5,6 +5,7 @@
 #define DRFEMU_ACCELERATOR_H
 
 #include <Python.h>
+#include <structmember.h>
 
 /* The accelerators keep their state in C globals (single-phase init), so they load in the main
  * interpreter only: elsewhere the import fails, and `kernel.compiled` gives the Python
@@ -52,6 +53,14 @@ static inline int int64_of(PyObject *number, long long *out) {
     int overflow;
     *out = PyLong_AsLongLongAndOverflow(number, &overflow);
     return !overflow; /* an int raises nothing here */
+}
+
+/* Where the object slot that `descr` reads is kept, if it is a `__slots__` member (an object
+ * reference, read without an audit event); else -1. */
+static inline Py_ssize_t slot_offset(PyObject *descr) {
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) return -1;
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    return member->type == T_OBJECT_EX && !(member->flags & PY_AUDIT_READ) ? member->offset : -1;
 }
 
 /* 1 if an actor's outbox is a list; else 0, with the runtime's deliver's TypeError. */

@@ -49,7 +49,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 
 #include "_accelerator.h"
 
@@ -297,11 +296,9 @@ static PyObject *send_method(PyObject *Py_UNUSED(self), PyObject *cls) {
     }
     PyObject *slot = PyObject_GetAttr(cls, str_outbox);
     if (slot == NULL) return NULL;
-    int is_slot = Py_IS_TYPE(slot, &PyMemberDescr_Type)
-                  && ((PyMemberDescrObject *)slot)->d_member->type == T_OBJECT_EX;
-    Py_ssize_t offset = is_slot ? ((PyMemberDescrObject *)slot)->d_member->offset : -1;
+    Py_ssize_t offset = slot_offset(slot);
     Py_DECREF(slot);
-    if (!is_slot || (outbox_offset >= 0 && offset != outbox_offset)) {
+    if (offset < 0 || (outbox_offset >= 0 && offset != outbox_offset)) {
         PyErr_SetString(PyExc_TypeError, "send_method(cls): cls keeps its outbox in a __slots__ entry");
         return NULL;
     }
@@ -400,37 +397,40 @@ typedef struct {
 } SlotRead;
 
 static int still_read(PyTypeObject *type, const SlotRead *read) {
-    return type == read->type && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag == read->version;
+    return type == read->type && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
+           && type->tp_version_tag == read->version;
 }
 
-/* Where obj's type reads `name` from a __slots__ member (generic attribute reads, the member an
- * object reference), remember it in `read`. Runs no Python code. */
-static void remember_slot(PyTypeObject *type, PyObject *name, SlotRead *read) {
-    read->type = NULL;
-    if (type->tp_getattro != PyObject_GenericGetAttr) return;
-    PyObject *found = _PyType_Lookup(type, name); /* borrowed; gives the type a version tag if it can have one */
-    if (found == NULL || !Py_IS_TYPE(found, &PyMemberDescr_Type) || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
-        || type->tp_version_tag == 0)
-        return;
-    PyMemberDef *member = ((PyMemberDescrObject *)found)->d_member;
-    if (member->type != T_OBJECT_EX || (member->flags & PY_AUDIT_READ)
-        || !PyType_IsSubtype(type, PyDescr_TYPE(found))) /* the member's own check of the object */
-        return;
-    read->type = type;
+/* What `type` reads generically under `name`, if it has a version tag to remember it by (borrowed; the
+ * lookup gives the type a tag if it can have one): a descriptor of a class in its MRO, or NULL. */
+static PyObject *found_on(PyTypeObject *type, PyObject *name) {
+    if (type->tp_getattro != PyObject_GenericGetAttr) return NULL;
+    PyObject *found = _PyType_Lookup(type, name);
+    int tagged = (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag != 0;
+    return tagged ? found : NULL;
+}
+
+/* Remember in `read` that objects of `type` read at `offset` (-1: nothing to remember); 1 if remembered. */
+static int remember(PyTypeObject *type, Py_ssize_t offset, SlotRead *read) {
+    read->type = offset >= 0 ? type : NULL;
     read->version = type->tp_version_tag;
-    read->offset = member->offset;
+    read->offset = offset;
+    return offset >= 0;
 }
 
-/* obj.<name>, a new reference, through `read` (NULL: none) as above, else PyObject_GetAttr. An
+/* obj.<name>, a new reference: at the __slots__ member's offset as above, else PyObject_GetAttr. An
  * unset member goes to PyObject_GetAttr too, for Python's AttributeError. */
 static PyObject *read_attribute(PyObject *obj, PyObject *name, SlotRead *read) {
-    if (read != NULL) {
-        PyTypeObject *type = Py_TYPE(obj);
-        if (!still_read(type, read)) remember_slot(type, name, read);
-        if (read->type != NULL) {
-            PyObject *value = *(PyObject **)((char *)obj + read->offset);
-            if (value != NULL) return Py_NewRef(value);
-        }
+    PyTypeObject *type = Py_TYPE(obj);
+    if (!still_read(type, read)) {
+        PyObject *found = found_on(type, name);
+        Py_ssize_t offset = slot_offset(found);
+        if (offset >= 0 && !PyType_IsSubtype(type, PyDescr_TYPE(found))) offset = -1; /* the member's own check */
+        remember(type, offset, read);
+    }
+    if (read->type != NULL) {
+        PyObject *value = *(PyObject **)((char *)obj + read->offset);
+        if (value != NULL) return Py_NewRef(value);
     }
     return PyObject_GetAttr(obj, name);
 }
@@ -439,17 +439,10 @@ static PyObject *read_attribute(PyObject *obj, PyObject *name, SlotRead *read) {
  * holds to shadow it (no instance dict)? Remembered in `read` as above (offset unused). */
 static int sends_itself(PyTypeObject *type, SlotRead *read) {
     if (still_read(type, read)) return 1;
-    read->type = NULL;
-    if (type->tp_getattro != PyObject_GenericGetAttr || type->tp_dictoffset != 0 || outbox_offset < 0) return 0;
-    PyObject *found = _PyType_Lookup(type, str_send);
-    if (found == NULL || !Py_IS_TYPE(found, &PyMethodDescr_Type) || ((PyMethodDescrObject *)found)->d_method != &send_def
-        || !PyType_IsSubtype(type, PyDescr_TYPE(found)) || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
-        || type->tp_version_tag == 0)
-        return 0;
-    read->type = type;
-    read->version = type->tp_version_tag;
-    read->offset = 0;
-    return 1;
+    PyObject *found = type->tp_dictoffset == 0 && outbox_offset >= 0 ? found_on(type, str_send) : NULL;
+    int ours = found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type)
+               && ((PyMethodDescrObject *)found)->d_method == &send_def && PyType_IsSubtype(type, PyDescr_TYPE(found));
+    return remember(type, ours ? 0 : -1, read);
 }
 
 enum { READ_RULE, READ_SENDER, READ_PUBLISHED, READ_SEND, READS_FIXED }; /* then a field's and a table's per pair */
@@ -523,12 +516,14 @@ static PyObject *answers_for(Entry *entry, PyObject *replies, PyObject *node, Py
     return answers;
 }
 
-static int send_each(Entry *entry, PyObject *node, PyObject *sender, PyObject *answers) { /* for reply in answers: node.send(sender, reply) */
+/* for reply in answers: node.send(sender, reply) */
+static int send_each(Entry *entry, PyObject *node, PyObject *sender, PyObject *answers) {
     if (PyTuple_CheckExact(answers)) { /* the items in order, as its iterator gives them */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(answers); i++) {
             PyObject *call[3] = {node, sender, PyTuple_GET_ITEM(answers, i)};
-            PyObject *done = sends_itself(Py_TYPE(node), &entry->reads[READ_SEND]) ? actor_send(node, call + 1, 2)
-                                                                                  : PyObject_VectorcallMethod(str_send, call, 3, NULL);
+            PyObject *done = sends_itself(Py_TYPE(node), &entry->reads[READ_SEND])
+                                 ? actor_send(node, call + 1, 2)
+                                 : PyObject_VectorcallMethod(str_send, call, 3, NULL);
             if (done == NULL) return -1;
             Py_DECREF(done);
         }

@@ -39,7 +39,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 
 #include "_accelerator.h"
 #include "_overlay_kernel.h"
@@ -1755,13 +1754,13 @@ static PyMethodDef method_defs[METHODS + 1] = {
 static int offset_of(PyObject *cls, const char *name, Py_ssize_t *out) {
     PyObject *slot = PyObject_GetAttrString(cls, name);
     if (slot == NULL) return -1;
-    int is_slot = Py_IS_TYPE(slot, &PyMemberDescr_Type) && ((PyMemberDescrObject *)slot)->d_member->type == T_OBJECT_EX;
-    if (is_slot) *out = ((PyMemberDescrObject *)slot)->d_member->offset;
+    Py_ssize_t offset = slot_offset(slot);
     Py_DECREF(slot);
-    if (!is_slot) {
+    if (offset < 0) {
         PyErr_Format(PyExc_TypeError, "%R keeps '%s' in no __slots__ entry", cls, name);
         return -1;
     }
+    *out = offset;
     return 0;
 }
 
