@@ -30,11 +30,14 @@ from drfemu.nodes.network import count_items_python, count_types_python
 from drfemu.nodes.runtime import deliver_python
 from drfemu.overlay import cyclon as cyclon_module
 from drfemu.overlay.gradient import freshest_python, rank_python
+from drfemu.protocols import probe as probe_module
 from drfemu.protocols.pdgdrf import lowers_gini_python
+from drfemu.protocols.probe import LowestShare, ProbeRule
 
 _rank = compiled_module("drfemu.overlay._rank")
 _cyclon = compiled_module("drfemu.overlay._cyclon")
 _gini = compiled_module("drfemu.protocols._gini")
+_probe = compiled_module("drfemu.protocols._probe")
 _engine = compiled_module("drfemu.nodes._engine")
 _plane = compiled_module("drfemu.nodes._plane")
 
@@ -424,6 +427,157 @@ def test_fsum_is_math_fsum_on_any_input(values: list[Any], container: str) -> No
     assert runs[0] == runs[1]
 
 
+# -- the probe's hearing ----------------------------------------------------------------------
+
+class Republishing:
+    """A server as `hear` sees it: it counts its `republish` calls, and raises at the `fails`-th."""
+
+    def __init__(self, fails: int) -> None:
+        self.calls, self.fails = 0, fails
+
+    def republish(self) -> None:
+        self.calls += 1
+        if self.calls == self.fails:
+            raise RuntimeError("republish failed")
+
+
+class LowAsProperty(ProbeRule):
+    """A rule whose `low` is a property, not its slot: the C must read and set it through Python."""
+
+    __slots__ = ("_low_value",)
+
+    @property
+    def low(self) -> Any:
+        return self._low_value
+
+    @low.setter
+    def low(self, value: Any) -> None:
+        self._low_value = value
+
+
+class PlainNotice:
+    """A notice of a class without slots: its fields are in its instance dict."""
+
+    def __init__(self, user: Any, task: Any, share: Any) -> None:
+        self.user, self.task, self.share = user, task, share
+
+
+SHARE_KINDS = ["float", "float", "float", "nan", "inf", "floatsub", "int", "trap", "negzero"]
+INT_KINDS = ["int", "int", "int", "intsub", "huge", "float", "bool", "trap"]
+
+
+def make_share(kind: str, value: float, world: World) -> Any:
+    return -0.0 if kind == "negzero" else make(kind, value / 4, world)
+
+
+shares = st.tuples(st.sampled_from(SHARE_KINDS), st.integers(0, 3).map(float))
+ints = st.tuples(st.sampled_from(INT_KINDS), st.integers(0, 3).map(float))
+entries = st.tuples(st.sampled_from(["tuple", "tuple", "tuple", "list", "short"]), shares, ints, ints, ints)
+hearing = st.fixed_dictionaries({
+    "rule": st.sampled_from(["plain", "plain", "property"]), "msg": st.sampled_from(["slots", "slots", "dict"]),
+    "user": ints, "task": ints, "share": shares, "ticks": ints,
+    "heard": st.dictionaries(st.integers(0, 3), entries, max_size=3), "counting": st.sampled_from(["set", "list"]),
+    "low_known": st.sampled_from([True, True, False, 1]),
+    "low": st.one_of(st.none(), st.tuples(st.sampled_from(["tuple", "tuple", "list"]), shares, ints, ints)),
+    "stuck": st.sampled_from(["same", "same", "one", "two", "three", "float", "intsub"]), "fails": st.sampled_from([-1, -1, 1]),
+})
+
+
+def hearing_world(spec: dict[str, Any]) -> tuple[Any, ...]:
+    """One world of a drawn hearing: the rule, its server, the notice, the STUCK_TICKS to use."""
+    world = World()
+    rule = (LowAsProperty if spec["rule"] == "property" else ProbeRule)()
+    rule.heard = world.hold({})
+    for user, (shape, share, tick, since, task) in spec["heard"].items():
+        fields = (make_share(*share, world), make(*tick, world), make(*since, world), make(*task, world))
+        rule.heard[user] = list(fields) if shape == "list" else fields[:3] if shape == "short" else fields  # type: ignore[assignment]
+    rule.counting = world.hold(set() if spec["counting"] == "set" else [])
+    rule.ticks = make(*spec["ticks"], world)
+    rule.low_known = spec["low_known"]
+    if spec["low"] is not None:
+        shape, share, user, task = spec["low"]
+        low = (make_share(*share, world), make(*user, world), make(*task, world))
+        rule.low = list(low) if shape == "list" else low  # type: ignore[assignment]
+    notice = (make(*spec["user"], world), make(*spec["task"], world), make_share(*spec["share"], world))
+    msg = PlainNotice(*notice) if spec["msg"] == "dict" else LowestShare(*notice)
+    stuck = {"same": probe_module.STUCK_TICKS, "one": 1, "two": 2, "three": 3, "float": 2.5,
+             "intsub": IntSub(2)}[spec["stuck"]]
+    return rule, Republishing(spec["fails"]), msg, stuck
+
+
+def hearing_state(rule: Any, server: Republishing) -> str:
+    return repr((list(rule.heard.items()), sorted(map(repr, rule.counting)), rule.ticks, rule.low_known, rule.low,
+                 server.calls))
+
+
+@needs(_probe, "protocols._probe")
+@settings(max_examples=1500, deadline=None)
+@given(hearing)
+def test_the_probes_hearing_matches_its_reference_on_any_input(spec: dict[str, Any]) -> None:
+    """The same state left (the table of hearings in its order, `0.0` and `-0.0` told apart by
+    repr), the same republish calls, and the same result or exception, whatever the rule, the
+    notice and the module's STUCK_TICKS hold."""
+    runs = []
+    saved = probe_module.STUCK_TICKS
+    try:
+        for hear in (_probe.hear, ProbeRule.hear):  # type: ignore[union-attr]
+            rule, server, msg, stuck = hearing_world(spec)
+            probe_module.STUCK_TICKS = stuck
+            runs.append((outcome(hear, (rule, server, msg, 0.5), []), hearing_state(rule, server)))
+    finally:
+        probe_module.STUCK_TICKS = saved
+    assert runs[0] == runs[1]
+
+
+@needs(_probe, "protocols._probe")
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(st.just("tick"), st.just("lowest"),
+                          st.tuples(st.integers(0, 3), st.integers(0, 2), st.sampled_from([0.0, -0.0, 0.1, 0.2, 0.3]))),
+                max_size=80),
+       st.sampled_from([1, 2, 20]))
+def test_the_probes_hearing_matches_its_reference_over_a_run(steps: list[Any], stuck: int) -> None:
+    """Plain notices, as a run hears them, between ticks and the band's minimum asked for: the
+    C and the reference leave the same state and republish alike at every step."""
+    rules, servers = (ProbeRule(), ProbeRule()), (Republishing(-1), Republishing(-1))
+    saved = probe_module.STUCK_TICKS
+    probe_module.STUCK_TICKS = stuck
+    try:
+        for step in steps:
+            for rule, server, hear in zip(rules, servers, (_probe.hear, ProbeRule.hear)):  # type: ignore[union-attr]
+                if step == "tick":  # as `on_tick` starts
+                    rule.ticks += 1
+                    rule.low_known = False
+                elif step == "lowest":
+                    rule._lowest()
+                else:
+                    hear(rule, server, LowestShare(*step), 0.5)
+            assert hearing_state(rules[0], servers[0]) == hearing_state(rules[1], servers[1])
+    finally:
+        probe_module.STUCK_TICKS = saved
+
+
+@needs(_probe, "protocols._probe")
+@pytest.mark.parametrize("waited", [probe_module.STUCK_TICKS - 1, probe_module.STUCK_TICKS, probe_module.STUCK_TICKS + 1])
+def test_the_probes_hearing_at_the_edge_of_stuck(waited: int) -> None:
+    """A user heard again with the share it has held `waited` ticks, out of `counting` and below the
+    minimum kept: it counts (and becomes the minimum) up to STUCK_TICKS ticks, not after."""
+    states = []
+    for hear in (_probe.hear, ProbeRule.hear):  # type: ignore[union-attr]
+        rule, server = ProbeRule(), Republishing(-1)
+        rule.ticks, rule.low_known, rule.low = 30, True, (0.5, 8, 0)
+        rule.heard = {7: (0.25, 30, 30 - waited, 1), 8: (0.5, 30, 30, 0)}
+        hear(rule, server, LowestShare(7, 1, 0.25), 0.5)  # type: ignore[arg-type]
+        states.append(hearing_state(rule, server))
+    assert states[0] == states[1]
+    assert ("(0.25, 7, 1)" in states[0]) == (waited <= probe_module.STUCK_TICKS)
+
+
+@needs(_probe, "protocols._probe")
+def test_the_probes_hearing_is_its_servers_handler_of_notices() -> None:
+    """Where the C is built, a probe server hands its `LowestShare` notices to it."""
+    assert ProbeRule.HANDLERS[LowestShare] is _probe.hear  # type: ignore[union-attr]
+
+
 # -- the engine -------------------------------------------------------------------------------
 
 @message
@@ -766,7 +920,7 @@ NO_COMPILER = """
 import json, sys
 class NoCompiler:  # as an install that found no C compiler: the extensions are not there
     def find_spec(self, name, path=None, target=None):
-        if name.rsplit(".", 1)[-1] in {"_engine", "_cyclon", "_plane", "_rank", "_gini", "_cycle"}:
+        if name.rsplit(".", 1)[-1] in {"_engine", "_cyclon", "_plane", "_rank", "_gini", "_probe", "_cycle"}:
             raise ImportError(f"No module named {name!r}")
         return None
 sys.meta_path.insert(0, NoCompiler())

@@ -1,6 +1,6 @@
 /* What every C accelerator of drfemu shares (src/native/_engine.c, src/native/_cyclon.c,
- * src/native/_plane.c, src/native/_rank.c, src/native/_gini.c, src/native/_cycle.c); setup.py puts src/native/ on
- * their include path. */
+ * src/native/_plane.c, src/native/_rank.c, src/native/_gini.c, src/native/_probe.c,
+ * src/native/_cycle.c); setup.py puts src/native/ on their include path. */
 #ifndef DRFEMU_ACCELERATOR_H
 #define DRFEMU_ACCELERATOR_H
 
@@ -61,6 +61,31 @@ static inline Py_ssize_t slot_offset(PyObject *descr) {
     if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) return -1;
     PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
     return member->type == T_OBJECT_EX && !(member->flags & PY_AUDIT_READ) ? member->offset : -1;
+}
+
+/* A remembered attribute read. Where an object's type reads attributes generically and finds a
+ * `__slots__` member under `name`, Python's read of obj.<name> is that member's and runs no Python
+ * code; so while an object's type is the one remembered and unchanged — the same valid version
+ * tag, which any change to the type or to one of its bases replaces, and which no other type is
+ * ever given — the member is read at its offset without asking Python again. */
+typedef struct {
+    PyTypeObject *type; /* not a reference: only compared, with the tag */
+    unsigned int version;
+    Py_ssize_t offset;
+} SlotRead;
+
+static inline int still_read(PyTypeObject *type, const SlotRead *read) {
+    return type == read->type && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
+           && type->tp_version_tag == read->version;
+}
+
+/* What `type` reads generically under `name`, if it has a version tag to remember it by (borrowed; the
+ * lookup gives the type a tag if it can have one): a descriptor of a class in its MRO, or NULL. */
+static inline PyObject *found_on(PyTypeObject *type, PyObject *name) {
+    if (type->tp_getattro != PyObject_GenericGetAttr) return NULL;
+    PyObject *found = _PyType_Lookup(type, name);
+    int tagged = (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag != 0;
+    return tagged ? found : NULL;
 }
 
 /* 1 if an actor's outbox is a list; else 0, with the runtime's deliver's TypeError. */

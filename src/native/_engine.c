@@ -385,31 +385,6 @@ static PyObject *fire_each(PyObject *Py_UNUSED(self), PyObject *const *args, Py_
     Py_RETURN_NONE;
 }
 
-/* A remembered attribute read. Where an object's type reads attributes generically and finds a
- * `__slots__` member under `name`, Python's read of obj.<name> is that member's and runs no Python
- * code; so while an object's type is the one remembered and unchanged — the same valid version
- * tag, which any change to the type or to one of its bases replaces, and which no other type is
- * ever given — the member is read at its offset without asking Python again. */
-typedef struct {
-    PyTypeObject *type; /* not a reference: only compared, with the tag */
-    unsigned int version;
-    Py_ssize_t offset;
-} SlotRead;
-
-static int still_read(PyTypeObject *type, const SlotRead *read) {
-    return type == read->type && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
-           && type->tp_version_tag == read->version;
-}
-
-/* What `type` reads generically under `name`, if it has a version tag to remember it by (borrowed; the
- * lookup gives the type a tag if it can have one): a descriptor of a class in its MRO, or NULL. */
-static PyObject *found_on(PyTypeObject *type, PyObject *name) {
-    if (type->tp_getattro != PyObject_GenericGetAttr) return NULL;
-    PyObject *found = _PyType_Lookup(type, name);
-    int tagged = (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag != 0;
-    return tagged ? found : NULL;
-}
-
 /* Remember in `read` that objects of `type` read at `offset` (-1: nothing to remember); 1 if remembered. */
 static int remember(PyTypeObject *type, Py_ssize_t offset, SlotRead *read) {
     read->type = offset >= 0 ? type : NULL;

@@ -63,8 +63,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
+from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.errors import InputError
 from drfemu.kernel.messages import Address, TaskRequest, handles, message
 from drfemu.kernel.params import Kind, Param
@@ -148,6 +149,10 @@ def _same_minimum(said: tuple[float, int, int] | None, lowest: tuple[float, int,
     return (said is not None and said == lowest and type(said[0]) is type(lowest[0])
             and math.copysign(1.0, said[0]) == math.copysign(1.0, lowest[0]))
 
+
+compiled_hear: Callable[..., None] | None = None  # `ProbeRule.hear` in C, where it was built (typed by its stub)
+if compiled_module("drfemu.protocols._probe") is not None:
+    from drfemu.protocols._probe import hear as compiled_hear
 
 HEARD_TICKS = 10
 """The band's memory: shares heard longer ago than this many ticks do not count."""
@@ -234,7 +239,8 @@ class ProbeRule(ServerRule):
     @handles(LowestShare)
     def hear(self, server: Server, msg: TaskRequest | ProbeTask | LowestShare, now: float) -> None:
         """Note the share a copy of a user's task carries (a late copy of an older task is stale);
-        it is also how a `LowestShare` is handled."""
+        it is also how a `LowestShare` is handled — by `protocols._probe.hear` (`src/native/_probe.c`)
+        where it was built, which this method is the reference of."""
         user, task, share = msg.user, msg.task, msg.share
         heard = self.heard.get(user)
         if heard is not None and task < heard[3]:
@@ -357,6 +363,8 @@ class ProbeRule(ServerRule):
         return (load, notice)
 
     POLLS = (Answer(LoadRequest, load_replies), Record(LoadReply, "reports"), Record(LoadsReply, "reports"))
+    # The notices' handler in C where it was built (`kernel.messages.collect_handlers`); `hear` is its reference.
+    COMPILED_HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {LowestShare: compiled_hear} if compiled_hear else {}
 
 
 PROBE = ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", Gateway.RANDOM,
