@@ -88,6 +88,17 @@ static inline PyObject *found_on(PyTypeObject *type, PyObject *name) {
     return tagged ? found : NULL;
 }
 
+/* Where objects of `type` keep the `__slots__` member they read under `name` (found as `found_on` finds
+ * it, and a member of a class `type` derives from, as the member's own check asks), or -1; the member
+ * descriptor in *descr if not NULL. Runs no Python code. */
+static inline Py_ssize_t member_offset(PyTypeObject *type, PyObject *name, PyObject **descr) {
+    PyObject *found = found_on(type, name);
+    Py_ssize_t offset = slot_offset(found);
+    if (offset >= 0 && !PyType_IsSubtype(type, PyDescr_TYPE(found))) offset = -1;
+    if (descr != NULL) *descr = found;
+    return offset;
+}
+
 /* 1 if an actor's outbox is a list; else 0, with the runtime's deliver's TypeError. */
 static inline int outbox_is_list(PyObject *outbox) {
     if (PyList_Check(outbox)) return 1;

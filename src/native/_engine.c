@@ -397,12 +397,7 @@ static int remember(PyTypeObject *type, Py_ssize_t offset, SlotRead *read) {
  * unset member goes to PyObject_GetAttr too, for Python's AttributeError. */
 static PyObject *read_attribute(PyObject *obj, PyObject *name, SlotRead *read) {
     PyTypeObject *type = Py_TYPE(obj);
-    if (!still_read(type, read)) {
-        PyObject *found = found_on(type, name);
-        Py_ssize_t offset = slot_offset(found);
-        if (offset >= 0 && !PyType_IsSubtype(type, PyDescr_TYPE(found))) offset = -1; /* the member's own check */
-        remember(type, offset, read);
-    }
+    if (!still_read(type, read)) remember(type, member_offset(type, name, NULL), read);
     if (read->type != NULL) {
         PyObject *value = *(PyObject **)((char *)obj + read->offset);
         if (value != NULL) return Py_NewRef(value);

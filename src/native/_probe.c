@@ -47,11 +47,9 @@ static int members_of(PyTypeObject *type, PyObject *const *names, int n, int wri
     if (writable && type->tp_setattro != PyObject_GenericSetAttr) return 0;
     Py_ssize_t offset[RULE_FIELDS];
     for (int i = 0; i < n; i++) {
-        PyObject *found = found_on(type, names[i]);
-        offset[i] = slot_offset(found);
-        if (offset[i] < 0 || !PyType_IsSubtype(type, PyDescr_TYPE(found))
-            || (writable && (((PyMemberDescrObject *)found)->d_member->flags & READONLY)))
-            return 0;
+        PyObject *found;
+        offset[i] = member_offset(type, names[i], &found);
+        if (offset[i] < 0 || (writable && (((PyMemberDescrObject *)found)->d_member->flags & READONLY))) return 0;
     }
     layout->type = (SlotRead){type, type->tp_version_tag, 0};
     memcpy(layout->offset, offset, sizeof(Py_ssize_t) * (size_t)n);
@@ -125,6 +123,7 @@ static PyObject *hear(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssi
     PyObject *entry = PyDict_GetItemWithError(heard, user); /* borrowed; an exact int's hash runs no Python code */
     if (entry == NULL && PyErr_Occurred()) return NULL;
     PyObject *since = ticks;
+    since_tick = now_tick;
     if (entry != NULL) { /* heard = (share, tick heard, tick it took it, task) */
         double entry_share;
         long long entry_since, entry_task;
@@ -133,10 +132,11 @@ static PyObject *hear(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssi
             || !plain_int(PyTuple_GET_ITEM(entry, 2), &entry_since) || !plain_int(PyTuple_GET_ITEM(entry, 3), &entry_task))
             return hand_off(args, nargs);
         if (t < entry_task) Py_RETURN_NONE; /* a late copy of an older task */
-        if (entry_share == s) since = PyTuple_GET_ITEM(entry, 2);
+        if (entry_share == s) {
+            since = PyTuple_GET_ITEM(entry, 2);
+            since_tick = entry_since;
+        }
     }
-    if (since == ticks) since_tick = now_tick;
-    else plain_int(since, &since_tick);
     long long waited;
     if (__builtin_sub_overflow(now_tick, since_tick, &waited)) return hand_off(args, nargs);
     int counts = waited <= stuck;
