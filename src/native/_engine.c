@@ -24,6 +24,10 @@
  *   outbox then moved as in `deliver`; with skip_idle true, an actor whose `idle_tick` is true
  *   is skipped (the attribute read and its truth taken as Python does).
  *
+ * call_on_tick(actor, now) -> None
+ *   The tick driver's action (nodes.runtime.call_on_tick_python): actor.on_tick(now), its result
+ *   dropped, without a Python frame of its own.
+ *
  * rule_handler(handler) -> a callable h with h(node, msg, now) == handler(node.rule, node, msg,
  *   now) and None returned (nodes.rule_dispatch.to_rule_python: how a server hands a message to its
  *   rule's handler, without a Python frame of its own); a call of another shape goes to the
@@ -53,7 +57,7 @@
 #include "_accelerator.h"
 
 static PyObject *str_dispatch, *str_outbox, *str_drain, *str_check_handled, *str_class, *str_rule, *str_idle_tick;
-static PyObject *str_published, *str_sender, *str_send, *str_get;
+static PyObject *str_published, *str_sender, *str_send, *str_get, *str_on_tick;
 static PyObject *object_class; /* object's `__class__` descriptor */
 
 enum { DELIVER, COUNT_TYPES, COUNT_ITEMS, TO_RULE, ANSWER, RECORD, REFERENCES };
@@ -652,7 +656,21 @@ static PyObject *poll_record(PyObject *Py_UNUSED(self), PyObject *const *args, P
     return new_entry(RECORD, args[0], args[1], poll_record_call);
 }
 
+/* call_on_tick(actor, now): `actor.on_tick(now)`, the tick driver's action, without a frame of its own. */
+static PyObject *call_on_tick(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "call_on_tick(actor, now) takes 2 arguments, %zd given", nargs);
+        return NULL;
+    }
+    PyObject *done = PyObject_VectorcallMethod(str_on_tick, args, 2, NULL);
+    if (done == NULL) return NULL;
+    Py_DECREF(done);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"call_on_tick", (PyCFunction)(void (*)(void))call_on_tick, METH_FASTCALL,
+     "call_on_tick(actor, now): actor.on_tick(now), None returned (the tick driver's action)"},
     {"poll_answer", (PyCFunction)(void (*)(void))poll_answer, METH_FASTCALL,
      "poll_answer(replies, keep=()) -> h, with h(node, msg, now) storing msg as keep says, then sending node's "
      "published answers to msg.sender"},
@@ -687,7 +705,8 @@ PyMODINIT_FUNC PyInit__engine(void) {
     str_sender = PyUnicode_InternFromString("sender");
     str_send = PyUnicode_InternFromString("send");
     str_get = PyUnicode_InternFromString("get");
-    if (!str_published || !str_sender || !str_send || !str_get) return NULL;
+    str_on_tick = PyUnicode_InternFromString("on_tick");
+    if (!str_published || !str_sender || !str_send || !str_get || !str_on_tick) return NULL;
     if (PyType_Ready(&EntryType) < 0) return NULL;
     if (main_interpreter_only("drfemu.nodes._engine") < 0) return NULL;
     object_class = _PyType_Lookup(&PyBaseObject_Type, str_class);

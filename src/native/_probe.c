@@ -19,7 +19,18 @@
  * module's STUCK_TICKS, read at each call as the reference reads it, an exact int. It checks all of
  * that before it changes anything, and it runs no Python code until the last step, the republish
  * call, which is the reference's last step too. Anything else goes, untouched, to the reference,
- * imported at first need. */
+ * imported at first need.
+ *
+ * tick_method(cls) -> the method a probe server class has as `on_tick` (nodes.server.server_class)
+ *   What ServerNode.on_tick(server, now) does, `server.rule.on_tick(server, now)`, without the
+ *   node's frame; and while the rule's `on_tick` is ProbeRule.on_tick (its type's, the rule without an
+ *   instance dict), that method's body without its frame: every server ticks every tick, 3.4 M ticks
+ *   on the trace's first 5 minutes. The body is the reference's own operations in its order —
+ *   attribute reads and writes, `+=`, `==`, `%`, truth, iteration, method calls — each through the
+ *   C API call that the bytecode makes, so any rule or server, hostile or not, gets Python's answer
+ *   or exception. One call is shortened where the result is the same: `server.republish()`, where
+ *   it is ServerNode.republish (the server's type's, no instance dict), is that method's body,
+ *   `server.published.clear()`. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -33,10 +44,14 @@ static PyObject *rule_strs[RULE_FIELDS], *msg_strs[MSG_FIELDS], *str_republish, 
 static PyObject *probe_module, *reference; /* protocols.probe and ProbeRule.hear, at first need */
 
 /* Where a type keeps each of a set of attributes, as `__slots__` members, remembered by its version tag. */
+#define LAYOUT_FIELDS 5 /* the most attributes a layout remembers */
+
 typedef struct {
     SlotRead type; /* the type remembered, and its tag (`offset` unused) */
-    Py_ssize_t offset[RULE_FIELDS];
+    Py_ssize_t offset[LAYOUT_FIELDS];
 } Layout;
+
+_Static_assert(RULE_FIELDS <= LAYOUT_FIELDS && MSG_FIELDS <= LAYOUT_FIELDS, "a layout holds every field it reads");
 
 static Layout rule_layout, msg_layout;
 
@@ -45,7 +60,7 @@ static Layout rule_layout, msg_layout;
 static int members_of(PyTypeObject *type, PyObject *const *names, int n, int writable, Layout *layout) {
     if (still_read(type, &layout->type)) return 1;
     if (writable && type->tp_setattro != PyObject_GenericSetAttr) return 0;
-    Py_ssize_t offset[RULE_FIELDS];
+    Py_ssize_t offset[LAYOUT_FIELDS];
     for (int i = 0; i < n; i++) {
         PyObject *found;
         offset[i] = member_offset(type, names[i], &found);
@@ -169,9 +184,255 @@ static PyObject *hear(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssi
     Py_RETURN_NONE;
 }
 
+/* -- the tick ----------------------------------------------------------------------------------- */
+
+static PyObject *str_rule, *str_on_tick, *str_ticks, *str_low_known, *str_poll_every, *str_poll, *str_neighbors,
+    *str_send, *str_stored, *str_offer, *str_published, *str_clear, *one;
+static PyObject *tick_reference, *republish_reference; /* ProbeRule.on_tick, ServerNode.republish: at first need */
+static PyObject *send_descriptor; /* Actor's own `send` (nodes._engine's C method where built), at first need */
+
+enum { T_TICKS, T_LOW_KNOWN, T_POLL_EVERY, T_POLL, T_STORED, TICK_FIELDS };
+enum { S_PUBLISHED, S_NEIGHBORS, S_OUTBOX, SERVER_FIELDS };
+static PyObject *tick_strs[TICK_FIELDS], *server_strs[SERVER_FIELDS];
+static Layout tick_layout, server_layout;
+static Py_ssize_t actor_outbox = -1; /* where Actor keeps `outbox`, the slot its C `send` appends to */
+
+_Static_assert(TICK_FIELDS <= LAYOUT_FIELDS && SERVER_FIELDS <= LAYOUT_FIELDS, "a layout holds every field it reads");
+
+/* `obj.<name>`, as Python reads it (new reference; NULL on error), and in *is_it whether it is the function
+ * `expected` bound to obj: calling it then runs that function's body with obj as self. */
+static PyObject *method_of(PyObject *obj, PyObject *name, PyObject *expected, int *is_it) {
+    PyObject *method = PyObject_GetAttr(obj, name);
+    *is_it = method != NULL && PyMethod_Check(method) && PyMethod_GET_FUNCTION(method) == expected
+             && PyMethod_GET_SELF(method) == obj;
+    return method;
+}
+
+static int references_loaded(void) {
+    if (tick_reference != NULL) return 0;
+    PyObject *rule_class = probe() == NULL ? NULL : PyObject_GetAttrString(probe_module, "ProbeRule");
+    PyObject *servers = rule_class == NULL ? NULL : PyImport_ImportModule("drfemu.nodes.server");
+    PyObject *node_class = servers == NULL ? NULL : PyObject_GetAttrString(servers, "ServerNode");
+    PyObject *republish = node_class == NULL ? NULL : PyObject_GetAttr(node_class, str_republish);
+    PyObject *on_tick = republish == NULL ? NULL : PyObject_GetAttr(rule_class, str_on_tick);
+    PyObject *actors = on_tick == NULL ? NULL : PyImport_ImportModule("drfemu.nodes.actor");
+    PyObject *actor_class = actors == NULL ? NULL : PyObject_GetAttrString(actors, "Actor");
+    PyObject *send = actor_class == NULL ? NULL : _PyType_Lookup((PyTypeObject *)actor_class, str_send); /* borrowed */
+    Py_XDECREF(rule_class);
+    Py_XDECREF(servers);
+    Py_XDECREF(node_class);
+    Py_XDECREF(actors);
+    if (send == NULL || !PyType_Check(actor_class)) {
+        if (send == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "drfemu.nodes.actor.Actor has no send");
+        Py_XDECREF(actor_class);
+        Py_XDECREF(republish);
+        Py_XDECREF(on_tick);
+        return -1;
+    }
+    send_descriptor = Py_NewRef(send);
+    actor_outbox = member_offset((PyTypeObject *)actor_class, server_strs[S_OUTBOX], NULL); /* -1: no fast tail */
+    Py_DECREF(actor_class);
+    republish_reference = republish;
+    tick_reference = on_tick;
+    return 0;
+}
+
+static PyObject *call_method(PyObject *obj, PyObject *name, PyObject *arg1, PyObject *arg2) { /* obj.name(args…) */
+    PyObject *args[3] = {obj, arg1, arg2};
+    return PyObject_VectorcallMethod(name, args, (size_t)(1 + (arg1 != NULL) + (arg2 != NULL)), NULL);
+}
+
+static PyObject *call_method_object(PyObject *method, PyObject *arg1, PyObject *arg2) { /* method(arg1, arg2) */
+    PyObject *args[2] = {arg1, arg2};
+    return PyObject_Vectorcall(method, args, 2, NULL);
+}
+
+static int done(PyObject *result) { /* a statement's call: its result dropped; 0, or -1 on error */
+    if (result == NULL) return -1;
+    Py_DECREF(result);
+    return 0;
+}
+
+/* `server.republish()`: ServerNode.republish's body where it is that method. */
+static int republish(PyObject *server) {
+    int is_it;
+    PyObject *method = method_of(server, str_republish, republish_reference, &is_it);
+    if (method == NULL) return -1;
+    if (!is_it) {
+        int status = done(PyObject_CallNoArgs(method));
+        Py_DECREF(method);
+        return status;
+    }
+    Py_DECREF(method);
+    PyObject *published = PyObject_GetAttr(server, str_published);
+    if (published == NULL) return -1;
+    int status = 0;
+    if (PyDict_CheckExact(published))
+        PyDict_Clear(published);
+    else
+        status = done(call_method(published, str_clear, NULL, NULL));
+    Py_DECREF(published);
+    return status;
+}
+
+static int truth_of(PyObject *value) { /* the truth of a new reference, which it drops; -1 on error */
+    if (value == NULL) return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+static int attribute_equals_one(PyObject *obj, PyObject *name) { /* `obj.<name> == 1`, its truth */
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) return -1;
+    int truth = truth_of(PyObject_RichCompare(value, one, Py_EQ));
+    Py_DECREF(value);
+    return truth;
+}
+
+/* -- ProbeRule.on_tick's body: its head (the tick counted, the republish) and its tail (the polls, the offer),
+ * each run on remembered `__slots__` members where every value it reads is plain (1), else 0 having changed
+ * nothing, and then through the C API operation for operation. */
+
+
+static int plain_server(PyObject *server) { /* its fields are slots, republish and send the engine's own */
+    PyTypeObject *type = Py_TYPE(server);
+    return type->tp_dictoffset == 0 && members_of(type, server_strs, SERVER_FIELDS, 0, &server_layout)
+           && server_layout.offset[S_OUTBOX] == actor_outbox && _PyType_Lookup(type, str_republish) == republish_reference
+           && _PyType_Lookup(type, str_send) == send_descriptor;
+}
+
+static int head_fast(PyObject *rule, PyObject *server) {
+    if (!members_of(Py_TYPE(rule), tick_strs, TICK_FIELDS, 1, &tick_layout) || !plain_server(server)) return 0;
+    PyObject *ticks = MEMBER(rule, tick_layout, T_TICKS), *published = MEMBER(server, server_layout, S_PUBLISHED);
+    long long tick;
+    if (ticks == NULL || published == NULL || !plain_int(ticks, &tick) || tick == LLONG_MAX
+        || !PyDict_CheckExact(published))
+        return 0;
+    PyObject *next = PyLong_FromLongLong(tick + 1);
+    if (next == NULL) return -1;
+    set_member(rule, &tick_layout, T_TICKS, next); /* may free the old int only: no Python code */
+    Py_DECREF(next);
+    set_member(rule, &tick_layout, T_LOW_KNOWN, Py_False);
+    Py_INCREF(published);
+    PyDict_Clear(published); /* ServerNode.republish's body; its values' deallocation may run Python code */
+    Py_DECREF(published);
+    return 1;
+}
+
+static int tail_fast(PyObject *rule, PyObject *server) {
+    if (!members_of(Py_TYPE(rule), tick_strs, TICK_FIELDS, 1, &tick_layout) || !plain_server(server)) return 0;
+    PyObject *ticks = MEMBER(rule, tick_layout, T_TICKS), *every = MEMBER(rule, tick_layout, T_POLL_EVERY);
+    PyObject *poll = MEMBER(rule, tick_layout, T_POLL), *stored = MEMBER(rule, tick_layout, T_STORED);
+    PyObject *neighbors = MEMBER(server, server_layout, S_NEIGHBORS), *outbox = MEMBER(server, server_layout, S_OUTBOX);
+    long long tick, period;
+    if (ticks == NULL || every == NULL || stored == NULL || neighbors == NULL || outbox == NULL
+        || !plain_int(ticks, &tick) || !plain_int(every, &period) || period < 1 || tick < 0
+        || !PyDict_CheckExact(stored) || !PyList_CheckExact(neighbors) || !PyList_CheckExact(outbox))
+        return 0;
+    if (period == 1 || tick % period == 1) {
+        if (poll == NULL) return 0; /* the reference's AttributeError */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(neighbors); i++) { /* actor_send's append: no Python code */
+            PyObject *pair = PyTuple_Pack(2, PyList_GET_ITEM(neighbors, i), poll);
+            int status = pair == NULL ? -1 : PyList_Append(outbox, pair);
+            Py_XDECREF(pair);
+            if (status < 0) return -1;
+        }
+    }
+    if (PyDict_GET_SIZE(stored) == 0) return 1;
+    return done(call_method(rule, str_offer, server, NULL)) < 0 ? -1 : 1;
+}
+
+static int head_generic(PyObject *rule, PyObject *server) {
+    PyObject *ticks = PyObject_GetAttr(rule, str_ticks); /* self.ticks += 1 */
+    if (ticks == NULL) return -1;
+    PyObject *next = PyNumber_InPlaceAdd(ticks, one);
+    Py_DECREF(ticks);
+    if (next == NULL) return -1;
+    int status = PyObject_SetAttr(rule, str_ticks, next);
+    Py_DECREF(next);
+    if (status < 0 || PyObject_SetAttr(rule, str_low_known, Py_False) < 0 || republish(server) < 0) return -1;
+    return 0;
+}
+
+static int tail_generic(PyObject *rule, PyObject *server) {
+    int polls = attribute_equals_one(rule, str_poll_every); /* self.poll_every == 1 or self.ticks % self.poll_every == 1 */
+    if (polls == 0) {
+        PyObject *now_ticks = PyObject_GetAttr(rule, str_ticks);
+        PyObject *every = now_ticks == NULL ? NULL : PyObject_GetAttr(rule, str_poll_every);
+        PyObject *left = every == NULL ? NULL : PyNumber_Remainder(now_ticks, every);
+        Py_XDECREF(now_ticks);
+        Py_XDECREF(every);
+        if (left == NULL) return -1;
+        polls = truth_of(PyObject_RichCompare(left, one, Py_EQ));
+        Py_DECREF(left);
+    }
+    if (polls < 0) return -1;
+    int status = 0;
+    if (polls) {
+        PyObject *poll = PyObject_GetAttr(rule, str_poll);
+        PyObject *neighbors = poll == NULL ? NULL : PyObject_GetAttr(server, str_neighbors);
+        PyObject *each = neighbors == NULL ? NULL : PyObject_GetIter(neighbors);
+        Py_XDECREF(neighbors);
+        if (each == NULL) {
+            Py_XDECREF(poll);
+            return -1;
+        }
+        PyObject *neighbour;
+        while (status == 0 && (neighbour = PyIter_Next(each)) != NULL) {
+            status = done(call_method(server, str_send, neighbour, poll));
+            Py_DECREF(neighbour);
+        }
+        Py_DECREF(each);
+        Py_DECREF(poll);
+        if (status < 0 || PyErr_Occurred()) return -1;
+    }
+    int stored = truth_of(PyObject_GetAttr(rule, str_stored)); /* if self.stored: self.offer(server) */
+    if (stored <= 0) return stored;
+    return done(call_method(rule, str_offer, server, NULL));
+}
+
+static int probe_tick(PyObject *rule, PyObject *server) {
+    int head = head_fast(rule, server);
+    if (head < 0 || (head == 0 && head_generic(rule, server) < 0)) return -1;
+    int tail = tail_fast(rule, server);
+    return tail < 0 ? -1 : tail == 0 ? tail_generic(rule, server) : 0;
+}
+
+/* A probe server's `on_tick(now)`: ServerNode.on_tick, `self.rule.on_tick(self, now)`. */
+static PyObject *node_tick(PyObject *server, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_Format(PyExc_TypeError, "on_tick() takes 1 argument (now), %zd given", nargs);
+        return NULL;
+    }
+    if (references_loaded() < 0) return NULL;
+    PyObject *rule = PyObject_GetAttr(server, str_rule);
+    if (rule == NULL) return NULL;
+    int is_it;
+    PyObject *method = method_of(rule, str_on_tick, tick_reference, &is_it);
+    int status = method == NULL ? -1 : is_it ? probe_tick(rule, server) : done(call_method_object(method, server, args[0]));
+    Py_XDECREF(method);
+    Py_DECREF(rule);
+    if (status < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef node_tick_def = {"on_tick", (PyCFunction)(void (*)(void))node_tick, METH_FASTCALL,
+                                    "The server's tick: its rule's on_tick (the probe's in C)."};
+
+static PyObject *tick_method(PyObject *Py_UNUSED(module), PyObject *cls) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "tick_method(cls): cls is a class");
+        return NULL;
+    }
+    return PyDescr_NewMethod((PyTypeObject *)cls, &node_tick_def);
+}
+
 static PyMethodDef methods[] = {
     {"hear", (PyCFunction)(void (*)(void))hear, METH_FASTCALL,
      "hear(rule, server, msg, now): ProbeRule.hear(rule, server, msg, now), the same state and calls."},
+    {"tick_method", tick_method, METH_O,
+     "tick_method(cls): the `on_tick` method of a probe server class, ServerNode.on_tick with ProbeRule.on_tick in C."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -186,5 +447,18 @@ PyMODINIT_FUNC PyInit__probe(void) {
     if ((str_republish = PyUnicode_InternFromString("republish")) == NULL
         || (str_stuck = PyUnicode_InternFromString("STUCK_TICKS")) == NULL)
         return NULL;
+    PyObject **names[] = {&str_rule, &str_on_tick, &str_ticks, &str_low_known, &str_poll_every, &str_poll,
+                          &str_neighbors, &str_send, &str_stored, &str_offer, &str_published, &str_clear};
+    const char *texts[] = {"rule", "on_tick", "ticks", "low_known", "poll_every", "poll", "neighbors", "send", "stored",
+                           "offer", "published", "clear"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
+    if ((one = PyLong_FromLong(1)) == NULL) return NULL;
+    const char *tick_names[TICK_FIELDS] = {"ticks", "low_known", "poll_every", "poll", "stored"};
+    const char *server_names[SERVER_FIELDS] = {"published", "neighbors", "outbox"};
+    for (int i = 0; i < TICK_FIELDS; i++)
+        if ((tick_strs[i] = PyUnicode_InternFromString(tick_names[i])) == NULL) return NULL;
+    for (int i = 0; i < SERVER_FIELDS; i++)
+        if ((server_strs[i] = PyUnicode_InternFromString(server_names[i])) == NULL) return NULL;
     return PyModule_Create(&module);
 }

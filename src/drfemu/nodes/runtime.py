@@ -129,11 +129,16 @@ def fire_each_python(
                 actor.outbox.clear()
 
 
+def call_on_tick_python(actor: Actor, now: float) -> None:
+    """The tick driver's action: `actor.on_tick(now)`."""
+    actor.on_tick(now)
+
+
 if compiled_module("drfemu.nodes._engine") is not None:  # typed by its stub, `_engine.pyi`
-    from drfemu.nodes._engine import deliver, fire_each
+    from drfemu.nodes._engine import call_on_tick, deliver, fire_each
     ENGINE_IMPLEMENTATION = "C"
 else:
-    deliver, fire_each = deliver_python, fire_each_python
+    deliver, fire_each, call_on_tick = deliver_python, fire_each_python, call_on_tick_python
     ENGINE_IMPLEMENTATION = "Python"
 
 
@@ -144,10 +149,6 @@ class _Instant:
         self.deliveries: list[tuple[int, Any]] = []
         self.periodic: list[Periodic] = []
         self.timers: list[tuple[Actor | None, Callable[[float], None]]] = []
-
-
-def _call_on_tick(actor: Actor, now: float) -> None:
-    actor.on_tick(now)
 
 
 def _creation_order(driver: Periodic) -> int:
@@ -413,7 +414,7 @@ class Runtime:
     def start_ticks(self, period: float, tickers: Iterable[Actor]) -> Periodic:
         """Call `on_tick(now)` on `tickers` every `period` seconds (the allocation tick), skipping
         a ticker while its `idle_tick` is true (`Actor`)."""
-        self._ticks = self.every(period, tickers, _call_on_tick)
+        self._ticks = self.every(period, tickers, call_on_tick)
         self._ticks.hooks = self._tick_hooks  # shared, so hooks added later are seen
         self._ticks.skips_idle = True
         return self._ticks

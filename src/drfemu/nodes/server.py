@@ -585,5 +585,7 @@ def server_class(rule: type[ServerRule]) -> type[ServerNode]:
             raise TypeError(f"{rule.__name__} declares a poll on {kind.__name__}, which its server already handles")
         dispatch[kind] = entry
     cls.DISPATCH = dispatch  # set after the class is made: making it collects the dispatch of its own handlers
+    if rule.NODE_TICK is not None:  # the rule's tick in C, without the node's frame (`ServerNode.on_tick`)
+        cls.on_tick = rule.NODE_TICK(cls)  # type: ignore[method-assign]
     _SERVER_CLASSES[rule] = cls  # (`nodes.actor`)
     return cls

@@ -151,8 +151,10 @@ def _same_minimum(said: tuple[float, int, int] | None, lowest: tuple[float, int,
 
 
 compiled_hear: Callable[..., None] | None = None  # `ProbeRule.hear` in C, where it was built (typed by its stub)
+compiled_tick: Callable[[type], Any] | None = None  # the maker of a probe server's `on_tick` in C
 if compiled_module("drfemu.protocols._probe") is not None:
     from drfemu.protocols._probe import hear as compiled_hear
+    from drfemu.protocols._probe import tick_method as compiled_tick
 
 HEARD_TICKS = 10
 """The band's memory: shares heard longer ago than this many ticks do not count."""
@@ -315,6 +317,9 @@ class ProbeRule(ServerRule):
             self._store(msg.user, msg.task, msg.share, msg.demand)
 
     def on_tick(self, server: Server, now: float) -> None:
+        """Poll the neighbours' loads (on every `poll_every`-th tick), then `offer` a stored copy.
+        Where `protocols._probe` was built, a probe server's tick runs this in C (`NODE_TICK`), the
+        same reads, writes and calls in the same order; this method is its reference."""
         self.ticks += 1
         self.low_known = False
         server.republish()  # the lowest share it publishes is that of the new tick
@@ -322,8 +327,11 @@ class ProbeRule(ServerRule):
             poll = self.poll
             for neighbour in server.neighbors:
                 server.send(neighbour, poll)
-        if not self.stored:
-            return
+        if self.stored:
+            self.offer(server)
+
+    def offer(self, server: Server) -> None:
+        """Propose the lowest stored copy that fits here, while the band lets it (one a tick)."""
         stored = self.stored
         limit = self._minimum() if self.band and self.held_back < STUCK_TICKS else math.inf
         total = server.homes.total
@@ -365,6 +373,7 @@ class ProbeRule(ServerRule):
     POLLS = (Answer(LoadRequest, load_replies), Record(LoadReply, "reports"), Record(LoadsReply, "reports"))
     # The notices' handler in C where it was built (`kernel.messages.collect_handlers`); `hear` is its reference.
     COMPILED_HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {LowestShare: compiled_hear} if compiled_hear else {}
+    NODE_TICK: ClassVar[Callable[[type], Any] | None] = compiled_tick  # `on_tick` in C for its servers, where built
 
 
 PROBE = ProtocolSpec("probe", "Sparrow-like probes to the d least-loaded of P random neighbours", Gateway.RANDOM,

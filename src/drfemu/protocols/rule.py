@@ -24,6 +24,9 @@ A rule declares
 - handlers: methods `(self, server, msg, now)` marked with `kernel.messages.handles`;
 - `POLLS`: the polls whose messages the engine handles for it (`protocols.polls`): the requests
   it answers with what it publishes, and the replies it records in a table;
+- `NODE_TICK`: optionally, where its `on_tick` is compiled, what makes its server class's `on_tick`
+  (given the class, the method), which must do what the node's own does — `self.rule.on_tick(self,
+  now)`, with the rule's method run in C while it is the one compiled (the probe's);
 - `counters()`: its figures, summed over servers into the result's `overlay` section;
 - optionally `check_params(values)`, a static method that rejects combinations of run
   parameters it cannot run with (`ValueError`, one line naming the options);
@@ -116,6 +119,7 @@ class ServerRule:
     STRANDS: ClassVar[bool] = False
     HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {}
     POLLS: ClassVar[tuple[Poll, ...]] = ()
+    NODE_TICK: ClassVar[Callable[[type], Any] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
