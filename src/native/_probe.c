@@ -217,12 +217,13 @@ static int references_loaded(void) {
     PyObject *on_tick = republish == NULL ? NULL : PyObject_GetAttr(rule_class, str_on_tick);
     PyObject *actors = on_tick == NULL ? NULL : PyImport_ImportModule("drfemu.nodes.actor");
     PyObject *actor_class = actors == NULL ? NULL : PyObject_GetAttrString(actors, "Actor");
-    PyObject *send = actor_class == NULL ? NULL : _PyType_Lookup((PyTypeObject *)actor_class, str_send); /* borrowed */
+    PyObject *send = actor_class == NULL || !PyType_Check(actor_class) ? NULL
+                     : _PyType_Lookup((PyTypeObject *)actor_class, str_send); /* borrowed */
     Py_XDECREF(rule_class);
     Py_XDECREF(servers);
     Py_XDECREF(node_class);
     Py_XDECREF(actors);
-    if (send == NULL || !PyType_Check(actor_class)) {
+    if (send == NULL) {
         if (send == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "drfemu.nodes.actor.Actor has no send");
         Py_XDECREF(actor_class);
         Py_XDECREF(republish);
