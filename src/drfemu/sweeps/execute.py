@@ -70,18 +70,15 @@ def execute_run(run_point: RunPoint, run: str, params: Mapping[str, Any]) -> Rec
     return {"id": run, "params": dict(params), "drfemu_version": _drfemu_version(), "status": "ok", "result": result}
 
 
-def _case_size(params: Mapping[str, Any]) -> tuple[int, int]:
-    """Servers and users of a run's case (a workload file's are counted from the file)."""
-    if params["machines"] is not None:
-        return params["machines"], params["users"]
-    document = read_json(params["workload"], "a workload file (JSON)")
+def _workload_size(path: str) -> tuple[int, int]:
+    """Servers and users of a workload file."""
+    document = read_json(path, "a workload file (JSON)")
     return len(document["servers"]), len(document["users"])
 
 
-def _expected_cost(params: Mapping[str, Any]) -> tuple[float, ...]:
+def _expected_cost(params: Mapping[str, Any], servers: int, users: int) -> tuple[float, ...]:
     spec = get_protocol(params["protocol"])
-    machines, users = _case_size(params)
-    size = machines * (1 + users / 40)
+    size = servers * (1 + users / 40)
     if not spec.distributed:
         return (0.0, size)
     gradient = spec.gradient is GradientUse.LIVE
@@ -90,8 +87,19 @@ def _expected_cost(params: Mapping[str, Any]) -> tuple[float, ...]:
 
 
 def order_runs(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Run ids, longest expected first (ties in config order)."""
-    return sorted(runs, key=lambda r: _expected_cost(runs[r]), reverse=True)
+    """Run ids, longest expected first (ties in the order given); a workload file's servers and
+    users are counted from the file, once per file."""
+    sizes: dict[str, tuple[int, int]] = {}
+
+    def cost(run: str) -> tuple[float, ...]:
+        params = runs[run]
+        if params["machines"] is not None:
+            return _expected_cost(params, params["machines"], params["users"])
+        if params["workload"] not in sizes:
+            sizes[params["workload"]] = _workload_size(params["workload"])
+        return _expected_cost(params, *sizes[params["workload"]])
+
+    return sorted(runs, key=cost, reverse=True)
 
 
 def write_manifest(out: Path, experiments: Iterable[Experiment]) -> None:

@@ -7,6 +7,10 @@ finishes. Resumable: a protocol whose result file exists with the same workload 
 parameters is not run again. `reports.online` turns the directory into
 `docs/results-online.md`.
 
+The runs start in a sweep's order (`sweeps.execute.order_runs`): those expected to take longest
+first, so that the last worker to finish is not left with a long run begun late (the protocols'
+order, as given, says only the order of the results).
+
 With `on_progress`, each run sends its virtual time and tasks started from its worker, and
 the caller hears a `ReplayProgress` every few seconds: the runs done, how far each running run
 has got, and a rough ETA. Decision: the time a run ends is not known before it ends, so a run's
@@ -31,6 +35,7 @@ from multiprocessing import Manager
 from pathlib import Path
 from typing import Any
 
+from drfemu.sweeps.execute import order_runs
 from drfemu.sweeps.records import write_atomic
 from drfemu.tools.pools import worker_pool
 from drfemu.workloads.online import online_case
@@ -156,9 +161,9 @@ def run_online_protocols(out: Path, protocols: Sequence[str], run_point: RunPoin
             (Manager() if on_progress is not None else nullcontext()) as manager:
         reports = manager.Queue() if manager is not None else None
         running: dict[Future[dict[str, Any]], str] = {
-            (pool.submit(run_point, point, _Reporter(p, reports)) if reports is not None
-             else pool.submit(run_point, point)): p
-            for p, point in points.items()}
+            (pool.submit(run_point, points[p], _Reporter(p, reports)) if reports is not None
+             else pool.submit(run_point, points[p])): p
+            for p in order_runs(points)}
         while running:
             finished, _ = wait(running, timeout=every_s if on_progress is not None else None,
                                return_when=FIRST_COMPLETED)
