@@ -30,7 +30,23 @@
  *   C API call that the bytecode makes, so any rule or server, hostile or not, gets Python's answer
  *   or exception. One call is shortened where the result is the same: `server.republish()`, where
  *   it is ServerNode.republish (the server's type's, no instance dict), is that method's body,
- *   `server.published.clear()`. */
+ *   `server.published.clear()`.
+ *
+ * replies_of(load_replies, load_reply, lowest_notice, _lowest) -> the poll's answer, `answer(rule, server)`
+ *   What ProbeRule.load_replies(rule, server) returns and does: every server answers each neighbour's load
+ *   request once a tick (3.4 M answers on the trace's first 5 minutes), through three Python methods and two
+ *   functions. ProbeRule's class body passes its four functions; the answer keeps them, their module's globals,
+ *   and what those globals held under the names the bodies read (cpu_load, _same_minimum, LoadReply,
+ *   LowestShare, the two classes with their version tags). It does what the reference does, a method call at
+ *   a time: where rule.load_reply resolves to the function kept (its type's, not in the instance dict), the
+ *   globals still hold what was kept, and every value the body reads is plain (mode the exact str "cpu",
+ *   server.free[0] and server.capacity[0] exact floats of an exact list or tuple, said_load None or a LoadReply
+ *   with an exact float load; `__slots__` members, remembered as the hearing remembers them), it runs that
+ *   body; otherwise it calls rule.load_reply(server) as Python does. The band is read and tested likewise,
+ *   and rule.lowest_notice() with its `_lowest()` where they resolve to the functions kept and the table they
+ *   read is plain (exact ints of 64 bits, floats that are not NaN, exact tuples, dict and set; the module's
+ *   HEARD_TICKS and STUCK_TICKS exact ints). Each body checks every value before it changes anything, the
+ *   only Python code it runs is the kept classes' constructors, and the checks are made again after any. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -44,7 +60,7 @@ static PyObject *rule_strs[RULE_FIELDS], *msg_strs[MSG_FIELDS], *str_republish, 
 static PyObject *probe_module, *reference; /* protocols.probe and ProbeRule.hear, at first need */
 
 /* Where a type keeps each of a set of attributes, as `__slots__` members, remembered by its version tag. */
-#define LAYOUT_FIELDS 5 /* the most attributes a layout remembers */
+#define LAYOUT_FIELDS 9 /* the most attributes a layout remembers */
 
 typedef struct {
     SlotRead type; /* the type remembered, and its tag (`offset` unused) */
@@ -429,11 +445,372 @@ static PyObject *tick_method(PyObject *Py_UNUSED(module), PyObject *cls) {
     return PyDescr_NewMethod((PyTypeObject *)cls, &node_tick_def);
 }
 
+
+/* -- the answer to a load request --------------------------------------------------------------- */
+
+enum { R_MODE, R_SAID_LOAD, R_BAND, R_LOW_KNOWN, R_LOW, R_SAID_LOWEST, R_HEARD, R_COUNTING, R_TICKS, REPLY_FIELDS };
+enum { V_FREE, V_CAPACITY, V_ID, VALUE_FIELDS };
+enum { G_CPU_LOAD, G_SAME_MINIMUM, G_LOAD_REPLY, G_LOWEST_SHARE, GLOBALS_KEPT };
+/* What replies_of keeps (its function's self, a tuple): the reference and the three methods it calls, their
+ * globals, what those held under the names the bodies read when it was made, and the two classes' tags. */
+enum { K_REPLIES, K_LOAD_REPLY, K_LOWEST_NOTICE, K_LOWEST, K_GLOBALS, K_HELD, K_TAGS = K_HELD + GLOBALS_KEPT, KEPT };
+static const char *reply_names[REPLY_FIELDS] = {"mode", "said_load", "band", "low_known", "low", "said_lowest", "heard",
+                                                "counting", "ticks"};
+static const char *value_names[VALUE_FIELDS] = {"free", "capacity", "id"};
+static const char *global_names[GLOBALS_KEPT] = {"cpu_load", "_same_minimum", "LoadReply", "LowestShare"};
+static PyObject *reply_strs[REPLY_FIELDS], *value_strs[VALUE_FIELDS], *global_strs[GLOBALS_KEPT];
+static PyObject *str_load, *str_load_reply, *str_lowest_notice, *str_lowest, *str_cpu, *str_heard_ticks;
+static Layout reply_layout, value_layout, load_layout;
+
+_Static_assert(REPLY_FIELDS <= LAYOUT_FIELDS, "a layout holds every field it reads");
+
+#define KEPT_ITEM(kept, i) PyTuple_GET_ITEM(kept, i)
+
+/* Does rule.<name> give the function `expected` bound to rule: its type's, read generically, and not in the
+ * rule's instance dict? Calling it then runs that function's body. Runs no Python code. */
+static int resolves_to(PyObject *rule, PyObject *name, PyObject *expected) {
+    PyTypeObject *type = Py_TYPE(rule);
+    if (type->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(type, name) != expected) return 0;
+    PyObject **dict = _PyObject_GetDictPtr(rule);
+    if (dict == NULL || *dict == NULL) return 1;
+    if (!PyDict_CheckExact(*dict)) return 0;
+    PyObject *own = PyDict_GetItemWithError(*dict, name); /* an exact str's hash: no Python code */
+    PyErr_Clear();
+    return own == NULL;
+}
+
+static int unchanged_class(PyObject *cls, PyObject *tag) { /* the class as it was when kept: the same valid tag */
+    PyTypeObject *type = (PyTypeObject *)cls;
+    return (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && PyLong_AsUnsignedLong(tag) == type->tp_version_tag;
+}
+
+/* 1 if the globals still hold what they held when `kept` was made, the classes unchanged, and HEARD_TICKS and
+ * STUCK_TICKS exact ints of 64 bits (in *heard_ticks, *stuck); else 0. Runs no Python code. */
+static int globals_hold(PyObject *kept, long long *heard_ticks, long long *stuck) {
+    PyObject *globals = KEPT_ITEM(kept, K_GLOBALS);
+    for (int i = 0; i < GLOBALS_KEPT; i++) {
+        PyObject *value = PyDict_GetItemWithError(globals, global_strs[i]); /* an exact str's hash: no Python code */
+        if (value == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (value != KEPT_ITEM(kept, K_HELD + i)) return 0;
+    }
+    PyObject *tags = KEPT_ITEM(kept, K_TAGS);
+    if (!unchanged_class(KEPT_ITEM(kept, K_HELD + G_LOAD_REPLY), PyTuple_GET_ITEM(tags, 0))
+        || !unchanged_class(KEPT_ITEM(kept, K_HELD + G_LOWEST_SHARE), PyTuple_GET_ITEM(tags, 1)))
+        return 0;
+    PyObject *heard = PyDict_GetItemWithError(globals, str_heard_ticks);
+    PyObject *stuck_value = heard == NULL ? NULL : PyDict_GetItemWithError(globals, str_stuck);
+    if (stuck_value == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return plain_int(heard, heard_ticks) && plain_int(stuck_value, stuck);
+}
+
+static int plain_first(PyObject *vector, double *out) { /* vector[0], of an exact list or tuple, an exact float */
+    PyObject *first;
+    if (PyList_CheckExact(vector))
+        first = PyList_GET_SIZE(vector) > 0 ? PyList_GET_ITEM(vector, 0) : NULL;
+    else if (PyTuple_CheckExact(vector))
+        first = PyTuple_GET_SIZE(vector) > 0 ? PyTuple_GET_ITEM(vector, 0) : NULL;
+    else
+        return 0;
+    if (first == NULL || !PyFloat_CheckExact(first)) return 0;
+    *out = PyFloat_AS_DOUBLE(first);
+    return 1;
+}
+
+/* Set the rule's member `i` to value, as `self.<name> = value` does, after Python code may have run. */
+static int store(PyObject *rule, int i, PyObject *value) {
+    if (members_of(Py_TYPE(rule), reply_strs, REPLY_FIELDS, 1, &reply_layout)) {
+        set_member(rule, &reply_layout, i, value);
+        return 0;
+    }
+    return PyObject_SetAttr(rule, reply_strs[i], value);
+}
+
+/* ProbeRule.load_reply's body, `rule.load_reply(server)`, where every value it reads is plain and the globals hold
+ * what `kept` kept (the caller's check): 1 with the load in *out (and *ran set if Python code may have run), or 0
+ * having read nothing that runs Python code and changed nothing; -1 on error. */
+static int load_reply_fast(PyObject *kept, PyObject *rule, PyObject *server, PyObject **out, int *ran) {
+    if (!members_of(Py_TYPE(rule), reply_strs, REPLY_FIELDS, 1, &reply_layout)
+        || !members_of(Py_TYPE(server), value_strs, VALUE_FIELDS, 0, &value_layout))
+        return 0;
+    PyObject *load_class = KEPT_ITEM(kept, K_HELD + G_LOAD_REPLY);
+    PyObject *mode = MEMBER(rule, reply_layout, R_MODE), *last = MEMBER(rule, reply_layout, R_SAID_LOAD);
+    PyObject *free = MEMBER(server, value_layout, V_FREE), *capacity = MEMBER(server, value_layout, V_CAPACITY);
+    PyObject *id = MEMBER(server, value_layout, V_ID);
+    double f, c, said = 0.0;
+    if (mode == NULL || last == NULL || free == NULL || capacity == NULL || id == NULL || !PyUnicode_CheckExact(mode)
+        || PyUnicode_Compare(mode, str_cpu) != 0 || !plain_first(free, &f) || !plain_first(capacity, &c))
+        return 0;
+    if (last != Py_None) { /* last.load, a member of the class kept */
+        PyObject *said_value;
+        if (Py_TYPE(last) != (PyTypeObject *)load_class
+            || !members_of((PyTypeObject *)load_class, &str_load, 1, 0, &load_layout)
+            || (said_value = MEMBER(last, load_layout, 0)) == NULL || !PyFloat_CheckExact(said_value))
+            return 0;
+        said = PyFloat_AS_DOUBLE(said_value);
+    }
+    double cpu = c > 0 ? 1.0 - f / c : 1.0; /* cpu_load(server): Python's float arithmetic is C's */
+    PyObject *load;
+    if (last != Py_None && said == cpu) {
+        load = Py_NewRef(last);
+    } else {
+        PyObject *value = PyFloat_FromDouble(cpu);
+        if (value == NULL) return -1;
+        PyObject *fields[2] = {id, value};
+        *ran = 1; /* the constructor, and the old reply's freeing */
+        Py_INCREF(id); /* the constructor's Python code may drop the server's */
+        load = PyObject_Vectorcall(load_class, fields, 2, NULL);
+        Py_DECREF(id);
+        Py_DECREF(value);
+        if (load == NULL) return -1;
+    }
+    if (store(rule, R_SAID_LOAD, load) < 0) {
+        Py_DECREF(load);
+        return -1;
+    }
+    *out = load;
+    return 1;
+}
+
+/* An entry of the band's table: (share, tick heard, tick it took it, task), each plain. */
+static int plain_entry(PyObject *entry, double *share, long long *last, long long *since) {
+    long long task;
+    return entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 4
+           && plain_float(PyTuple_GET_ITEM(entry, 0), share) && plain_int(PyTuple_GET_ITEM(entry, 1), last)
+           && plain_int(PyTuple_GET_ITEM(entry, 2), since) && plain_int(PyTuple_GET_ITEM(entry, 3), &task);
+}
+
+/* A minimum (share, user, task), plain: an exact 3-tuple of a float that is not NaN and two ints of 64 bits. */
+static int plain_minimum(PyObject *minimum, double *share, long long *user, long long *task) {
+    return PyTuple_CheckExact(minimum) && PyTuple_GET_SIZE(minimum) == 3 && plain_float(PyTuple_GET_ITEM(minimum, 0), share)
+           && plain_int(PyTuple_GET_ITEM(minimum, 1), user) && plain_int(PyTuple_GET_ITEM(minimum, 2), task);
+}
+
+static int within(long long now, long long then, long long limit, int *yes) { /* now - then <= limit, or 0: overflow */
+    long long waited;
+    if (__builtin_sub_overflow(now, then, &waited)) return 0;
+    *yes = waited <= limit;
+    return 1;
+}
+
+/* ProbeRule._lowest's body, the rule's entries checked plain by the caller: the new minimum (a new reference,
+ * or None) set as rule.low, rule.low_known set True, the entries that no longer count left out of counting. */
+static PyObject *lowest_of(PyObject *rule, PyObject *snapshot, long long now, long long heard_ticks, long long stuck) {
+    PyObject *heard = MEMBER(rule, reply_layout, R_HEARD), *counting = MEMBER(rule, reply_layout, R_COUNTING);
+    PyObject *low = NULL, *low_user = NULL;
+    double low_share = 0.0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(snapshot); i++) {
+        PyObject *user = PyTuple_GET_ITEM(snapshot, i), *entry = PyDict_GetItem(heard, user); /* checked present */
+        double share = 0.0;
+        long long last = 0, since = 0, u, lu = 0;
+        int fresh = 0, moving = 0;
+        if (!plain_entry(entry, &share, &last, &since) || !within(now, last, heard_ticks, &fresh)
+            || !within(now, since, stuck, &moving)) { /* checked by the caller, and nothing ran since */
+            PyErr_SetString(PyExc_SystemError, "protocols._probe: an entry changed while the minimum was found");
+            return NULL;
+        }
+        if (fresh && moving) {
+            int64_of(user, &u);
+            if (low_user != NULL) int64_of(low_user, &lu);
+            if (low == NULL || (share != low_share ? share < low_share : u < lu)) { /* (share, user, task) < low */
+                low = entry;
+                low_user = user;
+                low_share = share;
+            }
+        } else if (PySet_Discard(counting, user) < 0) {
+            return NULL;
+        }
+    }
+    PyObject *minimum = low == NULL ? Py_NewRef(Py_None)
+                                    : PyTuple_Pack(3, PyTuple_GET_ITEM(low, 0), low_user, PyTuple_GET_ITEM(low, 3));
+    if (minimum == NULL) return NULL;
+    set_member(rule, &reply_layout, R_LOW, minimum); /* the old one is plain: freeing it runs no Python code */
+    set_member(rule, &reply_layout, R_LOW_KNOWN, Py_True);
+    return minimum;
+}
+
+/* ProbeRule.lowest_notice's body where every value it reads is plain, with the globals' HEARD_TICKS and STUCK_TICKS
+ * as the caller found them holding what `kept` kept: 1 with the notice (or None) in *out, or 0 having read nothing
+ * that runs Python code and changed nothing; -1 on error. */
+static int lowest_notice_fast(PyObject *kept, PyObject *rule, PyObject **out, long long heard_ticks, long long stuck) {
+    long long now = 0, u, t, said_user = 0, said_task = 0;
+    double s = 0.0, said_share = 0.0;
+    if (!members_of(Py_TYPE(rule), reply_strs, REPLY_FIELDS, 1, &reply_layout)) return 0;
+    PyObject *low_known = MEMBER(rule, reply_layout, R_LOW_KNOWN), *low = MEMBER(rule, reply_layout, R_LOW);
+    PyObject *said_lowest = MEMBER(rule, reply_layout, R_SAID_LOWEST);
+    if (low_known == NULL || low == NULL || said_lowest == NULL || (low_known != Py_True && low_known != Py_False)
+        || (low != Py_None && !plain_minimum(low, &s, &u, &t)) || !PyTuple_CheckExact(said_lowest)
+        || PyTuple_GET_SIZE(said_lowest) != 2)
+        return 0;
+    PyObject *said = PyTuple_GET_ITEM(said_lowest, 0), *notice = PyTuple_GET_ITEM(said_lowest, 1);
+    if (said != Py_None && !plain_minimum(said, &said_share, &said_user, &said_task)) return 0;
+    PyObject *snapshot = NULL;
+    if (low_known == Py_False) { /* self._lowest(), where it is ProbeRule._lowest and its entries are plain */
+        PyObject *heard = MEMBER(rule, reply_layout, R_HEARD), *counting = MEMBER(rule, reply_layout, R_COUNTING);
+        PyObject *ticks = MEMBER(rule, reply_layout, R_TICKS);
+        if (!resolves_to(rule, str_lowest, KEPT_ITEM(kept, K_LOWEST)) || heard == NULL || counting == NULL
+            || ticks == NULL || !PyDict_CheckExact(heard) || !PySet_CheckExact(counting) || !plain_int(ticks, &now))
+            return 0;
+        Py_ssize_t position = 0;
+        PyObject *user;
+        Py_hash_t hash;
+        while (_PySet_NextEntry(counting, &position, &user, &hash)) { /* every entry read, before anything changes */
+            double share;
+            long long last, since;
+            int yes;
+            if (!plain_int(user, &u)) return 0;
+            PyObject *entry = PyDict_GetItemWithError(heard, user); /* an exact int's hash: no Python code */
+            if (entry == NULL) {
+                if (PyErr_Occurred()) return -1;
+                return 0; /* the reference's KeyError */
+            }
+            if (!plain_entry(entry, &share, &last, &since) || !within(now, last, heard_ticks, &yes)
+                || !within(now, since, stuck, &yes))
+                return 0;
+        }
+        if ((snapshot = PySequence_Tuple(counting)) == NULL) return -1; /* `tuple(counting)`, in its order */
+        low = lowest_of(rule, snapshot, now, heard_ticks, stuck);
+        Py_DECREF(snapshot);
+        if (low == NULL) return -1;
+        if (low != Py_None) plain_minimum(low, &s, &u, &t);
+    } else {
+        Py_INCREF(low);
+    }
+    if (low == Py_None) {
+        *out = low;
+        return 1;
+    }
+    /* _same_minimum(said, low): equal, and the share of the same sign (both are exact floats) */
+    int same = said != Py_None && said_share == s && said_user == u && said_task == t
+               && copysign(1.0, said_share) == copysign(1.0, s);
+    if (notice != Py_None && same) {
+        Py_DECREF(low);
+        *out = Py_NewRef(notice);
+        return 1;
+    }
+    PyObject *fields[3] = {PyTuple_GET_ITEM(low, 1), PyTuple_GET_ITEM(low, 2), PyTuple_GET_ITEM(low, 0)};
+    PyObject *made = PyObject_Vectorcall(KEPT_ITEM(kept, K_HELD + G_LOWEST_SHARE), fields, 3, NULL);
+    PyObject *pair = made == NULL ? NULL : PyTuple_Pack(2, low, made);
+    Py_DECREF(low);
+    if (pair == NULL || store(rule, R_SAID_LOWEST, pair) < 0) {
+        Py_XDECREF(pair);
+        Py_XDECREF(made);
+        return -1;
+    }
+    Py_DECREF(pair);
+    *out = made;
+    return 1;
+}
+
+/* A load request's answer: ProbeRule.load_replies(rule, server), its reference, with the bodies of the
+ * methods it calls run here while they are the ones kept and what they read is plain. */
+static PyObject *load_replies(PyObject *kept, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) return PyObject_Vectorcall(KEPT_ITEM(kept, K_REPLIES), args, (size_t)nargs, NULL);
+    PyObject *rule = args[0], *server = args[1], *load = NULL, *notice = NULL;
+    long long heard_ticks, stuck;
+    int held = globals_hold(kept, &heard_ticks, &stuck), ran = 0; /* ran: Python code may have run since */
+    int fast = held && resolves_to(rule, str_load_reply, KEPT_ITEM(kept, K_LOAD_REPLY))
+               ? load_reply_fast(kept, rule, server, &load, &ran) : 0;
+    if (fast < 0 || (fast == 0 && (ran = 1, load = call_method(rule, str_load_reply, server, NULL)) == NULL)) return NULL;
+    PyObject *band = members_of(Py_TYPE(rule), reply_strs, REPLY_FIELDS, 1, &reply_layout)
+                     ? MEMBER(rule, reply_layout, R_BAND) : NULL; /* if not self.band: return (load,) */
+    int banded;
+    if (band != NULL && PyFloat_CheckExact(band)) {
+        banded = PyFloat_AS_DOUBLE(band) != 0.0;
+    } else {
+        ran = 1;
+        banded = truth_of(PyObject_GetAttr(rule, reply_strs[R_BAND]));
+    }
+    if (banded <= 0) {
+        PyObject *result = banded < 0 ? NULL : PyTuple_Pack(1, load);
+        Py_DECREF(load);
+        return result;
+    }
+    if (ran) held = globals_hold(kept, &heard_ticks, &stuck);
+    fast = held && resolves_to(rule, str_lowest_notice, KEPT_ITEM(kept, K_LOWEST_NOTICE))
+           ? lowest_notice_fast(kept, rule, &notice, heard_ticks, stuck) : 0;
+    if (fast < 0 || (fast == 0 && (notice = call_method(rule, str_lowest_notice, NULL, NULL)) == NULL)) {
+        Py_DECREF(load);
+        return NULL;
+    }
+    PyObject *result = notice == Py_None ? PyTuple_Pack(1, load) : PyTuple_Pack(2, load, notice);
+    Py_DECREF(load);
+    Py_DECREF(notice);
+    return result;
+}
+
+static PyMethodDef load_replies_def = {"load_replies", (PyCFunction)(void (*)(void))load_replies, METH_FASTCALL,
+                                       "load_replies(rule, server): ProbeRule.load_replies(rule, server)."};
+
+/* replies_of(load_replies, load_reply, lowest_notice, _lowest): ProbeRule's functions, given from its class body;
+ * returns the poll's answer in C, which keeps what their module's globals hold now. */
+static PyObject *replies_of(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "replies_of() takes 4 functions, %zd given", nargs);
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++)
+        if (!PyFunction_Check(args[i]) || PyFunction_GET_GLOBALS(args[i]) != PyFunction_GET_GLOBALS(args[0])) {
+            PyErr_SetString(PyExc_TypeError, "replies_of(): four functions of one module");
+            return NULL;
+        }
+    PyObject *globals = PyFunction_GET_GLOBALS(args[0]);
+    if (!PyDict_CheckExact(globals)) {
+        PyErr_SetString(PyExc_TypeError, "replies_of(): the functions' globals are a dict");
+        return NULL;
+    }
+    PyObject *kept = PyTuple_New(KEPT);
+    if (kept == NULL) return NULL;
+    for (int i = 0; i < 4; i++) PyTuple_SET_ITEM(kept, K_REPLIES + i, Py_NewRef(args[i]));
+    PyTuple_SET_ITEM(kept, K_GLOBALS, Py_NewRef(globals));
+    for (int i = 0; i < GLOBALS_KEPT; i++) {
+        PyObject *value = PyDict_GetItemWithError(globals, global_strs[i]);
+        if (value == NULL) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "replies_of(): the module has no %U", global_strs[i]);
+            Py_DECREF(kept);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(kept, K_HELD + i, Py_NewRef(value));
+    }
+    PyObject *classes[2] = {KEPT_ITEM(kept, K_HELD + G_LOAD_REPLY), KEPT_ITEM(kept, K_HELD + G_LOWEST_SHARE)};
+    PyObject *tags = PyTuple_New(2);
+    PyTuple_SET_ITEM(kept, K_TAGS, tags);
+    if (tags == NULL) {
+        Py_DECREF(kept);
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        PyTypeObject *type = PyType_Check(classes[i]) ? (PyTypeObject *)classes[i] : NULL;
+        if (type != NULL) (void)_PyType_Lookup(type, str_load); /* gives the class a version tag if it can have one */
+        if (type == NULL || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
+            PyErr_SetString(PyExc_TypeError, "replies_of(): LoadReply and LowestShare are classes with a version tag");
+            Py_DECREF(kept);
+            return NULL;
+        }
+        PyObject *tag = PyLong_FromUnsignedLong(type->tp_version_tag);
+        if (tag == NULL) {
+            Py_DECREF(kept);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tags, i, tag);
+    }
+    PyObject *function = PyCFunction_New(&load_replies_def, kept);
+    Py_DECREF(kept);
+    return function;
+}
+
 static PyMethodDef methods[] = {
     {"hear", (PyCFunction)(void (*)(void))hear, METH_FASTCALL,
      "hear(rule, server, msg, now): ProbeRule.hear(rule, server, msg, now), the same state and calls."},
     {"tick_method", tick_method, METH_O,
      "tick_method(cls): the `on_tick` method of a probe server class, ServerNode.on_tick with ProbeRule.on_tick in C."},
+    {"replies_of", (PyCFunction)(void (*)(void))replies_of, METH_FASTCALL,
+     "replies_of(load_replies, load_reply, lowest_notice, _lowest): ProbeRule.load_replies in C."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -461,5 +838,15 @@ PyMODINIT_FUNC PyInit__probe(void) {
         if ((tick_strs[i] = PyUnicode_InternFromString(tick_names[i])) == NULL) return NULL;
     for (int i = 0; i < SERVER_FIELDS; i++)
         if ((server_strs[i] = PyUnicode_InternFromString(server_names[i])) == NULL) return NULL;
+    for (int i = 0; i < REPLY_FIELDS; i++)
+        if ((reply_strs[i] = PyUnicode_InternFromString(reply_names[i])) == NULL) return NULL;
+    for (int i = 0; i < VALUE_FIELDS; i++)
+        if ((value_strs[i] = PyUnicode_InternFromString(value_names[i])) == NULL) return NULL;
+    for (int i = 0; i < GLOBALS_KEPT; i++)
+        if ((global_strs[i] = PyUnicode_InternFromString(global_names[i])) == NULL) return NULL;
+    PyObject **reply_names_[] = {&str_load, &str_load_reply, &str_lowest_notice, &str_lowest, &str_cpu, &str_heard_ticks};
+    const char *reply_texts[] = {"load", "load_reply", "lowest_notice", "_lowest", "cpu", "HEARD_TICKS"};
+    for (size_t i = 0; i < sizeof reply_names_ / sizeof reply_names_[0]; i++)
+        if ((*reply_names_[i] = PyUnicode_InternFromString(reply_texts[i])) == NULL) return NULL;
     return PyModule_Create(&module);
 }

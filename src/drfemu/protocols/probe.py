@@ -152,8 +152,10 @@ def _same_minimum(said: tuple[float, int, int] | None, lowest: tuple[float, int,
 
 compiled_hear: Callable[..., None] | None = None  # `ProbeRule.hear` in C, where it was built (typed by its stub)
 compiled_tick: Callable[[type], Any] | None = None  # the maker of a probe server's `on_tick` in C
+compiled_replies: Callable[..., Callable[[Any, Any], Any]] | None = None  # the poll's answer in C, made from the reference
 if compiled_module("drfemu.protocols._probe") is not None:
     from drfemu.protocols._probe import hear as compiled_hear
+    from drfemu.protocols._probe import replies_of as compiled_replies
     from drfemu.protocols._probe import tick_method as compiled_tick
 
 HEARD_TICKS = 10
@@ -348,29 +350,43 @@ class ProbeRule(ServerRule):
             return
 
     def load_replies(self, server: Server) -> tuple[LoadReply | LoadsReply | LowestShare, ...]:
-        """What a load request gets (the poll's `Answer`): this server's load and, with the band, the
-        lowest share it heard lately (`LowestShare`). Messages are immutable: the last ones made are
-        sent again while what they say holds (a server answers each neighbour every tick, mostly
-        unchanged)."""
-        load: LoadReply | LoadsReply
-        if self.mode != "cpu":
-            load = LoadsReply(server.id, used_fractions(server.free, server.capacity), tuple(server.free))
-        else:
-            cpu, last = cpu_load(server), self.said_load
-            load = last if last is not None and last.load == cpu else LoadReply(server.id, cpu)
-            self.said_load = load
+        """What a load request gets (the poll's `Answer`): this server's load (`load_reply`) and,
+        with the band, the lowest share it heard lately (`lowest_notice`). Where `protocols._probe`
+        was built, the poll's answer is the C function `protocols._probe.replies_of` makes from this
+        method, its reference, and the three it calls."""
+        load = self.load_reply(server)
         if not self.band:
             return (load,)
+        notice = self.lowest_notice()
+        return (load,) if notice is None else (load, notice)
+
+    def load_reply(self, server: Server) -> LoadReply | LoadsReply:
+        """This server's load as a message. Messages are immutable: with the CPU load, the last one
+        made is sent again while what it says holds (a server answers each neighbour every tick,
+        mostly unchanged)."""
+        if self.mode != "cpu":
+            return LoadsReply(server.id, used_fractions(server.free, server.capacity), tuple(server.free))
+        cpu, last = cpu_load(server), self.said_load
+        load = last if last is not None and last.load == cpu else LoadReply(server.id, cpu)
+        self.said_load = load
+        return load
+
+    def lowest_notice(self) -> LowestShare | None:
+        """The band's minimum as a notice (`LowestShare`), or None while there is none; the last
+        one made again while it says the same (a new tick's minimum is often the last one again)."""
         lowest = self.low if self.low_known else self._lowest()
         if lowest is None:
-            return (load,)
+            return None
         said, notice = self.said_lowest
-        if notice is None or not _same_minimum(said, lowest):  # a new tick's minimum is often the last one again
+        if notice is None or not _same_minimum(said, lowest):
             notice = LowestShare(lowest[1], lowest[2], lowest[0])
             self.said_lowest = (lowest, notice)
-        return (load, notice)
+        return notice
 
-    POLLS = (Answer(LoadRequest, load_replies), Record(LoadReply, "reports"), Record(LoadsReply, "reports"))
+    # The answer in C where it was built: `load_replies` with the bodies of the methods it calls, while they are these.
+    POLLS = (Answer(LoadRequest, compiled_replies(load_replies, load_reply, lowest_notice, _lowest)
+                    if compiled_replies else load_replies),
+             Record(LoadReply, "reports"), Record(LoadsReply, "reports"))
     # The notices' handler in C where it was built (`kernel.messages.collect_handlers`); `hear` is its reference.
     COMPILED_HANDLERS: ClassVar[dict[type, Callable[..., None]]] = {LowestShare: compiled_hear} if compiled_hear else {}
     NODE_TICK: ClassVar[Callable[[type], Any] | None] = compiled_tick  # `on_tick` in C for its servers, where built
