@@ -227,6 +227,8 @@ PLAIN: dict[str, Any] = {
 @given(worlds)
 @example({**PLAIN, "heard": {1: ("half", 19, 19, 0), 2: ("half", 19, 19, 0)}, "counting": {1, 2}})  # a tie: the lower user
 @example({**PLAIN, "heard": {2: ("half", 19, 19, 0), 1: ("half", 19, 19, 0)}, "counting": {2, 1}})
+@example({**PLAIN, "heard": {1: ("half", 19, -3, 0), 2: ("quarter", 5, 19, 0), 3: ("zero", 19, 19, 0)},
+          "counting": {1, 2, 3}})  # heard lately but stuck, heard too long ago: both leave counting
 @example({**PLAIN, "low_known": True, "low": ("negative-zero", 1, 0), "said": ("zero", 1, 0)})  # equal, not the same
 @example({**PLAIN, "low_known": True, "low": ("zero", 1, 0), "said": ("negative-zero", 1, 0)})
 def test_the_probes_answer_matches_its_reference_on_any_input(spec: dict[str, Any]) -> None:

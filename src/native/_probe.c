@@ -598,40 +598,60 @@ static int within(long long now, long long then, long long limit, int *yes) { /*
     return 1;
 }
 
-/* ProbeRule._lowest's body, the rule's entries checked plain by the caller: the new minimum (a new reference,
- * or None) set as rule.low, rule.low_known set True, the entries that no longer count left out of counting. */
-static PyObject *lowest_of(PyObject *rule, PyObject *snapshot, long long now, long long heard_ticks, long long stuck) {
+/* ProbeRule._lowest's body: 1 with the new minimum (a new reference, or None) in *out, set as rule.low with
+ * rule.low_known True and the entries that no longer count left out of counting; or 0, having changed nothing,
+ * where an entry is not plain or a user counted was never heard (the reference's KeyError); -1 on error. One pass
+ * finds the minimum without changing anything (the entries are totally ordered, so the order they are looked at
+ * in does not change which is least), and a second, only where some entry no longer counts, leaves those out:
+ * a set never moves its entries when one is discarded, and which are discarded does not depend on the order. */
+static int lowest_of(PyObject *rule, long long now, long long heard_ticks, long long stuck, PyObject **out) {
     PyObject *heard = MEMBER(rule, reply_layout, R_HEARD), *counting = MEMBER(rule, reply_layout, R_COUNTING);
-    PyObject *low = NULL, *low_user = NULL;
+    PyObject *low = NULL, *low_user = NULL, *user;
     double low_share = 0.0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(snapshot); i++) {
-        PyObject *user = PyTuple_GET_ITEM(snapshot, i), *entry = PyDict_GetItem(heard, user); /* checked present */
-        double share = 0.0;
-        long long last = 0, since = 0, u, lu = 0;
-        int fresh = 0, moving = 0;
+    long long low_u = 0;
+    Py_ssize_t position = 0, stale = 0;
+    Py_hash_t hash;
+    while (_PySet_NextEntry(counting, &position, &user, &hash)) {
+        double share;
+        long long last, since, u;
+        int fresh, moving;
+        if (!plain_int(user, &u)) return 0;
+        PyObject *entry = PyDict_GetItemWithError(heard, user); /* an exact int's hash: no Python code */
+        if (entry == NULL) return PyErr_Occurred() ? -1 : 0;
         if (!plain_entry(entry, &share, &last, &since) || !within(now, last, heard_ticks, &fresh)
-            || !within(now, since, stuck, &moving)) { /* checked by the caller, and nothing ran since */
-            PyErr_SetString(PyExc_SystemError, "protocols._probe: an entry changed while the minimum was found");
-            return NULL;
-        }
-        if (fresh && moving) {
-            int64_of(user, &u);
-            if (low_user != NULL) int64_of(low_user, &lu);
-            if (low == NULL || (share != low_share ? share < low_share : u < lu)) { /* (share, user, task) < low */
-                low = entry;
-                low_user = user;
-                low_share = share;
-            }
-        } else if (PySet_Discard(counting, user) < 0) {
-            return NULL;
+            || !within(now, since, stuck, &moving))
+            return 0;
+        if (!(fresh && moving))
+            stale++;
+        else if (low == NULL || (share != low_share ? share < low_share : u < low_u)) { /* (share, user, task) < low */
+            low = entry;
+            low_user = user;
+            low_share = share;
+            low_u = u;
         }
     }
     PyObject *minimum = low == NULL ? Py_NewRef(Py_None)
                                     : PyTuple_Pack(3, PyTuple_GET_ITEM(low, 0), low_user, PyTuple_GET_ITEM(low, 3));
-    if (minimum == NULL) return NULL;
+    if (minimum == NULL) return -1;
+    for (position = 0; stale > 0 && _PySet_NextEntry(counting, &position, &user, &hash);) {
+        double share = 0.0;
+        long long last = 0, since = 0;
+        int fresh = 0, moving = 0;
+        plain_entry(PyDict_GetItem(heard, user), &share, &last, &since); /* read and checked above */
+        within(now, last, heard_ticks, &fresh);
+        within(now, since, stuck, &moving);
+        if (!(fresh && moving)) {
+            stale--;
+            if (PySet_Discard(counting, user) < 0) { /* `user` may be freed: it is not read again */
+                Py_DECREF(minimum);
+                return -1;
+            }
+        }
+    }
     set_member(rule, &reply_layout, R_LOW, minimum); /* the old one is plain: freeing it runs no Python code */
     set_member(rule, &reply_layout, R_LOW_KNOWN, Py_True);
-    return minimum;
+    *out = minimum;
+    return 1;
 }
 
 /* ProbeRule.lowest_notice's body where every value it reads is plain, with the globals' HEARD_TICKS and STUCK_TICKS
@@ -649,34 +669,14 @@ static int lowest_notice_fast(PyObject *kept, PyObject *rule, PyObject **out, lo
         return 0;
     PyObject *said = PyTuple_GET_ITEM(said_lowest, 0), *notice = PyTuple_GET_ITEM(said_lowest, 1);
     if (said != Py_None && !plain_minimum(said, &said_share, &said_user, &said_task)) return 0;
-    PyObject *snapshot = NULL;
     if (low_known == Py_False) { /* self._lowest(), where it is ProbeRule._lowest and its entries are plain */
         PyObject *heard = MEMBER(rule, reply_layout, R_HEARD), *counting = MEMBER(rule, reply_layout, R_COUNTING);
         PyObject *ticks = MEMBER(rule, reply_layout, R_TICKS);
         if (!resolves_to(rule, str_lowest, KEPT_ITEM(kept, K_LOWEST)) || heard == NULL || counting == NULL
             || ticks == NULL || !PyDict_CheckExact(heard) || !PySet_CheckExact(counting) || !plain_int(ticks, &now))
             return 0;
-        Py_ssize_t position = 0;
-        PyObject *user;
-        Py_hash_t hash;
-        while (_PySet_NextEntry(counting, &position, &user, &hash)) { /* every entry read, before anything changes */
-            double share;
-            long long last, since;
-            int yes;
-            if (!plain_int(user, &u)) return 0;
-            PyObject *entry = PyDict_GetItemWithError(heard, user); /* an exact int's hash: no Python code */
-            if (entry == NULL) {
-                if (PyErr_Occurred()) return -1;
-                return 0; /* the reference's KeyError */
-            }
-            if (!plain_entry(entry, &share, &last, &since) || !within(now, last, heard_ticks, &yes)
-                || !within(now, since, stuck, &yes))
-                return 0;
-        }
-        if ((snapshot = PySequence_Tuple(counting)) == NULL) return -1; /* `tuple(counting)`, in its order */
-        low = lowest_of(rule, snapshot, now, heard_ticks, stuck);
-        Py_DECREF(snapshot);
-        if (low == NULL) return -1;
+        int found = lowest_of(rule, now, heard_ticks, stuck, &low);
+        if (found <= 0) return found;
         if (low != Py_None) plain_minimum(low, &s, &u, &t);
     } else {
         Py_INCREF(low);
