@@ -12,8 +12,10 @@ import drfemu
 from drfemu import UnreadOptionWarning
 from drfemu.cli import main
 from drfemu.kernel.messages import Proposal
-from drfemu.protocols.bdgdrf import BdgdrfRule, MinimumNotice, UtilityNotice
+from drfemu.protocols.bdgdrf import DEVICE_BAND_CAP, BdgdrfRule, MinimumNotice, UtilityNotice
 from drfemu.protocols.centre import sees_top
+from drfemu.schema.params import run_params, unread
+from drfemu.sweeps.config import sweep_from_document
 from tests.test_distributed_roles import node, request
 
 
@@ -224,3 +226,49 @@ def test_the_band_cap_runs_through_the_cli_and_is_echoed(tmp_path: Path) -> None
     assert main(["run", "--protocol", "bdgdrf", "--band-cap-when", "sometimes"]) == 2
     with pytest.warns(UnreadOptionWarning, match="--band-cap-when is not read under --band-cap 0.0"):
         drfemu.run(protocol="bdgdrf", machines=20, users=8, neighbors=2, max_time="1s", band_cap_when="home-full")
+
+
+def test_with_devices_the_band_is_capped_once_the_home_is_full_by_default() -> None:
+    """Issue 60 (2026-12-03): where a resource is modelled as devices, BDGDRF's band cap defaults to
+    `DEVICE_BAND_CAP` once the home is full (`DEVICE_DEFAULTS`); without devices it stays off; a value
+    given wins, each of the two on its own; `--band-cap 0` leaves `--band-cap-when` at its declared
+    `always`; and no other protocol's parameters move."""
+    def cap(**given: Any) -> tuple[float, str]:
+        values = run_params(protocol="bdgdrf", **given).protocol_values
+        return values["band_cap"], values["band_cap_when"]
+
+    assert cap(devices="gpu") == (DEVICE_BAND_CAP, "home-full")
+    assert cap() == (0.0, "always")
+    assert cap(devices="gpu", band_cap=0.0) == (0.0, "always")
+    assert cap(devices="gpu", band_cap_when="always") == (DEVICE_BAND_CAP, "always")
+    assert cap(devices="gpu", band_cap=2.0) == (2.0, "home-full")
+    assert cap(band_cap=2.0) == (2.0, "always")
+    for protocol in ("pdgdrf", "drf", "probe"):
+        assert (run_params(protocol=protocol, devices="gpu").values()
+                == run_params(protocol=protocol).values() | {"devices": "gpu"})
+    assert not unread({"protocol": "bdgdrf", "devices": "gpu", "band_cap_when": "always"})
+    assert unread({"protocol": "bdgdrf", "devices": "gpu", "band_cap": 0.0, "band_cap_when": "home-full"}) == [
+        "--band-cap-when is not read under --band-cap 0.0"]
+
+
+def test_the_device_default_is_the_run_its_options_name(tmp_path: Path) -> None:
+    """End to end on a small GPU cluster with GPUs as devices: the default run is the run of
+    `--band-cap 1.5 --band-cap-when home-full`, field for field (wall aside), and echoes them; a
+    sweep's point carries the resolved defaults, so its tables can select by them."""
+    def run(*extra: str) -> dict[str, Any]:
+        out = tmp_path / f"run{len(extra)}.json"
+        assert main(["run", "--protocol", "bdgdrf", "--workload", "gpu-cluster", "--devices", "gpu",
+                     "--machines", "20", "--users", "8", "--neighbors", "2", "--max-time", "30s",
+                     "--json", str(out), *extra]) == 0
+        result: dict[str, Any] = json.loads(out.read_text())
+        return {k: v for k, v in result.items() if "wall" not in k and k != "events_per_s"}
+
+    default = run()
+    assert default["band_cap"] == DEVICE_BAND_CAP and default["band_cap_when"] == "home-full"
+    assert default == run("--band-cap", f"{DEVICE_BAND_CAP:g}", "--band-cap-when", "home-full")
+    uncapped = run("--band-cap", "0")
+    assert uncapped["band_cap"] == 0.0 and uncapped["band_cap_when"] == "always"
+    sweep = sweep_from_document({"base": {"protocol": "bdgdrf", "workload": "gpu-cluster", "machines": 20},
+                                 "cases": [{"devices": "gpu"}, {"devices": "gpu", "band_cap": 0.0}, {}]})
+    points = [(p.params["band_cap"], p.params["band_cap_when"]) for p in sweep.experiments[0].points]
+    assert points == [(DEVICE_BAND_CAP, "home-full"), (0.0, "always"), (0.0, "always")]

@@ -50,23 +50,29 @@ minimum share lost on 200 × 40).
 Errors in DRF's sense (a user allocated while another is lower) are expected and reported:
 the order within the band is not DRF's.
 
-The band's cap (`--band-cap k`, issue 60; 0, off, by default): the band is also at most `k` tasks
-of the smallest task the home has seen (`Server.smallest_task_share`), so a user with a big task
-does not allocate half of it ahead of the minimum. Decision, measured (`docs/results.md`, "The
-band and big tasks"): with `k = 1` every draw of E10 and every keep-room Google case of the
-thesis sweep reaches 0.98 of DRF's minimum share, but the narrower band waits on the stale
-minimum more often and the runs take longer, on Google cases up to several times DRF's
-run-time; so it is an option, not the default.
+The band's cap (`--band-cap k`, issue 60): the band is also at most `k` tasks of the smallest
+task the home has seen (`Server.smallest_task_share`), so a user with a big task does not
+allocate half of it ahead of the minimum. Decision, measured (`docs/results.md`, "The band and
+big tasks"): with `k = 1` every draw of E10 and every keep-room Google case of the thesis sweep
+reaches 0.98 of DRF's minimum share, but the narrower band waits on the stale minimum more
+often and the runs take longer, on Google cases up to several times DRF's run-time.
 
-When the cap applies (`--band-cap-when`): `always` (the default, the cap as first measured), or
-`home-full` — only while the user's next task does not fit on its home's own server. Why: an
-early allocation only costs the users at the minimum once the room they will need is running
-out, and a home that can no longer hold its user's task has seen that happen for the task's
-class; until then the wide band keeps the homes allocating in parallel. Decision, measured
-(`docs/results.md`, E12): with `k = 1.5`, `home-full` falls below 0.98 of DRF's minimum share on
-1 of 180 openb draws and is never slower than DRF there (the default band: 6 below, 1 slower;
-`always`: 3 below, 3 slower); on the Google cases it is fairer than the default band but slower
-(18 of 60 runs slower than DRF, against 4), so neither is the default.
+When the cap applies (`--band-cap-when`): `always` (the cap as first measured), or `home-full`
+— only while the user's next task does not fit on its home's own server. Why: an early
+allocation only costs the users at the minimum once the room they will need is running out,
+and a home that can no longer hold its user's task has seen that happen for the task's class;
+until then the wide band keeps the homes allocating in parallel.
+
+The defaults (issue 60, 2026-12-03): no cap (`k = 0`, `always`), except where a resource is
+modelled as devices (`--devices`, e.g. GPUs on the GPU-sharing trace and cluster), where the
+cap is `DEVICE_BAND_CAP` once the home is full (`DEVICE_DEFAULTS`; an option given still wins).
+Decision, measured (`docs/results.md`, E12): with devices, `k = 1.5` once the home is full falls
+below 0.98 of DRF's minimum share on 1 of 180 openb draws and is never slower than DRF there
+(the band uncapped: 6 below, 1 slower; `always`: 3 below, 3 slower), and on the GPU cluster
+reaches 0.999 of it (uncapped: 0.972); on the Google cases, which have no devices, it is fairer
+than the uncapped band but slower (18 of 60 runs slower than DRF, against 4), so there the band
+stays uncapped. Devices are where a task is whole units (a GPU of its own, a whole server of
+them), which is what the cap protects the users at the minimum from losing.
 """
 
 from __future__ import annotations
@@ -83,11 +89,13 @@ from drfemu.protocols.placement import KEEP_ROOM
 from drfemu.protocols.rule import Server, ServerRule
 from drfemu.protocols.spec import Gateway, GradientUse, ProtocolSpec
 
-__all__ = ["BDGDRF", "CAP_WHEN", "BdgdrfRule", "MinimumNotice", "UtilityNotice"]
+__all__ = ["BDGDRF", "CAP_WHEN", "DEVICE_BAND_CAP", "BdgdrfRule", "MinimumNotice", "UtilityNotice"]
 
 NEVER = -math.inf
 ALWAYS, HOME_FULL = "always", "home-full"
 CAP_WHEN = (ALWAYS, HOME_FULL)  # when the band's cap applies (`--band-cap-when`)
+DEVICE_BAND_CAP = 1.5
+"""The band's cap, in smallest tasks seen, where a resource is modelled as devices (applied once the home is full)."""
 
 @message
 class UtilityNotice:
@@ -110,15 +118,17 @@ class BdgdrfRule(ServerRule):
     PARAMS = (Param("band", Kind.FLOAT, 0.5, "bdgdrf: a user allocates while its share is below the minimum plus "
                     "this many of its own task shares.", gt=0, le=1e6, echo="band"),
               Param("band_cap", Kind.FLOAT, 0.0, "bdgdrf: when above 0, the band is also at most this many tasks "
-                    "of the smallest task the home has seen (0: no cap).", ge=0, le=1e6, echo="band_cap"),
+                    f"of the smallest task the home has seen (0: no cap; with --devices the default is "
+                    f"{DEVICE_BAND_CAP:g}).", ge=0, le=1e6, echo="band_cap"),
               Param("band_cap_when", Kind.TEXT, ALWAYS, "bdgdrf: when the band's cap applies: always, or home-full "
-                    "(only while the user's next task does not fit on its home's server).", choices=CAP_WHEN,
-                    echo="band_cap_when", when=("band_cap", Above(0.0))),
+                    f"(only while the user's next task does not fit on its home's server; with --devices the "
+                    f"default is {HOME_FULL}).", choices=CAP_WHEN, echo="band_cap_when", when=("band_cap", Above(0.0))),
               Param("notify", Kind.BOOL, True, "bdgdrf: a home pushes its new utility to its gradient view's members.",
                     echo="notify"),
               Param("rumour_fanout", Kind.INT, 2, "bdgdrf: servers a home tells the centre's minimum share each tick "
                     "(0: only the top homes know it).", ge=0, le=1000, echo="rumour_fanout"))
     DEFAULTS = {"placement": KEEP_ROOM}
+    DEVICE_DEFAULTS = {"band_cap": DEVICE_BAND_CAP, "band_cap_when": HOME_FULL}
     TICKS_ALL = True  # servers without users pass the rumour on
 
     __slots__ = ("band", "band_cap", "cap_when_full", "notify", "fanout", "minimum", "learnt", "told", "allocations",

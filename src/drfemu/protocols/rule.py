@@ -13,6 +13,8 @@ A rule declares
   docs learn them from the registry, and the rule is built with their values as keywords;
 - `DEFAULTS`: its own defaults for parameters it shares with other protocols (e.g. PDGDRF's
   `centre_ties = "strict"`, where DGDRF keeps the declared `"id"`);
+- `DEVICE_DEFAULTS`: its defaults, over those, for runs that model a resource as devices
+  (`--devices`; e.g. BDGDRF's band cap once the home is full); a value given still wins;
 - `TICKS_ALL`: whether every server ticks, or only those with homed users; a server that ticks
   but whose next tick would do nothing may say so (`server.idle_tick = True`, cleared when work
   arrives) and the engine skips its ticks meanwhile (BDGDRF's servers with no user homed, between
@@ -114,6 +116,7 @@ class ServerRule:
 
     PARAMS: ClassVar[tuple[Param, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
+    DEVICE_DEFAULTS: ClassVar[dict[str, Any]] = {}
     TICKS_ALL: ClassVar[bool] = False
     ROUND_TRIP_WITHIN_TICK: ClassVar[bool] = False
     STRANDS: ClassVar[bool] = False

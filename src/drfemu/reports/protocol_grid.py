@@ -49,7 +49,7 @@ def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
         if (record["status"] == "ok" and (params["machines"], params["users"]) in CASES
                 and params["protocol"] in PROTOCOLS
                 and all(params[k] == v
-                        for k, v in {**shared, **protocol_defaults(PROTOCOLS[params["protocol"]]),
+                        for k, v in {**shared, **protocol_defaults(PROTOCOLS[params["protocol"]], params),
                                      **THESIS_SETTINGS.get(params["protocol"], {})}.items())
                 and (not PROTOCOLS[params["protocol"]].distributed or params["neighbors"] in NEIGHBORS)):
             rows.append({key: record["result"].get(key) for key in KEEP})

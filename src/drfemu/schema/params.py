@@ -338,10 +338,27 @@ def declared(name: str) -> Param:
     raise KeyError(name)
 
 
-def protocol_defaults(spec: ProtocolSpec) -> dict[str, Any]:
-    """The protocol's own defaults for shared parameters (its rule's `DEFAULTS`), e.g. PDGDRF's
-    `centre_ties = "strict"` where the declared default is DGDRF's `"id"`."""
-    return dict(getattr(spec.rule, "DEFAULTS", {}))
+def protocol_defaults(spec: ProtocolSpec, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The protocol's own defaults (its rule's `DEFAULTS`), e.g. PDGDRF's `centre_ties = "strict"`
+    where the declared default is DGDRF's `"id"`. With `given` (run parameters by name, None for
+    unset): where it models a resource as devices (`devices`), the rule's `DEVICE_DEFAULTS` over
+    them (BDGDRF's band cap once the home is full); and of those not given, one that would not be
+    read under the values it decides by (`Param.when`) is left out, so that it keeps its declared
+    default (with `--band-cap 0`, `--band-cap-when` is the declared `always`, as without devices)."""
+    defaults = dict(getattr(spec.rule, "DEFAULTS", {}))
+    if given is None:
+        return defaults
+    given = {name: value for name, value in given.items() if value is not None}
+    if given.get("devices") is not None:
+        defaults.update(getattr(spec.rule, "DEVICE_DEFAULTS", {}))
+    values = {**defaults, **given}
+    declarations = {p.name: p for p in run_declarations()}
+    for name in [n for n in defaults if n not in given]:
+        when = declarations[name].when
+        if when is not None and not declarations[name].read_under(
+                {when[0]: values.get(when[0], declarations[when[0]].default)}):
+            del defaults[name]
+    return defaults
 
 
 def check_latency(text: str) -> None:
@@ -439,16 +456,16 @@ def unread(given: Mapping[str, Any]) -> list[str]:
                        and value != by_name[name].default and not reads(spec, name)]
     return ([f"{by_name[name].option} is not read by protocol {spec.name}" for name in protocol_unread]
             + unread_choices(declarations, {k: v for k, v in given.items() if k not in protocol_unread},
-                             protocol_defaults(spec)))
+                             protocol_defaults(spec, given)))
 
 
 def run_params(**values: Any) -> RunParams:
     """Validated run parameters from keywords; what is not given (or None) takes the protocol's
-    own default (`protocol_defaults`), else the declared one. Raises `InputError` with one line
-    naming the option."""
+    own default (`protocol_defaults`, for the values given), else the declared one. Raises
+    `InputError` with one line naming the option."""
     given = {name: value for name, value in values.items() if value is not None}
     spec = get_protocol(given.get("protocol", ProtocolChoice.PARAMS[0].default))
-    checked = check_values(run_declarations(), {**protocol_defaults(spec), **given})
+    checked = check_values(run_declarations(), {**protocol_defaults(spec, given), **given})
     _cross_checks(checked, spec)
     every_run = {name: value for name, value in checked.items() if name in _EVERY_RUN}
     return RunParams(**every_run, protocol_values={n: v for n, v in checked.items() if n not in _EVERY_RUN})

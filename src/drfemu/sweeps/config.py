@@ -182,7 +182,7 @@ def _add(path: Path, document: Mapping[str, Any], seen: tuple[Path, ...], experi
             canonical = canonical_params(declared, base_dir=path.parent)
         except InputError as error:
             raise _fail(path, str(error)) from None
-        full = {**defaults(), **protocol_defaults(get_protocol(canonical["protocol"])), **declared}
+        full = {**defaults(), **protocol_defaults(get_protocol(canonical["protocol"]), declared), **declared}
         if full["case_seed"] is None:
             full["case_seed"] = full["seed"]
         identifier = run_id(canonical)

@@ -240,6 +240,8 @@ def _markdown(params: Iterable[Param]) -> str:
         default = "—" if p.default is None else (f"{p.default:g} s" if p.kind is Kind.DURATION else repr(p.default))
         own = [f"{s.name}: {protocol_defaults(s)[p.name]!r}" for s in PROTOCOLS.values()
                if p.name in protocol_defaults(s)]
+        own += [f"{s.name} with --devices: {device!r}" for s in PROTOCOLS.values()
+                if (device := getattr(s.rule, "DEVICE_DEFAULTS", {}).get(p.name)) is not None]
         if own:
             default += f" ({'; '.join(own)})"
         if p.choices:
