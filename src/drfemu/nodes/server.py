@@ -163,7 +163,7 @@ class ServerNode(OverlayPeer):
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
                  "rto", "prompt_rto", "notices", "mix", "keep_room", "_streams", "_reserved", "_running", "_ended",
                  "_fixed", "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices", "_held_devices",
-                 "published")
+                 "published", "room_version")
 
     def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
                  streams: NodeStreams, config: ServerConfig) -> None:
@@ -205,6 +205,7 @@ class ServerNode(OverlayPeer):
         self._heard_order: deque[tuple[float, tuple[Any, ...]]] = deque()  # ... with when to forget each
         self.acknowledged: dict[int, int] = {}  # user -> the task whose request it acknowledged last
         self.published: dict[type, tuple[Any, ...]] = {}  # a poll's request type -> the replies it gets (`republish`)
+        self.room_version = 0  # moves whenever what `fits` reads (free resources, devices) changes
         self.gradient.set_utility(self.homes.utility())
 
     def start(self, neighbors: Sequence[int] = ()) -> None:
@@ -227,7 +228,8 @@ class ServerNode(OverlayPeer):
         return self._streams.python(name)
 
     def fits(self, demand: Vector) -> bool:
-        """Does `demand` fit in this server's free capacity (and devices, in the device model)?"""
+        """Does `demand` fit in this server's free capacity (and devices, in the device model)?
+        What it reads changes only where `room_version` moves."""
         if not fits(demand, self.free, self.capacity):
             return False
         return self.devices is None or self.devices.fits(demand[self.devices.resource])
@@ -264,6 +266,7 @@ class ServerNode(OverlayPeer):
             self.devices.take(amount, chosen)
             self._held_devices[key] = chosen
         take(self.free, demand)
+        self.room_version += 1
         self.republish()
         self._reserved[(user, task)] = demand
         self.placement["proposals"] += 1
@@ -330,6 +333,7 @@ class ServerNode(OverlayPeer):
                 return  # a repeated answer
         demand = self._reserved.pop(key)
         give(self.free, demand)
+        self.room_version += 1
         self.republish()
         if self.devices is not None:
             self.devices.give(demand[self.devices.resource], self._held_devices.pop(key))
@@ -339,6 +343,7 @@ class ServerNode(OverlayPeer):
     def on_task_exit(self, msg: TaskExit, now: float) -> None:
         demand = self._running.pop((msg.user, msg.task))
         give(self.free, demand)
+        self.room_version += 1
         self.republish()
         if self.devices is not None:
             self.devices.give(demand[self.devices.resource], self._held_devices.pop((msg.user, msg.task)))

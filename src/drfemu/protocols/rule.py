@@ -87,6 +87,7 @@ class Server(Protocol):
     homes: HomeUsers
     gradient: GradientView
     idle_tick: bool  # set it while the rule's next `on_tick` on this server would do nothing (`nodes.actor.Actor`)
+    room_version: int  # moves whenever anything `fits` reads changes: while it stands, `fits` answers as before
 
     def send(self, dst: int, msg: Any) -> None: ...
 
