@@ -159,8 +159,8 @@ def test_the_probe_servers_tick_matches_its_reference_on_any_input(spec: dict[st
 
 @needs_probe
 def test_a_probe_server_ticks_in_c_where_it_was_built() -> None:
-    """Where the C is built, every probe server class has it as its `on_tick`; no other rule's does."""
-    from drfemu.protocols.ddrf import DdrfRule
+    """Where the C is built, every probe server class has it as its `on_tick`; a rule with no tick in C has none."""
+    from drfemu.protocols.pdgdrf import PdgdrfRule
 
     assert type(server_class(ProbeRule).__dict__["on_tick"]).__name__ == "method_descriptor"
-    assert "on_tick" not in server_class(DdrfRule).__dict__
+    assert "on_tick" not in server_class(PdgdrfRule).__dict__

@@ -1,5 +1,5 @@
 /* What every C accelerator of drfemu shares (src/native/_engine.c, src/native/_cyclon.c,
- * src/native/_plane.c, src/native/_rank.c, src/native/_gini.c, src/native/_probe.c,
+ * src/native/_plane.c, src/native/_rank.c, src/native/_gini.c, src/native/_probe.c, src/native/_ddrf.c,
  * src/native/_cycle.c); setup.py puts src/native/ on their include path. */
 #ifndef DRFEMU_ACCELERATOR_H
 #define DRFEMU_ACCELERATOR_H

@@ -1,7 +1,7 @@
 """The optional C accelerators: which this process uses.
 
 Every C extension of the project (`overlay._rank`, `overlay._cyclon`, `nodes._plane`,
-`nodes._engine`, `protocols._gini`, `protocols._probe`, `overlay._cycle`) compiles a Python function that stays in the code as its
+`nodes._engine`, `protocols._gini`, `protocols._probe`, `protocols._ddrf`, `overlay._cycle`) compiles a Python function that stays in the code as its
 reference; runs give the same events either way, and on any input the C gives its reference's
 answer or exception (it hands whatever it does not accelerate to the reference; issue 39).
 `compiled_module(name)` is the one place that decides: the extension module, or None when it was

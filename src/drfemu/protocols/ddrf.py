@@ -55,9 +55,10 @@ survivors' views kept a hole. With the thaw: `docs/faults.md`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
+from drfemu.kernel.compiled import compiled_module
 from drfemu.kernel.events import NeighborsFixed
 from drfemu.kernel.messages import Address, message
 from drfemu.kernel.params import Kind, Param
@@ -86,6 +87,11 @@ class MinShareReply:
     share: float
 
 
+compiled_tick: Callable[[type], Any] | None = None  # the maker of a DDRF server's `on_tick` in C, where built
+if compiled_module("drfemu.protocols._ddrf") is not None:
+    from drfemu.protocols._ddrf import tick_method as compiled_tick
+
+
 class DdrfRule(ServerRule):
     """DDRF over the server's fixed `neighbors`."""
 
@@ -104,6 +110,10 @@ class DdrfRule(ServerRule):
         self.reported = {n: INF for n in server.neighbors}
 
     def on_tick(self, server: Server, now: float) -> None:
+        """Allocate for the lowest idle user within the neighbours' bound, then poll them. Where
+        `protocols._ddrf` was built, a server's tick that would only count the round and send the
+        request it made before runs in C (`NODE_TICK`, `src/native/_ddrf.c`), and every other tick
+        here; this method is its reference."""
         homes = server.homes
         if not homes:  # until a task arrives, which clears it (a thaw too, `DdrfGradientRule`)
             server.idle_tick = True
@@ -154,6 +164,7 @@ class DdrfRule(ServerRule):
     # A request's share goes to `reported`, and its sender to `_polled`; a reply's share goes to `reported`.
     POLLS = (Answer(MinShareRequest, min_share_replies, keep=(("reported", "share"), ("_polled", None))),
              Record(MinShareReply, "reported", "share"))  # (`protocols.polls`)
+    NODE_TICK: ClassVar[Callable[[type], Any] | None] = compiled_tick  # `on_tick` in C for its servers, where built
 
 
 def _allocating(view: Sequence[tuple[float, int, float]]) -> bool:
