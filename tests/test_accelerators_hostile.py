@@ -787,7 +787,26 @@ hostile_steps = st.lists(st.one_of(
     st.tuples(st.just("gradient_shuffle"), received_nodes.filter(bool)),
     st.tuples(st.just("gradient_reply"), received_nodes),
     st.tuples(st.just("feeds"), st.sampled_from([True, False, 0, 1, "", "refuses"])),
+    st.tuples(st.just("draw"), st.sampled_from(["own-draw", "unset", "other-attr", "own-class", "stock-class",
+                                                "new-dict"])),
 ), max_size=12)
+
+
+def change_draw(draw: Any, how: str) -> None:
+    """Change a Cyclon's stream in place, as a user's code could between two steps: the plane,
+    which remembers the stream it found stock, must see each change."""
+    if how == "own-draw":
+        draw.random = Draws([0.3, 0.7, 0.1, 0.9]).random
+    elif how == "unset":
+        vars(draw).pop("random", None)
+    elif how == "other-attr":
+        draw.note = len(vars(draw))
+    elif how == "own-class":
+        draw.__class__ = OwnRandom
+    elif how == "stock-class":
+        draw.__class__ = random.Random
+    else:
+        draw.__dict__ = dict(vars(draw))
 
 
 class RefusesTruth:
@@ -814,8 +833,8 @@ def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(prog
                                                                             seed: int) -> None:
     """A peer whose state a plane holds, driven by the C methods, and one on its Python objects,
     driven by the references: hostile nodes in messages, a `now` that is not a float, draws that are
-    not the stock generator's, a `feeds_gradient` without a truth. The adopted peer hands itself to
-    the objects before anything changes, so both end alike."""
+    not the stock generator's, a stream changed in place, a `feeds_gradient` without a truth. The
+    adopted peer hands itself to the objects before anything changes, so both end alike."""
     from drfemu.overlay.messages import CyclonReply, CyclonShuffle, GradientReply, GradientShuffle
     references, peer_class = _exchange_worlds()
     peers, worlds = [], []
@@ -838,6 +857,10 @@ def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(prog
                 return tuple((0.25, make(kind, node, world), 1.0) for kind, node in nodes)
 
             kind = step[0]
+            if kind == "draw":
+                change_draw(peer.cyclon.rng, step[1])
+                runs.append(("set",))
+                continue
             if kind == "feeds":  # offer Cyclon's samples to the gradient, or not (`feeds_gradient`)
                 peer.feeds_gradient = RefusesTruth() if step[1] == "refuses" else step[1]
                 runs.append(("set",))
@@ -857,6 +880,35 @@ def test_the_exchanges_match_their_references_on_hostile_messages_and_draws(prog
             else:
                 call, args = method("_on_gradient_reply"), (peer, GradientReply(descriptors(step[1])), 1.0)
             runs.append(outcome(call, args, []))
+        assert runs[0] == runs[1], step
+        assert _state(peers[0]) == _state(peers[1]), step
+
+
+@needs(_plane, "nodes._plane")
+@pytest.mark.parametrize("changes", [["own-draw"], ["own-draw", "unset"], ["other-attr", "own-draw"], ["own-class"],
+                                     ["own-class", "stock-class"], ["new-dict", "own-draw"], ["other-attr"]])
+def test_a_stream_changed_in_place_is_drawn_from_as_it_is_now(changes: list[str]) -> None:
+    """The plane remembers a peer's stream it found stock; a change in place (an instance `random`,
+    another class, a new instance dict, another attribute) made after its rounds drew from it is
+    seen at the next round, which draws as the reference does."""
+    from drfemu.overlay.messages import CyclonReply
+    references, peer_class = _exchange_worlds()
+    peers = []
+    for _ in range(2):
+        peer = peer_class(3, 2, 4, 2, random.Random(5), utility=0.5, max_age=2.0)
+        peer.join([(0.1 * p, p, 0.0) for p in range(8)])
+        peers.append(peer)
+    _adopted(peers[0])
+    for step in range(6):
+        if 1 <= step <= len(changes):
+            for peer in peers:
+                change_draw(peer.cyclon.rng, changes[step - 1])
+        runs = []
+        for peer, compiled in ((peers[0], True), (peers[1], False)):
+            refill = CyclonReply(1, tuple((0.25, 10 + 3 * step + j, 1.0) for j in range(3)))
+            reply = peer_class._on_cyclon_reply if compiled else references["_on_cyclon_reply"]
+            round_ = peer_class.cyclon_round if compiled else references["cyclon_round"]
+            runs.append((outcome(reply, (peer, refill, 1.0), []), outcome(round_, (peer, 1.0), [])))
         assert runs[0] == runs[1], step
         assert _state(peers[0]) == _state(peers[1]), step
 

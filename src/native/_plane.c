@@ -142,6 +142,7 @@ typedef struct {
 typedef struct {
     PyObject *peer; /* the adopted actor (owned), NULL when none */
     PyObject *rng;  /* its stream (owned) */
+    StockSeen rng_seen; /* is_stock_draw_seen's memory of it */
     Desc *cview, *sent, *gview; /* one block: c, l and p of them */
     Py_ssize_t clen, slen, glen;
     long long partner; /* -1: none */
@@ -394,7 +395,7 @@ static int steps_run(Plane *plane, Peer *s, PyObject *now, int draws) {
     if (!PyFloat_CheckExact(now)) return 0;
     double oldest = PyFloat_AS_DOUBLE(now) - plane->max_age;
     if (oldest != oldest || s->clock - plane->max_age != s->clock - plane->max_age) return 0;
-    return draws ? is_stock_draw(s->rng) : 1;
+    return draws ? is_stock_draw_seen(s->rng, &s->rng_seen) : 1;
 }
 
 /* -- sending -------------------------------------------------------------------------------- */
@@ -1512,7 +1513,7 @@ static PyObject *plane_reach(Plane *self, PyObject *const *args, Py_ssize_t narg
     Peer *s = &self->peers[i];
     long long node;
     Desc own;
-    int stock = is_stock_draw(s->rng);
+    int stock = is_stock_draw_seen(s->rng, &s->rng_seen);
     if (stock < 0) return NULL;
     if (!stock || !kernel_plain_int(args[1], &node) || !read_plain(args[2], &own)) Py_RETURN_NONE;
     Desc small[SMALL + 1], *shuffle = self->l <= SMALL ? small : PyMem_Malloc(sizeof(Desc) * (size_t)(self->l + 1));

@@ -50,6 +50,44 @@ static int is_stock_draw(PyObject *draw) {
     return PyErr_Occurred() ? -1 : stock;
 }
 
+/* What `is_stock_draw_seen` remembers of the one draw it last found stock: its type by the type's
+ * version tag, which any change to the type or a base replaces, and its instance dict (NULL: none)
+ * by the dict's version tag (PEP 509: unique to the dict and its contents, replaced on every change,
+ * never given again). Zeroed, it remembers nothing. */
+typedef struct {
+    PyTypeObject *type; /* not references: only compared, each with its tag */
+    unsigned int type_version;
+    PyObject *dict;
+    uint64_t dict_version;
+} StockSeen;
+
+/* is_stock_draw(draw), the same answer, for a caller that asks again and again of one draw (a peer's
+ * stream, twice a peer-round): while neither the type nor the instance dict has changed since `seen`
+ * found the draw stock, it is stock still, and the test is two comparisons. On Python 3.12 and later,
+ * where a dict's version tag is deprecated, it is is_stock_draw. */
+static inline int is_stock_draw_seen(PyObject *draw, StockSeen *seen) {
+#if PY_VERSION_HEX < 0x030C0000
+    PyTypeObject *type = Py_TYPE(draw);
+    PyObject **where = type->tp_dictoffset == 0 ? NULL : _PyObject_GetDictPtr(draw);
+    PyObject *dict = where == NULL ? NULL : *where;
+    if (type == seen->type && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
+        && type->tp_version_tag == seen->type_version && (type->tp_dictoffset == 0 || where != NULL) && dict == seen->dict
+        && (dict == NULL || ((PyDictObject *)dict)->ma_version_tag == seen->dict_version))
+        return 1;
+    seen->type = NULL;
+    int stock = is_stock_draw(draw);
+    if (stock != 1 || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || type->tp_version_tag == 0) return stock;
+    where = type->tp_dictoffset == 0 ? NULL : _PyObject_GetDictPtr(draw); /* made by is_stock_draw if there was none */
+    dict = where == NULL ? NULL : *where;
+    if (type->tp_dictoffset != 0 && (dict == NULL || !PyDict_CheckExact(dict))) return stock;
+    *seen = (StockSeen){type, type->tp_version_tag, dict, dict == NULL ? 0 : ((PyDictObject *)dict)->ma_version_tag};
+    return stock;
+#else
+    (void)seen;
+    return is_stock_draw(draw);
+#endif
+}
+
 /* The draw of a stock `draw`: 0 with *r in [0, 1), -1 on error. */
 static int stock_uniform(PyObject *draw, double *r) {
     PyObject *value = stock_random(draw, NULL);
