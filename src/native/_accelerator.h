@@ -99,6 +99,59 @@ static inline Py_ssize_t member_offset(PyTypeObject *type, PyObject *name, PyObj
     return offset;
 }
 
+/* Where a type keeps each of a set of attributes, as `__slots__` members, remembered by its version tag. */
+#define LAYOUT_FIELDS 9 /* the most attributes a layout remembers */
+
+typedef struct {
+    SlotRead type; /* the type remembered, and its tag (`offset` unused) */
+    Py_ssize_t offset[LAYOUT_FIELDS];
+} Layout;
+
+/* 1 if objects of `type` read (and, `writable`, set) each of `names` as a `__slots__` member of
+ * theirs, its offset in layout->offset; else 0. Nothing here runs Python code. */
+static inline int members_of(PyTypeObject *type, PyObject *const *names, int n, int writable, Layout *layout) {
+    if (still_read(type, &layout->type)) return 1;
+    if (writable && type->tp_setattro != PyObject_GenericSetAttr) return 0;
+    Py_ssize_t offset[LAYOUT_FIELDS];
+    for (int i = 0; i < n; i++) {
+        PyObject *found;
+        offset[i] = member_offset(type, names[i], &found);
+        if (offset[i] < 0 || (writable && (((PyMemberDescrObject *)found)->d_member->flags & READONLY))) return 0;
+    }
+    layout->type = (SlotRead){type, type->tp_version_tag, 0};
+    memcpy(layout->offset, offset, sizeof(Py_ssize_t) * (size_t)n);
+    return 1;
+}
+
+#define MEMBER(obj, layout, i) (*(PyObject **)((char *)(obj) + (layout).offset[i]))
+
+static inline void set_member(PyObject *obj, const Layout *layout, int i, PyObject *value) { /* as the member's __set__ */
+    PyObject **slot = (PyObject **)((char *)obj + layout->offset[i]);
+    PyObject *old = *slot;
+    *slot = Py_NewRef(value);
+    Py_XDECREF(old);
+}
+
+/* What obj.<name> finds on obj's type, read generically, where no instance dict shadows it (borrowed);
+ * else NULL, with no error. Runs no Python code. */
+static inline PyObject *type_attribute(PyObject *obj, PyObject *name) {
+    PyTypeObject *type = Py_TYPE(obj);
+    PyObject *found = type->tp_getattro == PyObject_GenericGetAttr ? _PyType_Lookup(type, name) : NULL;
+    if (found == NULL) return NULL;
+    PyObject **dict = _PyObject_GetDictPtr(obj);
+    if (dict == NULL || *dict == NULL) return found;
+    if (!PyDict_CheckExact(*dict)) return NULL;
+    PyObject *own = PyDict_GetItemWithError(*dict, name); /* an exact str's hash: no Python code */
+    PyErr_Clear();
+    return own == NULL ? found : NULL;
+}
+
+/* Does obj.<name> give `expected` from obj's type (for a function: bound to obj, so calling it runs that
+ * function's body)? Runs no Python code. */
+static inline int resolves_to(PyObject *obj, PyObject *name, PyObject *expected) {
+    return expected != NULL && type_attribute(obj, name) == expected;
+}
+
 /* 1 if an actor's outbox is a list; else 0, with the runtime's deliver's TypeError. */
 static inline int outbox_is_list(PyObject *outbox) {
     if (PyList_Check(outbox)) return 1;

@@ -26,13 +26,6 @@
 
 #include "_accelerator.h"
 
-#define LAYOUT_FIELDS 5 /* the most attributes a layout remembers */
-
-typedef struct {
-    SlotRead type; /* the type remembered, and its tag (`offset` unused) */
-    Py_ssize_t offset[LAYOUT_FIELDS];
-} Layout;
-
 enum { R_REPORTED, R_ROUND, R_REQUEST, RULE_FIELDS };
 enum { S_HOMES, S_NEIGHBORS, S_OUTBOX, SERVER_FIELDS };
 enum { U_ACTIVE, U_SATURATED, U_SHARE, U_PENDING, U_BUSY, USER_FIELDS };
@@ -52,24 +45,6 @@ _Static_assert(RULE_FIELDS <= LAYOUT_FIELDS && SERVER_FIELDS <= LAYOUT_FIELDS &&
 static PyObject *ddrf_tick, *gradient_class, *gradient_tick, *homes_class, *user_class, *bool_ref, *lowest_ref,
     *idle_ref, *send_descriptor;
 static Py_ssize_t actor_outbox = -1;
-
-/* 1 if objects of `type` read (and, `writable`, set) each of `names` as a `__slots__` member of
- * theirs, its offset in layout->offset; else 0. Nothing here runs Python code. */
-static int members_of(PyTypeObject *type, PyObject *const *names, int n, int writable, Layout *layout) {
-    if (still_read(type, &layout->type)) return 1;
-    if (writable && type->tp_setattro != PyObject_GenericSetAttr) return 0;
-    Py_ssize_t offset[LAYOUT_FIELDS];
-    for (int i = 0; i < n; i++) {
-        PyObject *found;
-        offset[i] = member_offset(type, names[i], &found);
-        if (offset[i] < 0 || (writable && (((PyMemberDescrObject *)found)->d_member->flags & READONLY))) return 0;
-    }
-    layout->type = (SlotRead){type, type->tp_version_tag, 0};
-    memcpy(layout->offset, offset, sizeof(Py_ssize_t) * (size_t)n);
-    return 1;
-}
-
-#define MEMBER(obj, layout, i) (*(PyObject **)((char *)(obj) + (layout).offset[i]))
 
 static PyObject *attribute_of(const char *module_name, const char *name) { /* module.name, a new reference */
     PyObject *module = PyImport_ImportModule(module_name);
@@ -119,19 +94,6 @@ static int references_loaded(void) {
     return 0;
 }
 
-/* Does obj.<name> give `expected` from obj's type (read generically, not in an instance dict)?
- * Runs no Python code. */
-static int resolves_to(PyObject *obj, PyObject *name, PyObject *expected) {
-    PyTypeObject *type = Py_TYPE(obj);
-    if (type->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(type, name) != expected) return 0;
-    PyObject **dict = _PyObject_GetDictPtr(obj);
-    if (dict == NULL || *dict == NULL) return 1;
-    if (!PyDict_CheckExact(*dict)) return 0;
-    PyObject *own = PyDict_GetItemWithError(*dict, name); /* an exact str's hash: no Python code */
-    PyErr_Clear();
-    return own == NULL;
-}
-
 static int plain_float(PyObject *number, double *out) {
     if (!PyFloat_CheckExact(number)) return 0;
     *out = PyFloat_AS_DOUBLE(number);
@@ -146,15 +108,8 @@ static int plain_bool(PyObject *value, int *out) {
 
 /* rule.STALE_ROUNDS, a class attribute that is an exact positive int of 64 bits: 1; else 0. */
 static int stale_rounds(PyObject *rule, long long *out) {
-    PyTypeObject *type = Py_TYPE(rule);
-    PyObject *value = type->tp_getattro == PyObject_GenericGetAttr ? _PyType_Lookup(type, str_stale) : NULL;
-    if (value == NULL || !PyLong_CheckExact(value) || !int64_of(value, out) || *out <= 0) return 0;
-    PyObject **dict = _PyObject_GetDictPtr(rule);
-    if (dict == NULL || *dict == NULL) return 1;
-    if (!PyDict_CheckExact(*dict)) return 0;
-    PyObject *own = PyDict_GetItemWithError(*dict, str_stale);
-    PyErr_Clear();
-    return own == NULL;
+    PyObject *value = type_attribute(rule, str_stale);
+    return value != NULL && PyLong_CheckExact(value) && int64_of(value, out) && *out > 0;
 }
 
 /* `homes.lowest(idle=True, at_most=bound) is None`, read as the reference reads it: 1 if no user is
@@ -227,10 +182,8 @@ static int plain_tick(PyObject *rule, PyObject *server) {
     /* Nothing below runs Python code: a new int, the old one freed, tuples appended to a list. */
     PyObject *next = PyLong_FromLongLong(rounds + 1);
     if (next == NULL) return -1;
-    PyObject **slot = (PyObject **)((char *)rule + rule_layout.offset[R_ROUND]);
-    PyObject *old = *slot;
-    *slot = next;
-    Py_DECREF(old);
+    set_member(rule, &rule_layout, R_ROUND, next);
+    Py_DECREF(next);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(neighbors); i++) { /* server.send(neighbour, request) */
         PyObject *pair = PyTuple_Pack(2, PyList_GET_ITEM(neighbors, i), request);
         int status = pair == NULL ? -1 : PyList_Append(outbox, pair);

@@ -59,35 +59,9 @@ static const char *msg_names[MSG_FIELDS] = {"user", "task", "share"};
 static PyObject *rule_strs[RULE_FIELDS], *msg_strs[MSG_FIELDS], *str_republish, *str_stuck;
 static PyObject *probe_module, *reference; /* protocols.probe and ProbeRule.hear, at first need */
 
-/* Where a type keeps each of a set of attributes, as `__slots__` members, remembered by its version tag. */
-#define LAYOUT_FIELDS 9 /* the most attributes a layout remembers */
-
-typedef struct {
-    SlotRead type; /* the type remembered, and its tag (`offset` unused) */
-    Py_ssize_t offset[LAYOUT_FIELDS];
-} Layout;
-
 _Static_assert(RULE_FIELDS <= LAYOUT_FIELDS && MSG_FIELDS <= LAYOUT_FIELDS, "a layout holds every field it reads");
 
 static Layout rule_layout, msg_layout;
-
-/* 1 if objects of `type` read (and, `writable`, set) each of `names` as a `__slots__` member of
- * theirs, its offset in layout->offset; else 0. Nothing here runs Python code. */
-static int members_of(PyTypeObject *type, PyObject *const *names, int n, int writable, Layout *layout) {
-    if (still_read(type, &layout->type)) return 1;
-    if (writable && type->tp_setattro != PyObject_GenericSetAttr) return 0;
-    Py_ssize_t offset[LAYOUT_FIELDS];
-    for (int i = 0; i < n; i++) {
-        PyObject *found;
-        offset[i] = member_offset(type, names[i], &found);
-        if (offset[i] < 0 || (writable && (((PyMemberDescrObject *)found)->d_member->flags & READONLY))) return 0;
-    }
-    layout->type = (SlotRead){type, type->tp_version_tag, 0};
-    memcpy(layout->offset, offset, sizeof(Py_ssize_t) * (size_t)n);
-    return 1;
-}
-
-#define MEMBER(obj, layout, i) (*(PyObject **)((char *)(obj) + (layout).offset[i]))
 
 static int plain_int(PyObject *number, long long *out) { return PyLong_CheckExact(number) && int64_of(number, out); }
 
@@ -95,13 +69,6 @@ static int plain_float(PyObject *number, double *out) {
     if (!PyFloat_CheckExact(number)) return 0;
     *out = PyFloat_AS_DOUBLE(number);
     return *out == *out;
-}
-
-static void set_member(PyObject *obj, const Layout *layout, int i, PyObject *value) { /* as the member's __set__ */
-    PyObject **slot = (PyObject **)((char *)obj + layout->offset[i]);
-    PyObject *old = *slot;
-    *slot = Py_NewRef(value);
-    Py_XDECREF(old);
 }
 
 static PyObject *probe(void) { /* protocols.probe (borrowed), imported at first need */
@@ -465,19 +432,6 @@ static Layout reply_layout, value_layout, load_layout;
 _Static_assert(REPLY_FIELDS <= LAYOUT_FIELDS, "a layout holds every field it reads");
 
 #define KEPT_ITEM(kept, i) PyTuple_GET_ITEM(kept, i)
-
-/* Does rule.<name> give the function `expected` bound to rule: its type's, read generically, and not in the
- * rule's instance dict? Calling it then runs that function's body. Runs no Python code. */
-static int resolves_to(PyObject *rule, PyObject *name, PyObject *expected) {
-    PyTypeObject *type = Py_TYPE(rule);
-    if (type->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(type, name) != expected) return 0;
-    PyObject **dict = _PyObject_GetDictPtr(rule);
-    if (dict == NULL || *dict == NULL) return 1;
-    if (!PyDict_CheckExact(*dict)) return 0;
-    PyObject *own = PyDict_GetItemWithError(*dict, name); /* an exact str's hash: no Python code */
-    PyErr_Clear();
-    return own == NULL;
-}
 
 static int unchanged_class(PyObject *cls, PyObject *tag) { /* the class as it was when kept: the same valid tag */
     PyTypeObject *type = (PyTypeObject *)cls;

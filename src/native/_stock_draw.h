@@ -77,8 +77,7 @@ static inline int is_stock_draw_seen(PyObject *draw, StockSeen *seen) {
     seen->type = NULL;
     int stock = is_stock_draw(draw);
     if (stock != 1 || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || type->tp_version_tag == 0) return stock;
-    where = type->tp_dictoffset == 0 ? NULL : _PyObject_GetDictPtr(draw); /* made by is_stock_draw if there was none */
-    dict = where == NULL ? NULL : *where;
+    dict = where == NULL ? NULL : *where; /* the instance dict is_stock_draw read, in the place found above */
     if (type->tp_dictoffset != 0 && (dict == NULL || !PyDict_CheckExact(dict))) return stock;
     *seen = (StockSeen){type, type->tp_version_tag, dict, dict == NULL ? 0 : ((PyDictObject *)dict)->ma_version_tag};
     return stock;
