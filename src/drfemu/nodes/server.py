@@ -102,7 +102,7 @@ class ServerConfig:
     DRFH heuristic normalised with `scale` (1 / the cluster total of each resource), or with
     `min_fragmentation` by the fragmentation the task adds, or with `keep_room` by the room it
     costs (`protocols.room`), for the demand mix the server knows (from the start: `known_mix`,
-    (user, demand) pairs);
+    (user, demand) pairs), or with `in_order` by the server's place in the cluster's order;
     `device_resource` ≥ 0 models that resource as devices (`protocols.devices`);
     `saturation_retry_cap` is the longest wait the saturation retry doubles to; `total`
     (the cluster's capacity) and `users_active` (False: finite users, counted once a task
@@ -126,6 +126,7 @@ class ServerConfig:
     fit_candidates: int = 0
     min_fragmentation: bool = False
     keep_room: bool = False
+    in_order: bool = False
     known_mix: tuple[tuple[int, Vector], ...] = ()
     device_resource: int = -1
     scale: Vector = ()
@@ -161,9 +162,9 @@ class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
-                 "rto", "prompt_rto", "notices", "mix", "keep_room", "_streams", "_reserved", "_running", "_ended",
-                 "_fixed", "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices", "_held_devices",
-                 "published", "room_version")
+                 "rto", "prompt_rto", "notices", "mix", "keep_room", "in_order", "_streams", "_reserved", "_running",
+                 "_ended", "_fixed", "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices",
+                 "_held_devices", "published", "room_version")
 
     def __init__(self, actor_id: int, capacity: Vector, rule: ServerRule, homed: Mapping[int, float],
                  streams: NodeStreams, config: ServerConfig) -> None:
@@ -190,6 +191,7 @@ class ServerNode(OverlayPeer):
         self.fit_candidates = config.fit_candidates
         self.scale = config.scale
         self.keep_room = config.keep_room
+        self.in_order = config.in_order
         scored = config.min_fragmentation or config.keep_room
         self.mix = DemandMix(config.scale, config.known_mix) if scored else None  # what it scores by
         self._streams = streams  # its "walk" stream is made at the node's first walk
@@ -505,7 +507,9 @@ class ServerNode(OverlayPeer):
         """A fitting server's score for a best-fit walk (lower is better): DRFH's heuristic, or
         the fragmentation the task adds or the room it costs (`protocols.room`) for the demand mix
         this server knows — which the walk's task joins (a walk carries its user's demand to every
-        server it visits)."""
+        server it visits); or, in order, the server's id (its place in the workload's list)."""
+        if self.in_order:
+            return float(self.id)
         if self.mix is None:
             return drfh_heuristic(demand, self.free, self.scale)
         self.mix.note(user, demand)

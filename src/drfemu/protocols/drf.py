@@ -8,8 +8,9 @@ fragmentation (`protocols.fragmentation`) or where it costs the least room (`pro
 issue 60) for the demand mix of the tasks pending at the
 scheduler (decision: every user with a task waiting counts once; a waiting task that fits
 nowhere adds the same to every server and changes no choice). A user whose task fits nowhere
-is skipped, not waited for, so it cannot block the others. `drf-bestfit` is `drf --placement
-best-fit` under its own name (the thesis's E7 runs it so).
+is skipped, not waited for, so it cannot block the others. `--placement in-order` (the walks'
+first-fit in the cluster's order, issue 60) is first-fit here: a central scheduler sees every
+server. `drf-bestfit` is `drf --placement best-fit` under its own name (the thesis's E7 runs it so).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from drfemu.kernel.params import Param
 from drfemu.protocols.central import PER_TICK, PendingTask
 from drfemu.protocols.cluster import ClusterView
-from drfemu.protocols.placement import BEST_FIT, FIRST_FIT, KEEP_ROOM, PLACEMENT, SCORED_BY_MIX
+from drfemu.protocols.placement import BEST_FIT, FIRST_FIT, IN_ORDER, KEEP_ROOM, PLACEMENT, SCORED_BY_MIX
 from drfemu.protocols.room import keep_room
 from drfemu.protocols.spec import Gateway, ProtocolSpec
 
@@ -41,7 +42,7 @@ class Drf:
     def choose(self, pending: Sequence[PendingTask], cluster: ClusterView) -> tuple[PendingTask, int] | None:
         mix = [t.demand for t in pending] if self.placement in SCORED_BY_MIX else None
         for task in _by_share(pending):
-            if self.placement == FIRST_FIT:
+            if self.placement == FIRST_FIT or self.placement == IN_ORDER:
                 server = cluster.first_fit(task.demand, key=task.user)
             elif mix is not None and self.placement == KEEP_ROOM:
                 server = keep_room(task.demand, cluster.free, cluster.capacity, mix, cluster.scale, cluster.devices)

@@ -43,7 +43,7 @@ from drfemu.kernel.errors import InputError
 from drfemu.kernel.latency import US_PER_S, parse_duration, parse_latency
 from drfemu.kernel.params import Declared, Duration, Kind, Param, ReadBy, param
 from drfemu.overlay.variants import GRADIENT_NAMES, default_max_age_periods
-from drfemu.protocols.placement import BEST_FIT, KEEP_ROOM, MIN_FRAGMENTATION, PlacementParams
+from drfemu.protocols.placement import COMPARING, PlacementParams
 from drfemu.protocols.registry import PROTOCOLS, Gateway, GradientUse, ProtocolSpec, get_protocol
 from drfemu.schema.workload import LARGEST, MAX_NODES, MAX_SEED
 
@@ -139,9 +139,9 @@ class RunParams(PlacementParams, OverlayParams, ProtocolChoice):
                                 "task's fraction sits on one device, a task of n units takes n unused devices "
                                 "(protocols.devices; endless workloads without faults). Default: every resource a "
                                 "scalar.", echo="devices")
-    fit_candidates: int = param(default=8, help="Best-fit, min-fragmentation and keep-room walks: fitting servers a "
-                                "walk compares.", ge=1, le=10**6, unit="servers",
-                                read_by=ReadBy.WALKS, when=("placement", (BEST_FIT, MIN_FRAGMENTATION, KEEP_ROOM)))
+    fit_candidates: int = param(default=8, help="Best-fit, min-fragmentation, keep-room and in-order walks: fitting "
+                                "servers a walk compares.", ge=1, le=10**6, unit="servers",
+                                read_by=ReadBy.WALKS, when=("placement", COMPARING))
     sample_every: Duration = param(default=10.0, help="The period of samples over time: fragmentation in every run; "
                                    "fairness, utilisation and queues where tasks end (0: none).", ge=0, le=1e9,
                                    unit="s", echo="sample_every_s")
