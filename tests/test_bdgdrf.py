@@ -200,7 +200,7 @@ def test_a_server_knows_the_smallest_task_of_its_users_and_of_the_mix_it_scores_
     plain = node(BdgdrfRule(), homed={100: 0.3, 101: 0.0}, view=2)
     assert plain.smallest_task_share() == 0.3  # a task that asks nothing is left out
     assert node(BdgdrfRule(), homed={}, view=2).smallest_task_share() == float("inf")
-    scored = node(BdgdrfRule(), homed={100: 0.3}, view=2, keep_room=True, scale=(0.1, 0.1),
+    scored = node(BdgdrfRule(), homed={100: 0.3}, view=2, placement="keep-room", scale=(0.1, 0.1),
                   known_mix=((7, (1.0, 2.0)), (8, (0.0, 0.0))))
     assert scored.smallest_task_share() == 0.2  # user 7's (1, 2) of a cluster of (10, 10)
 

@@ -62,7 +62,8 @@ def test_a_server_learns_the_mix_from_its_users_and_the_walks_it_sees_and_scores
     from drfemu.protocols.placement import FitWalk
     from tests.test_distributed_roles import node, request
 
-    s = node(capacity=(8.0, 1.0), homed={100: 0.1}, fit_candidates=1, min_fragmentation=True, scale=(1 / 16, 1 / 2))
+    s = node(capacity=(8.0, 1.0), homed={100: 0.1}, fit_candidates=1, placement="min-fragmentation",
+             scale=(1 / 16, 1 / 2))
     s.receive(request(100, 0, 0.0, (1.0, 1.0)), 0.0)
     s.receive(FitWalk(101, 0, (1.0, 0.5), 7, 1, (7, 0), (), -1, float("inf"), 1), 0.0)  # a walk passes by
     assert s.mix is not None and s.mix.demands == {100: (1.0, 1.0), 101: (1.0, 0.5)}
@@ -77,8 +78,8 @@ def test_a_server_told_the_workload_s_mix_scores_by_it_from_the_start() -> None:
     from tests.test_distributed_roles import node
 
     known = ((100, (1.0, 1.0)), (101, (2.0, 0.0)))
-    s = node(capacity=(8.0, 1.0), homed={100: 0.1}, fit_candidates=1, min_fragmentation=True, scale=(1 / 16, 1 / 2),
-             known_mix=known)
+    s = node(capacity=(8.0, 1.0), homed={100: 0.1}, fit_candidates=1, placement="min-fragmentation",
+             scale=(1 / 16, 1 / 2), known_mix=known)
     assert s.mix is not None and s.mix.demands == dict(known)
     assert s._fit_score(101, (2.0, 0.0)) == pytest.approx(
         fragmentation_delta((2.0, 0.0), s.free, s.capacity, [(1.0, 1.0), (2.0, 0.0)], (1 / 16, 1 / 2)))

@@ -26,7 +26,7 @@ from drfemu.observers.observer import RunEnd
 from drfemu.overlay.gradient import NEG_INF
 from drfemu.overlay.observe import ideal_view_fraction, ideal_views, snapshot
 from drfemu.overlay.variants import gradient_factory
-from drfemu.protocols.placement import FIRST_FIT, IN_ORDER, KEEP_ROOM, MIN_FRAGMENTATION, SCORED_BY_MIX, WORKLOAD
+from drfemu.protocols.placement import FIRST_FIT, SCORED_BY_MIX, WORKLOAD
 from drfemu.protocols.resilience import Timeouts
 from drfemu.protocols.spec import GradientUse
 from drfemu.schema.result import Distributed, Section
@@ -55,8 +55,7 @@ def server_config(config: RunConfig, timeouts: Timeouts, gateway: int) -> Server
         saturation_retry=retry_ticks * params.tick if retry_ticks else math.inf,
         saturation_retry_cap=params.saturation_retry_cap_ticks(finite) * params.tick,
         fit_candidates=params.fit_candidates if params.placement != FIRST_FIT else 0,
-        min_fragmentation=params.placement == MIN_FRAGMENTATION, keep_room=params.placement == KEEP_ROOM,
-        in_order=params.placement == IN_ORDER,
+        placement=params.placement,
         known_mix=known_mix(config),
         device_resource=config.device_resource,
         scale=tuple(1.0 / t if t > 0 else 0.0 for t in total),

@@ -78,7 +78,7 @@ from drfemu.protocols.cluster import drfh_heuristic
 from drfemu.protocols.devices import EMPTY, Devices
 from drfemu.protocols.fragmentation import DemandMix
 from drfemu.protocols.homes import HomeUser, HomeUsers
-from drfemu.protocols.placement import FitPlace, FitWalk
+from drfemu.protocols.placement import FIRST_FIT, IN_ORDER, KEEP_ROOM, SCORED_BY_MIX, FitPlace, FitWalk
 from drfemu.protocols.polls import Answer
 from drfemu.protocols.room import room_score
 from drfemu.protocols.resilience import HOP_TRIES, PLACEMENT_BACKOFF, Notices
@@ -98,11 +98,12 @@ class ServerConfig:
     its cluster (`assembly.distributed.server_config` derives it from the validated
     run parameters). Times are seconds.
 
-    `fit_candidates` > 0 asks for best-fit placement over that many fitting servers, by the
-    DRFH heuristic normalised with `scale` (1 / the cluster total of each resource), or with
-    `min_fragmentation` by the fragmentation the task adds, or with `keep_room` by the room it
-    costs (`protocols.room`), for the demand mix the server knows (from the start: `known_mix`,
-    (user, demand) pairs), or with `in_order` by the server's place in the cluster's order;
+    `fit_candidates` > 0 asks for a walk that compares that many fitting servers, scored as
+    `placement` says (`protocols.placement`): best-fit by the DRFH heuristic normalised with
+    `scale` (1 / the cluster total of each resource), min-fragmentation by the fragmentation the
+    task adds, keep-room by the room it costs (`protocols.room`), both for the demand mix the
+    server knows (from the start: `known_mix`, (user, demand) pairs), in-order by the server's
+    place in the cluster's order;
     `device_resource` ≥ 0 models that resource as devices (`protocols.devices`);
     `saturation_retry_cap` is the longest wait the saturation retry doubles to; `total`
     (the cluster's capacity) and `users_active` (False: finite users, counted once a task
@@ -124,9 +125,7 @@ class ServerConfig:
     saturation_retry: float = math.inf
     saturation_retry_cap: float = math.inf
     fit_candidates: int = 0
-    min_fragmentation: bool = False
-    keep_room: bool = False
-    in_order: bool = False
+    placement: str = FIRST_FIT
     known_mix: tuple[tuple[int, Vector], ...] = ()
     device_resource: int = -1
     scale: Vector = ()
@@ -162,7 +161,7 @@ class ServerNode(OverlayPeer):
     """A server that proposes tasks to users and places them locally or by a walk."""
 
     __slots__ = ("capacity", "free", "rule", "homes", "walk_ttl", "neighbors", "placement", "fit_candidates", "scale",
-                 "rto", "prompt_rto", "notices", "mix", "keep_room", "in_order", "_streams", "_reserved", "_running",
+                 "rto", "prompt_rto", "notices", "mix", "scoring", "_streams", "_reserved", "_running",
                  "_ended", "_fixed", "_silences", "_hops", "_heard", "_heard_order", "acknowledged", "devices",
                  "_held_devices", "published", "room_version")
 
@@ -190,9 +189,8 @@ class ServerNode(OverlayPeer):
         self.placement = dict.fromkeys(PLACEMENT_COUNTERS, 0)
         self.fit_candidates = config.fit_candidates
         self.scale = config.scale
-        self.keep_room = config.keep_room
-        self.in_order = config.in_order
-        scored = config.min_fragmentation or config.keep_room
+        self.scoring = config.placement  # what a fitting server's score is (`_fit_score`)
+        scored = config.placement in SCORED_BY_MIX
         self.mix = DemandMix(config.scale, config.known_mix) if scored else None  # what it scores by
         self._streams = streams  # its "walk" stream is made at the node's first walk
         self._reserved: dict[tuple[int, int], Vector] = {}
@@ -508,12 +506,12 @@ class ServerNode(OverlayPeer):
         the fragmentation the task adds or the room it costs (`protocols.room`) for the demand mix
         this server knows — which the walk's task joins (a walk carries its user's demand to every
         server it visits); or, in order, the server's id (its place in the workload's list)."""
-        if self.in_order:
+        if self.scoring == IN_ORDER:
             return float(self.id)
         if self.mix is None:
             return drfh_heuristic(demand, self.free, self.scale)
         self.mix.note(user, demand)
-        if self.keep_room:
+        if self.scoring == KEEP_ROOM:
             mix, _, shares = self.mix.arrays()
             return room_score(demand, self.free, self.capacity, mix, shares, self.scale, self.devices)
         return self.mix.delta(demand, self.free, self.capacity, self.devices)
